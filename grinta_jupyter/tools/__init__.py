@@ -1,0 +1,30 @@
+"""Model-facing tools, one module each, and the toolsets that group them."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from grinta_jupyter.tools.base import Settings, ToolContext, ToolSpec, Toolset
+
+
+def intent_toolset() -> Toolset:
+    """The default: few tools, each with one clear intent."""
+    from grinta_jupyter.tools import create, finish, multiedit, read, replace_string, run, search
+
+    return Toolset.of(
+        "intent",
+        [read.SPEC, search.SPEC, create.SPEC, replace_string.SPEC, multiedit.SPEC, run.SPEC, finish.SPEC],
+    )
+
+
+TOOLSETS: dict[str, Callable[[], Toolset]] = {"intent": intent_toolset}
+
+
+def get_toolset(name: str) -> Toolset:
+    try:
+        return TOOLSETS[name]()
+    except KeyError:
+        raise ValueError(f"unknown toolset {name!r}; known: {', '.join(sorted(TOOLSETS))}") from None
+
+
+__all__ = ["Settings", "TOOLSETS", "ToolContext", "ToolSpec", "Toolset", "get_toolset", "intent_toolset"]

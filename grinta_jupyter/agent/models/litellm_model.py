@@ -1,0 +1,345 @@
+"""Any chat model litellm can reach: hosted providers, Ollama, OpenAI-compatible servers.
+
+litellm is imported on the first ``complete`` (in a worker thread, it takes
+seconds), never when this module is imported, and with the bundled price map
+so nothing is fetched over the network.
+
+One call streams the answer, passes text deltas to ``on_text``, rebuilds
+tool calls whose arguments arrive in pieces, retries throttling and
+transient failures with exponential backoff (honouring Retry-After), and
+turns every failure into a ``ModelError`` whose message names the fix and
+never an API key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import os
+import random
+import re
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
+
+__all__ = ["LiteLLMModel"]
+
+# Env vars holding each provider's key (the first is the one we tell users to set).
+# Providers missing here are not checked up front; their auth errors still map to AUTH.
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": ("OPENAI_API_KEY",),
+    "anthropic": ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN"),
+    "gemini": ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+    "mistral": ("MISTRAL_API_KEY",),
+    "groq": ("GROQ_API_KEY",),
+    "deepseek": ("DEEPSEEK_API_KEY",),
+    "openrouter": ("OPENROUTER_API_KEY",),
+    "xai": ("XAI_API_KEY",),
+    "together_ai": ("TOGETHERAI_API_KEY", "TOGETHER_API_KEY"),
+}
+
+# A server asking us to wait longer than this is not worth blocking a notebook for.
+MAX_RETRY_AFTER = 60.0
+
+# Sent to OpenAI-compatible servers that need no key; the OpenAI client insists on one.
+_PLACEHOLDER_KEY = "no-key"
+
+_KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]+")
+
+
+class LiteLLMModel:
+    """A ``Model`` backed by ``litellm.acompletion`` with streaming."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        temperature: float | None = 0.0,
+        max_retries: int = 3,
+        backoff: float = 1.0,
+        timeout: float = 120.0,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.name = model
+        self.model = model
+        self.api_base = api_base
+        self.api_key = api_key
+        self.temperature = temperature
+        self.max_retries = max_retries
+        self.backoff = backoff
+        self.timeout = timeout
+        self.extra = dict(extra or {})
+
+    def __repr__(self) -> str:
+        base = f", api_base={self.api_base!r}" if self.api_base else ""
+        return f"LiteLLMModel({self.model!r}{base})"
+
+    async def complete(
+        self,
+        messages: list[dict],
+        tools: list[dict],
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelReply:
+        litellm = await _load_litellm()
+        provider = self._check_ready(litellm)
+        attempt = 0
+        while True:
+            streamed: list[str] = []
+            try:
+                return await self._attempt(litellm, messages, tools, on_text, streamed)
+            except Exception as exc:
+                error = self._to_model_error(exc, provider)
+                if error is None:
+                    raise
+                # Once text reached the front end a retry would show it twice.
+                if not error.retryable or attempt >= self.max_retries or streamed:
+                    raise error from None
+                delay = _retry_after(exc)
+                if delay is not None and delay > MAX_RETRY_AFTER:
+                    raise ModelError(
+                        error.code,
+                        f"{error.message} (the provider asks to wait {delay:.0f} s; "
+                        "try again later)",
+                        retryable=True,
+                    ) from None
+                if delay is None:
+                    delay = self.backoff * 2**attempt * (1 + random.random() / 10)
+                attempt += 1
+                await asyncio.sleep(delay)
+
+    async def _attempt(
+        self,
+        litellm: Any,
+        messages: list[dict],
+        tools: list[dict],
+        on_text: Callable[[str], None] | None,
+        streamed: list[str],
+    ) -> ModelReply:
+        stream = await litellm.acompletion(**self._request(messages, tools))
+        chunks = []
+        try:
+            async for chunk in stream:
+                chunks.append(chunk)
+                delta = chunk.choices[0].delta.content if chunk.choices else None
+                if delta:
+                    streamed.append(delta)
+                    if on_text is not None:
+                        on_text(delta)
+        finally:
+            # Also on cancellation: release the HTTP connection now, not at GC.
+            await stream.aclose()
+        built = litellm.stream_chunk_builder(chunks, messages=messages) if chunks else None
+        if built is None or not built.choices:
+            raise ModelError("BAD_RESPONSE", f"{self.model} sent an empty response; try again")
+        choice = built.choices[0]
+        message = choice.message
+        calls = [
+            ToolCall(
+                id=tc.id or f"call_{n}",
+                name=tc.function.name or "",
+                arguments=tc.function.arguments or "",
+            )
+            for n, tc in enumerate(message.tool_calls or [])
+        ]
+        usage = getattr(built, "usage", None)
+        return ModelReply(
+            text=message.content or "",
+            tool_calls=calls,
+            usage=Usage(
+                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
+                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                cost=self._cost(litellm, built),
+            ),
+            finish_reason=choice.finish_reason,
+        )
+
+    def _request(self, messages: list[dict], tools: list[dict]) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            "timeout": self.timeout,
+            # We retry ourselves (with backoff and Retry-After); no hidden retries below us.
+            "max_retries": 0,
+            "num_retries": 0,
+            # Providers that lack a parameter (stream_options, temperature) skip it.
+            "drop_params": True,
+        }
+        if tools:
+            kwargs["tools"] = tools
+        if self.temperature is not None:
+            kwargs["temperature"] = self.temperature
+        if self.api_base:
+            kwargs["api_base"] = self.api_base
+        if self.api_key:
+            kwargs["api_key"] = self.api_key
+        elif self.api_base and not _env_key(PROVIDER_KEYS.get(self._provider_prefix(), ())):
+            kwargs["api_key"] = _PLACEHOLDER_KEY
+        kwargs.update(self.extra)
+        return kwargs
+
+    def _provider_prefix(self) -> str:
+        return self.model.split("/", 1)[0] if "/" in self.model else "openai"
+
+    def _check_ready(self, litellm: Any) -> str:
+        """Fail before any request when the model string or the key cannot work."""
+        try:
+            provider = litellm.get_llm_provider(model=self.model, api_base=self.api_base)[1]
+        except Exception:
+            raise ModelError(
+                "UNKNOWN_MODEL",
+                f"litellm cannot tell which provider serves {self.model!r}; prefix it, "
+                "e.g. openai/gpt-4o-mini, anthropic/..., gemini/..., ollama_chat/qwen2.5-coder:7b",
+            ) from None
+        env_vars = PROVIDER_KEYS.get(provider, ())
+        if env_vars and not self.api_key and not self.api_base and not _env_key(env_vars):
+            raise ModelError(
+                "MISSING_KEY",
+                f"no API key for {self.model}: set {env_vars[0]} "
+                "(or GRINTA_API_KEY, or pass api_key=)",
+            )
+        return provider
+
+    def _cost(self, litellm: Any, built: Any) -> float | None:
+        """USD for this reply, or None when litellm has no price for the model."""
+        for kwargs in ({}, {"model": self.model}):
+            try:
+                cost = litellm.completion_cost(completion_response=built, **kwargs)
+            except Exception:
+                continue
+            if cost:
+                return float(cost)
+        return None
+
+    def _to_model_error(self, exc: BaseException, provider: str) -> ModelError | None:
+        """Map a litellm/HTTP failure to a ModelError; None for anything else (a bug)."""
+        if isinstance(exc, ModelError):
+            return exc
+        import litellm
+        import openai
+
+        detail = self._detail(exc)
+        env_vars = PROVIDER_KEYS.get(provider, ())
+        key_hint = f"check {env_vars[0]} or GRINTA_API_KEY" if env_vars else "check the API key"
+        if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+            return ModelError("AUTH", f"{self.model} rejected the key ({detail}); {key_hint}")
+        if isinstance(exc, litellm.RateLimitError):
+            return ModelError("RATE_LIMIT", f"{self.model} is rate limited: {detail}", True)
+        if isinstance(exc, litellm.NotFoundError):
+            return ModelError("UNKNOWN_MODEL", self._unknown(detail))
+        if isinstance(exc, litellm.ContextWindowExceededError):
+            return ModelError(
+                "CONTEXT_WINDOW", f"the conversation is too long for {self.model}: {detail}"
+            )
+        if isinstance(exc, openai.BadRequestError):
+            if _names_unknown_model(detail):
+                return ModelError("UNKNOWN_MODEL", self._unknown(detail))
+            return ModelError("BAD_REQUEST", f"{self.model} rejected the request: {detail}")
+        if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+            seconds = f"{self.timeout:g}"
+            return ModelError("TIMEOUT", f"{self.model} did not answer within {seconds} s", True)
+        if isinstance(exc, (openai.APIConnectionError, ConnectionError)) or _caused_by_connection(
+            exc, openai.APIConnectionError
+        ):
+            where = self.api_base or f"the {provider} API"
+            return ModelError("NETWORK", f"cannot reach {where}: {detail}", True)
+        status = getattr(exc, "status_code", None)
+        if isinstance(status, int) and status >= 500:
+            return ModelError("NETWORK", f"{self.model} failed with HTTP {status}: {detail}", True)
+        if isinstance(exc, openai.OpenAIError):
+            return ModelError("BAD_RESPONSE", f"{self.model} failed: {detail}")
+        return None
+
+    def _unknown(self, detail: str) -> str:
+        return f"unknown model {self.model!r} ({detail}); check the model name (GRINTA_MODEL)"
+
+    def _detail(self, exc: BaseException) -> str:
+        """The provider's message on one short line, with any key masked."""
+        text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
+        # litellm prefixes "litellm.XError: XError: OpenAIException - "; keep the provider's words.
+        text = re.sub(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?", "", str(text))
+        text = " ".join(text.split())
+        for secret in (self.api_key, *(os.environ.get(v) for v in _all_key_vars())):
+            if secret and len(secret) >= 4:
+                text = text.replace(secret, "***")
+        text = _KEY_PATTERN.sub(r"\1***", text)
+        return text[:300] + ("..." if len(text) > 300 else "")
+
+
+async def _load_litellm() -> Any:
+    """Import litellm offline and quietly, off the event loop the first time."""
+    if "litellm" not in sys.modules:
+        await asyncio.to_thread(_import_litellm)
+    return _import_litellm()
+
+
+def _import_litellm() -> Any:
+    # Without this litellm downloads its model price map at import.
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+def _env_key(env_vars: tuple[str, ...]) -> str | None:
+    return next((os.environ[v] for v in env_vars if os.environ.get(v)), None)
+
+
+def _all_key_vars() -> list[str]:
+    return [v for group in PROVIDER_KEYS.values() for v in group] + ["GRINTA_API_KEY"]
+
+
+def _names_unknown_model(detail: str) -> bool:
+    text = detail.lower()
+    if "llm provider not provided" in text:
+        return True
+    return "model" in text and any(
+        phrase in text
+        for phrase in ("not found", "does not exist", "unknown model", "invalid model", "no such")
+    )
+
+
+def _caused_by_connection(exc: BaseException, connection_error: type) -> bool:
+    """litellm reports some connection failures as a 500; look at what raised it."""
+    seen: set[int] = set()
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, (connection_error, ConnectionError)):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
+
+
+def _retry_after(exc: BaseException) -> float | None:
+    """Seconds the server asked us to wait (retry-after-ms or Retry-After), if any."""
+    headers = getattr(getattr(exc, "response", None), "headers", None)
+    if headers is None:
+        headers = getattr(exc, "litellm_response_headers", None)
+    if not headers:
+        return None
+    try:
+        millis = headers.get("retry-after-ms")
+        if millis is not None:
+            return max(0.0, float(millis) / 1000)
+        value = headers.get("retry-after")
+    except (AttributeError, TypeError, ValueError):
+        return None
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())

@@ -1,0 +1,138 @@
+"""Syntax validation before commit, the same for every tool.
+
+An edit is refused when it introduces a parse error the file did not have.
+A file that was already broken may still be edited, as long as the edit does
+not add errors (counted with tree-sitter where a grammar exists).
+
+Python is checked with ``compile()``; JSON, TOML and YAML with their own
+parsers; every other language with a tree-sitter grammar by its ERROR and
+MISSING nodes.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import warnings
+from collections.abc import Callable
+from functools import lru_cache
+from pathlib import PurePosixPath
+
+from grinta_jupyter.runtime import grammars
+from grinta_jupyter.runtime.errors import SYNTAX_ERROR, ToolError
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+# (line, message) of the first error, or None when the text parses.
+FirstError = tuple[int, str] | None
+
+
+def _python(text: str, path: str) -> FirstError:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
+            compile(text, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        return exc.lineno or 1, exc.msg
+    except ValueError as exc:  # e.g. source with NUL bytes
+        return 1, str(exc)
+    return None
+
+
+def _json(text: str, path: str) -> FirstError:
+    if not text.strip():
+        return None
+    try:
+        json.loads(text)
+    except json.JSONDecodeError as exc:
+        return exc.lineno, exc.msg
+    return None
+
+
+def _toml(text: str, path: str) -> FirstError:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        if line is None:
+            line = _line_from_message(str(exc))
+        return line, str(exc).split(" (at line")[0]
+    return None
+
+
+def _yaml(text: str, path: str) -> FirstError:
+    import yaml
+
+    try:
+        for _ in yaml.safe_load_all(text):
+            pass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        return (mark.line + 1 if mark else 1), str(exc.problem or exc)
+    except yaml.YAMLError as exc:
+        return 1, str(exc)
+    return None
+
+
+def _line_from_message(message: str) -> int:
+    import re
+
+    match = re.search(r"line (\d+)", message)
+    return int(match.group(1)) if match else 1
+
+
+PARSERS: dict[str, Callable[[str, str], FirstError]] = {
+    "python": _python,
+    "json": _json,
+    "toml": _toml,
+    "yaml": _yaml,
+}
+
+
+def language_of(path: str) -> str | None:
+    return grammars.language_for(path)
+
+
+@lru_cache(maxsize=256)
+def first_error(path: str, text: str) -> FirstError:
+    """The first syntax error in ``text`` read as the language of ``path``."""
+    language = language_of(path)
+    if language is None:
+        return None
+    parser = PARSERS.get(language)
+    if parser is not None:
+        return parser(text, path)
+    lines = grammars.syntax_errors(language, text.encode("utf-8"))
+    return (lines[0], "syntax error") if lines else None
+
+
+def error_count(path: str, text: str) -> int:
+    """How many error regions tree-sitter finds (0 when there is no grammar)."""
+    language = language_of(path)
+    if language is None:
+        return 0
+    try:
+        return len(grammars.syntax_errors(language, text.encode("utf-8")))
+    except Exception:  # a grammar the pack lacks: count by the first-error parser only
+        return 1 if first_error(path, text) else 0
+
+
+def check_syntax(path: str, old_text: str | None, new_text: str) -> ToolError | None:
+    """SYNTAX_ERROR when ``new_text`` breaks a file that ``old_text`` left intact."""
+    new_error = first_error(path, new_text)
+    if new_error is None:
+        return None
+    line, message = new_error
+    old_error = first_error(path, old_text) if old_text is not None else None
+    if old_error is not None and error_count(path, new_text) <= error_count(path, old_text or ""):
+        return None  # already broken, and not worse
+    kind = PurePosixPath(path).suffix or "file"
+    verb = "makes" if old_error is None else "adds errors to"
+    return ToolError(
+        SYNTAX_ERROR,
+        f"the edit {verb} {path} invalid ({kind}): line {line}: {message}; nothing was written",
+        line=line,
+    )

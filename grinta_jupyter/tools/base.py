@@ -1,0 +1,197 @@
+"""What a tool is, what it may touch while staging, and how toolsets are built.
+
+A tool is a ``ToolSpec``: a name, a kind, a pydantic argument model whose
+field descriptions are the schema the model reads, and a ``stage`` function.
+``stage`` reads files through a ``ToolContext`` and stages whole new texts;
+it never writes. It returns the text the model sees (reads) or a one-line
+summary (writes), and raises ``ToolFailure`` for anything the model must fix.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, ConfigDict
+
+from grinta_jupyter.runtime.errors import FILE_NOT_FOUND, INVALID_ARGS, fail
+from grinta_jupyter.runtime.proposal import Observation, Proposal, Resolution, ToolKind
+from grinta_jupyter.runtime.textfile import TextFile
+from grinta_jupyter.runtime.workspace import Workspace, WorkspacePath
+
+if TYPE_CHECKING:
+    from grinta_jupyter.code.index import SymbolIndex
+
+
+class Args(BaseModel):
+    """Base for tool arguments: unknown fields are an error the model sees."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Limits that keep tool output bounded. Every limit is a setting."""
+
+    read_max_lines: int = 400
+    read_max_chars: int = 40_000
+    max_line_chars: int = 2_000
+    search_max_results: int = 50
+    run_timeout: float = 120.0
+    run_max_timeout: float = 1_800.0
+    run_output_chars: int = 12_000  # head and tail are kept, the middle elided
+
+
+@dataclass
+class StagedFile:
+    """A file as the proposal sees it: its original state and its staged text."""
+
+    path: WorkspacePath
+    original: TextFile | None  # None when the file does not exist yet
+    text: str
+
+    @property
+    def rel(self) -> str:
+        return self.path.rel
+
+    @property
+    def conventions(self) -> TextFile:
+        return self.original or TextFile.new("")
+
+
+class ToolContext:
+    """Everything a tool may use while staging. Staging never writes to disk."""
+
+    def __init__(self, workspace: Workspace, settings: Settings,
+                 symbols: Callable[[], SymbolIndex] | None = None):
+        self.workspace = workspace
+        self.settings = settings
+        self._symbols = symbols
+        self.staged: dict[str, StagedFile] = {}
+        self.resolutions: list[Resolution] = []
+        self.command: str | None = None
+        self.timeout: float | None = None
+
+    @property
+    def symbols(self) -> SymbolIndex:
+        if self._symbols is None:
+            raise RuntimeError("this runtime has no symbol index")
+        return self._symbols()
+
+    def read_file(self, path: str) -> tuple[WorkspacePath, TextFile]:
+        """Resolve and decode an existing file for reading."""
+        where = self.workspace.resolve(path)
+        return where, _decode(where, path)
+
+    def open(self, path: str) -> StagedFile:
+        """An existing file for editing; edits within one proposal build on each other."""
+        where = self.workspace.resolve(path, write=True)
+        if where.rel in self.staged:
+            return self.staged[where.rel]
+        original = _decode(where, path)
+        staged = StagedFile(where, original, original.text)
+        self.staged[where.rel] = staged
+        return staged
+
+    def open_new(self, path: str) -> StagedFile:
+        """A file that must not exist yet."""
+        where = self.workspace.resolve(path, write=True)
+        if where.rel in self.staged:
+            return self.staged[where.rel]
+        staged = StagedFile(where, None, "")
+        self.staged[where.rel] = staged
+        return staged
+
+    def resolved(self, target: str, chosen: str | None, reason: str, candidates: Iterable[str] = ()) -> None:
+        self.resolutions.append(Resolution(target, chosen, reason, list(candidates)))
+
+
+def _decode(where: WorkspacePath, path: str) -> TextFile:
+    if where.abs.is_dir():
+        raise fail(INVALID_ARGS, f"{path!r} is a folder, not a file")
+    try:
+        raw = where.abs.read_bytes()
+    except FileNotFoundError:
+        raise fail(FILE_NOT_FOUND, f"{path!r} does not exist") from None
+    except OSError as exc:
+        raise fail(FILE_NOT_FOUND, f"{path!r} cannot be read: {exc.strerror}") from None
+    return TextFile.decode(raw, where.rel)
+
+
+StageFn = Callable[[Any, ToolContext], str]
+ExecuteFn = Callable[[Proposal, Workspace, Settings], Observation]
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One model-facing tool."""
+
+    name: str
+    kind: ToolKind
+    description: str
+    args: type[Args]
+    stage: StageFn
+    execute: ExecuteFn | None = None  # commands only: what commit runs
+
+    def schema(self) -> dict[str, Any]:
+        """The OpenAI function-tool schema: exactly what the model reads."""
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": compact_schema(self.args),
+            },
+        }
+
+
+@dataclass
+class Toolset:
+    """A named, ordered set of tools offered to the model together."""
+
+    name: str
+    tools: dict[str, ToolSpec] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, name: str, specs: Iterable[ToolSpec]) -> Toolset:
+        return cls(name, {spec.name: spec for spec in specs})
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [spec.schema() for spec in self.tools.values()]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.tools
+
+    def __getitem__(self, name: str) -> ToolSpec:
+        return self.tools[name]
+
+
+def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """JSON schema without titles and with nested models inlined: fewer tokens, same meaning."""
+    schema = copy.deepcopy(model.model_json_schema())
+    defs = schema.pop("$defs", {})
+
+    def visit(node: Any) -> Any:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                target = defs[node["$ref"].rsplit("/", 1)[-1]]
+                merged = {**target, **{k: v for k, v in node.items() if k != "$ref"}}
+                return visit(merged)
+            node.pop("title", None)
+            if "anyOf" in node:  # Optional[X] -> X (absent means None)
+                options = [o for o in node["anyOf"] if o.get("type") != "null"]
+                if len(options) == 1:
+                    rest = {k: v for k, v in node.items() if k != "anyOf"}
+                    node = {**options[0], **rest}
+                    if node.get("default", 0) is None:
+                        node.pop("default")
+            return {k: visit(v) for k, v in node.items()}
+        if isinstance(node, list):
+            return [visit(v) for v in node]
+        return node
+
+    result = visit(schema)
+    result.pop("description", None)  # the tool description says it
+    return result

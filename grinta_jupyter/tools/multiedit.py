@@ -1,0 +1,49 @@
+"""multiedit: several exact replacements, across files, as one transaction."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from grinta_jupyter.runtime.errors import ToolError, ToolFailure
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.matching import replace_in
+
+
+class StringEdit(Args):
+    path: str
+    old_string: str
+    new_string: str
+    replace_all: bool = False
+
+
+class MultiEditArgs(Args):
+    edits: list[StringEdit] = Field(
+        min_length=1,
+        description="Applied in order; later edits see earlier ones. All succeed or none.",
+    )
+
+
+def stage(args: MultiEditArgs, ctx: ToolContext) -> str:
+    total = len(args.edits)
+    for number, edit in enumerate(args.edits, 1):
+        try:
+            staged = ctx.open(edit.path)
+            replace_in(staged, edit.old_string, edit.new_string, edit.replace_all)
+        except ToolFailure as failure:
+            # Name the part that failed; nothing of the other parts is written.
+            error = failure.error
+            raise ToolFailure(ToolError(
+                error.code, f"edit {number} of {total} ({edit.path}): {error.message}; no edit was applied",
+                error.candidates, error.line,
+            )) from None
+    files = sorted(ctx.staged)
+    return f"applied {total} edit{'s' if total > 1 else ''} to {', '.join(files)}"
+
+
+SPEC = ToolSpec(
+    name="multiedit",
+    kind="write",
+    description="Exact text replacements across files, applied atomically.",
+    args=MultiEditArgs,
+    stage=stage,
+)

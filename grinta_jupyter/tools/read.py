@@ -1,0 +1,126 @@
+"""read: a file, a line range, a folder listing, a symbol, or a file's outline.
+
+Reads may search: a symbol name that resolves uniquely is read directly; an
+ambiguous one returns its candidates (the model then names one exactly).
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from grinta_jupyter.runtime.errors import AMBIGUOUS_SYMBOL, INVALID_ARGS, SYMBOL_NOT_FOUND, Candidate, fail
+from grinta_jupyter.runtime.textfile import split_lines
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+
+MAX_LISTING = 200
+
+
+class ReadArgs(Args):
+    path: str | None = Field(default=None, description="File or folder.")
+    start_line: int | None = Field(default=None, ge=1)
+    end_line: int | None = Field(default=None, ge=1)
+    symbol: str | None = Field(default=None, description="A definition: 'Class.method' or 'path::name'.")
+    outline: bool = Field(default=False, description="List the file's definitions instead of its text.")
+
+
+def stage(args: ReadArgs, ctx: ToolContext) -> str:
+    if args.symbol:
+        return _read_symbol(args, ctx)
+    if not args.path:
+        raise fail(INVALID_ARGS, "give a path, or a symbol")
+    where = ctx.workspace.resolve(args.path)
+    if where.abs.is_dir():
+        return _listing(where.rel, ctx)
+    where, textfile = ctx.read_file(args.path)
+    if args.outline:
+        return _outline(where.rel, ctx)
+    lines = split_lines(textfile.text)
+    first = args.start_line or 1
+    last = args.end_line or len(lines)
+    if first > max(len(lines), 1):
+        raise fail(INVALID_ARGS, f"start_line {first} is past the end of {where.rel} ({len(lines)} lines)")
+    if last < first:
+        raise fail(INVALID_ARGS, f"end_line {last} is before start_line {first}")
+    return render_lines(where.rel, lines, first, min(last, len(lines)), ctx)
+
+
+def render_lines(rel: str, lines: list[str], first: int, last: int, ctx: ToolContext) -> str:
+    """Numbered lines ``first..last``, cut to the read limits with a note on how to go on."""
+    limits = ctx.settings
+    out: list[str] = []
+    size = 0
+    shown_last = first - 1
+    for n in range(first, last + 1):
+        line = lines[n - 1]
+        if len(line) > limits.max_line_chars:
+            line = line[: limits.max_line_chars] + f" [... {len(line) - limits.max_line_chars} more chars]"
+        entry = f"{n:6}\t{line}"
+        if len(out) >= limits.read_max_lines or size + len(entry) > limits.read_max_chars:
+            break
+        out.append(entry)
+        size += len(entry) + 1
+        shown_last = n
+    header = f"{rel} (lines {first}-{shown_last} of {len(lines)})"
+    if not lines:
+        return f"{rel} (empty file)"
+    if shown_last < last:
+        out.append(f"[output limit reached: continue with start_line={shown_last + 1}]")
+    return header + "\n" + "\n".join(out)
+
+
+def _listing(rel: str, ctx: ToolContext) -> str:
+    files = []
+    for path in ctx.workspace.files(rel):
+        files.append(path)
+        if len(files) > MAX_LISTING:
+            break
+    more = ""
+    if len(files) > MAX_LISTING:
+        files = files[:MAX_LISTING]
+        more = f"\n[more than {MAX_LISTING} files; read a subfolder]"
+    return f"{rel or '.'}/ ({len(files)} files)\n" + "\n".join(files) + more
+
+
+def _outline(rel: str, ctx: ToolContext) -> str:
+    symbols = ctx.symbols.outline(rel)
+    if not symbols:
+        return f"{rel}: no definitions found (or the language has no symbol support)"
+    rows = [f"{s.start_line:6}-{s.end_line:<6} {s.kind:<9} {s.qualname}" for s in symbols]
+    return f"{rel} outline ({len(symbols)} definitions)\n" + "\n".join(rows)
+
+
+def _read_symbol(args: ReadArgs, ctx: ToolContext) -> str:
+    address = args.symbol or ""
+    if args.path and "::" not in address:
+        address = f"{ctx.workspace.resolve(args.path).rel}::{address}"
+    resolution = ctx.symbols.resolve(address)
+    if not resolution.matches:
+        ctx.resolved(address, None, "no definition has this name",
+                     [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.suggestions])
+        raise fail(SYMBOL_NOT_FOUND, f"no definition named {address!r}",
+                   [symbol_candidate(s) for s in resolution.suggestions])
+    if len(resolution.matches) > 1:
+        ctx.resolved(address, None, f"{len(resolution.matches)} definitions match",
+                     [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.matches])
+        raise fail(AMBIGUOUS_SYMBOL,
+                   f"{address!r} matches {len(resolution.matches)} definitions; read one by 'path::name'",
+                   [symbol_candidate(s) for s in resolution.matches])
+    symbol = resolution.matches[0]
+    ctx.resolved(address, f"{symbol.path}:{symbol.start_line} {symbol.kind} {symbol.qualname}",
+                 "the only definition with this name")
+    _, textfile = ctx.read_file(symbol.path)
+    lines = split_lines(textfile.text)
+    return render_lines(symbol.path, lines, symbol.start_line, symbol.end_line, ctx)
+
+
+def symbol_candidate(symbol) -> Candidate:  # type: ignore[no-untyped-def]
+    return Candidate(symbol.path, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname)
+
+
+SPEC = ToolSpec(
+    name="read",
+    kind="read",
+    description="Read a file, line range, folder, symbol or outline.",
+    args=ReadArgs,
+    stage=stage,
+)

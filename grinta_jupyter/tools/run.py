@@ -1,0 +1,89 @@
+"""run: a shell command in the workspace, with a timeout and bounded output.
+
+Staging only records the command; it runs when the proposal is committed
+(after approval). On timeout the whole process group is killed.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+
+from pydantic import Field
+
+from grinta_jupyter.runtime.errors import COMMAND_TIMEOUT, INVALID_ARGS, ToolError, fail
+from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.runtime.workspace import Workspace
+from grinta_jupyter.tools.base import Args, Settings, ToolContext, ToolSpec
+
+
+class RunArgs(Args):
+    command: str = Field(description="Shell command, run in the workspace root.")
+    timeout: float | None = Field(default=None, gt=0, description="Seconds (default 120).")
+
+
+def stage(args: RunArgs, ctx: ToolContext) -> str:
+    if not args.command.strip():
+        raise fail(INVALID_ARGS, "command is empty")
+    ctx.command = args.command
+    ctx.timeout = min(args.timeout or ctx.settings.run_timeout, ctx.settings.run_max_timeout)
+    return f"run: {args.command}"
+
+
+def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Observation:
+    assert proposal.command is not None
+    timeout = proposal.timeout or settings.run_timeout
+    started = time.monotonic()
+    process = subprocess.Popen(
+        proposal.command,
+        shell=True,
+        cwd=workspace.root,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,  # its own process group, so a timeout kills children too
+    )
+    try:
+        raw, _ = process.communicate(timeout=timeout)
+        timed_out = False
+    except subprocess.TimeoutExpired:
+        _kill_group(process)
+        raw, _ = process.communicate()
+        timed_out = True
+    elapsed = time.monotonic() - started
+    output = bound_output(raw.decode("utf-8", errors="replace"), settings.run_output_chars)
+    if timed_out:
+        error = ToolError(COMMAND_TIMEOUT, f"command timed out after {timeout:g}s and was killed")
+        return Observation(False, f"{error.render()}\n{output}", error, proposal.id)
+    code = process.returncode
+    text = f"exit code {code} ({elapsed:.1f}s)\n{output}".rstrip()
+    return Observation(True, text, None, proposal.id, exit_code=code)
+
+
+def bound_output(text: str, limit: int) -> str:
+    """Keep the head and the tail (where test summaries are), drop the middle."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit // 3]
+    tail = text[-(limit - len(head)):]
+    dropped = len(text) - len(head) - len(tail)
+    return f"{head}\n[... {dropped} characters omitted ...]\n{tail}"
+
+
+def _kill_group(process: subprocess.Popen[bytes]) -> None:
+    try:
+        os.killpg(process.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+SPEC = ToolSpec(
+    name="run",
+    kind="command",
+    description="Run a shell command (tests, linters) in the workspace.",
+    args=RunArgs,
+    stage=stage,
+    execute=execute,
+)
