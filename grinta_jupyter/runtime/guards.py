@@ -31,7 +31,9 @@ _ELIDED = re.compile(
     r"|same as (?:before|above))\b",
     re.IGNORECASE,
 )
-_ELIDED_CLAIM = re.compile(r"\b(?:unchanged|omitted|as before|goes here|remains? the same|here)\b", re.I)
+_ELIDED_CLAIM = re.compile(
+    r"\b(?:unchanged|omitted|as before|goes here|remains? the same|here)\b", re.I
+)
 
 
 def is_placeholder_line(line: str) -> bool:
@@ -87,7 +89,7 @@ def check_placeholder(added_lines: list[tuple[int, str]], old_text: str) -> Tool
         if is_placeholder_line(line) and line.strip() not in old_text:
             return ToolError(
                 PLACEHOLDER,
-                f"line {line_no} of the new text is a placeholder ({line.strip()[:60]!r}); "
+                f"the edit adds a placeholder at line {line_no} ({line.strip()[:60]!r}); "
                 "write out the full code instead of eliding it",
                 line=line_no,
             )

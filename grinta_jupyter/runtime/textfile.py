@@ -36,7 +36,7 @@ class TextFile:
         if b"\x00" in raw[:_SNIFF] or (raw and b"\x00" in raw):
             raise fail(BINARY_FILE, f"{path} is a binary file; text tools cannot edit it")
         bom = raw.startswith(BOM)
-        body = raw[len(BOM):] if bom else raw
+        body = raw[len(BOM) :] if bom else raw
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:

@@ -19,6 +19,7 @@ already in place). Either way every file ends all-old or all-new.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -45,7 +46,9 @@ class FileWrite:
     path: str  # workspace-relative POSIX
     old: bytes | None
     new: bytes | None
-    prune_dirs: tuple[str, ...] = ()  # folders to remove when empty after a deletion (undo of a create)
+    prune_dirs: tuple[
+        str, ...
+    ] = ()  # folders to remove when empty after a deletion (undo of a create)
 
 
 @dataclass
@@ -77,8 +80,15 @@ class Journal:
 
     # -- commit ---------------------------------------------------------------
 
-    def commit(self, writes: list[FileWrite], label: str, *, keep_undo: bool = True,
-               undoes: str | None = None, hook: StepHook = None) -> CommitRecord:
+    def commit(
+        self,
+        writes: list[FileWrite],
+        label: str,
+        *,
+        keep_undo: bool = True,
+        undoes: str | None = None,
+        hook: StepHook = None,
+    ) -> CommitRecord:
         """Write every file in ``writes`` or none of them. Raises StaleError."""
         step = hook or (lambda _label: None)
         for write in writes:
@@ -90,22 +100,36 @@ class Journal:
         entries = []
         for i, write in enumerate(writes):
             target = self.root / write.path
-            entries.append({
-                "path": write.path,
-                "old_sha": _sha_or_none(write.old),
-                "new_sha": _sha_or_none(write.new),
-                "backup": f"{i}.old" if write.old is not None else None,
-                "tmp": _tmp_name(target, txid) if write.new is not None else None,
-                "new_dirs": [*write.prune_dirs,
-                             *(p.relative_to(self.root).as_posix() for p in _missing_dirs(target.parent, self.root))],
-            })
-        manifest = {"id": txid, "label": label, "state": "prepare", "created": time.time(),
-                    "keep_undo": keep_undo, "undoes": undoes, "files": entries}
+            entries.append(
+                {
+                    "path": write.path,
+                    "old_sha": _sha_or_none(write.old),
+                    "new_sha": _sha_or_none(write.new),
+                    "backup": f"{i}.old" if write.old is not None else None,
+                    "tmp": _tmp_name(target, txid) if write.new is not None else None,
+                    "new_dirs": [
+                        *write.prune_dirs,
+                        *(
+                            p.relative_to(self.root).as_posix()
+                            for p in _missing_dirs(target.parent, self.root)
+                        ),
+                    ],
+                }
+            )
+        manifest = {
+            "id": txid,
+            "label": label,
+            "state": "prepare",
+            "created": time.time(),
+            "keep_undo": keep_undo,
+            "undoes": undoes,
+            "files": entries,
+        }
         _write_json(folder / MANIFEST, manifest)
         _fsync_dir(folder)
         step("prepared-manifest")
 
-        for i, (write, entry) in enumerate(zip(writes, entries)):
+        for i, (write, entry) in enumerate(zip(writes, entries, strict=True)):
             target = self.root / write.path
             if write.old is not None:
                 _write_durable(folder / f"{i}.old", write.old)
@@ -158,7 +182,9 @@ class Journal:
                 _rmdir_if_empty(self.root / new_dir)
         shutil.rmtree(folder, ignore_errors=True)
 
-    def _roll_forward(self, folder: Path, manifest: dict, step: Callable[[str], None]) -> CommitRecord:
+    def _roll_forward(
+        self, folder: Path, manifest: dict, step: Callable[[str], None]
+    ) -> CommitRecord:
         for i, entry in enumerate(manifest["files"]):
             target = self.root / entry["path"]
             if entry["tmp"]:
@@ -173,8 +199,12 @@ class Journal:
                 for new_dir in reversed(entry.get("new_dirs", [])):
                     _rmdir_if_empty(self.root / new_dir)
             step(f"renamed-{i}")
-        record = CommitRecord(manifest["id"], manifest["label"], [e["path"] for e in manifest["files"]],
-                              manifest["created"])
+        record = CommitRecord(
+            manifest["id"],
+            manifest["label"],
+            [e["path"] for e in manifest["files"]],
+            manifest["created"],
+        )
         if manifest.get("undoes"):
             shutil.rmtree(self.undo_dir / manifest["undoes"], ignore_errors=True)
         if manifest.get("keep_undo", True):
@@ -201,8 +231,15 @@ class Journal:
                 manifest = json.loads((folder / MANIFEST).read_text("utf-8"))
             except (OSError, ValueError):
                 continue
-            records.append(CommitRecord(manifest["id"], manifest["label"],
-                                        [e["path"] for e in manifest["files"]], manifest["created"], folder))
+            records.append(
+                CommitRecord(
+                    manifest["id"],
+                    manifest["label"],
+                    [e["path"] for e in manifest["files"]],
+                    manifest["created"],
+                    folder,
+                )
+            )
         return records
 
     def undo_writes(self, record: CommitRecord) -> list[FileWrite]:
@@ -226,7 +263,9 @@ class Journal:
     def undo(self, record: CommitRecord, hook: StepHook = None) -> CommitRecord:
         """Restore ``record``'s files byte-for-byte, as one more atomic transaction."""
         writes = self.undo_writes(record)
-        return self.commit(writes, f"undo {record.label}", keep_undo=False, undoes=record.id, hook=hook)
+        return self.commit(
+            writes, f"undo {record.label}", keep_undo=False, undoes=record.id, hook=hook
+        )
 
     def _prune(self) -> None:
         folders = sorted(p for p in self.undo_dir.iterdir() if p.is_dir())
@@ -247,10 +286,8 @@ def _missing_dirs(directory: Path, root: Path) -> list[Path]:
 
 
 def _rmdir_if_empty(directory: Path) -> None:
-    try:
+    with contextlib.suppress(OSError):
         directory.rmdir()
-    except OSError:
-        pass
 
 
 def _sha_or_none(data: bytes | None) -> str | None:

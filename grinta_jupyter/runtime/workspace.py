@@ -26,8 +26,20 @@ STATE_DIR = ".grinta"
 FORBIDDEN_DIRS = frozenset({".git", STATE_DIR})
 # Never walked when listing or searching, even without a .gitignore.
 SKIPPED_DIRS = frozenset(
-    {".git", STATE_DIR, "node_modules", "__pycache__", ".venv", "venv", ".tox", ".mypy_cache",
-     ".pytest_cache", ".ruff_cache", ".ipynb_checkpoints", ".hypothesis"}
+    {
+        ".git",
+        STATE_DIR,
+        "node_modules",
+        "__pycache__",
+        ".venv",
+        "venv",
+        ".tox",
+        ".mypy_cache",
+        ".pytest_cache",
+        ".ruff_cache",
+        ".ipynb_checkpoints",
+        ".hypothesis",
+    }
 )
 
 
@@ -66,13 +78,18 @@ class Workspace:
             raise fail(PATH_OUTSIDE_WORKSPACE, f"{path!r} is outside the workspace")
         real = Path(os.path.realpath(lexical))
         if not _is_within(real, self.root):
-            raise fail(PATH_OUTSIDE_WORKSPACE, f"{path!r} resolves (through a symlink) outside the workspace")
+            raise fail(
+                PATH_OUTSIDE_WORKSPACE,
+                f"{path!r} resolves (through a symlink) outside the workspace",
+            )
         rel = real.relative_to(self.root).as_posix()
         lexical_rel = lexical.relative_to(self.root).as_posix()
         if write:
             for parts in (PurePosixPath(rel).parts, PurePosixPath(lexical_rel).parts):
                 if any(part.casefold() in FORBIDDEN_DIRS for part in parts):
-                    raise fail(PATH_FORBIDDEN, f"{path!r} is inside a protected folder (.git or .grinta)")
+                    raise fail(
+                        PATH_FORBIDDEN, f"{path!r} is inside a protected folder (.git or .grinta)"
+                    )
         if rel == ".":
             rel = ""
         return WorkspacePath(rel=rel, abs=real)
@@ -88,7 +105,7 @@ class Workspace:
             return
         yield from self._walk(start, self._ignores_above(start))
 
-    def _ignores_above(self, start: Path) -> list[tuple[Path, pathspec.PathSpec]]:
+    def _ignores_above(self, start: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
         """The .gitignore specs of the folders between the root and ``start`` (exclusive)."""
         specs = []
         for directory in reversed(start.parents):
@@ -98,7 +115,9 @@ class Workspace:
                     specs.append((directory, spec))
         return specs
 
-    def _walk(self, directory: Path, specs: list[tuple[Path, pathspec.PathSpec]]) -> Iterator[str]:
+    def _walk(
+        self, directory: Path, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]
+    ) -> Iterator[str]:
         own = _load_gitignore(directory)
         if own is not None:
             specs = [*specs, (directory, own)]
@@ -121,16 +140,16 @@ class Workspace:
                     yield path.relative_to(self.root).as_posix()
 
 
-def _load_gitignore(directory: Path) -> pathspec.PathSpec | None:
+def _load_gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
     ignore = directory / ".gitignore"
     try:
         lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return None
-    return pathspec.PathSpec.from_lines("gitwildmatch", lines)
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.PathSpec]]) -> bool:
+def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
     for base, spec in specs:
         rel = path.relative_to(base).as_posix()
         if is_dir:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from grinta_jupyter.tools.base import Settings, ToolContext, ToolSpec, Toolset
+from grinta_jupyter.tools.base import Settings, ToolContext, Toolset, ToolSpec
 
 
 def intent_toolset() -> Toolset:
@@ -13,7 +13,15 @@ def intent_toolset() -> Toolset:
 
     return Toolset.of(
         "intent",
-        [read.SPEC, search.SPEC, create.SPEC, replace_string.SPEC, multiedit.SPEC, run.SPEC, finish.SPEC],
+        [
+            read.SPEC,
+            search.SPEC,
+            create.SPEC,
+            replace_string.SPEC,
+            multiedit.SPEC,
+            run.SPEC,
+            finish.SPEC,
+        ],
     )
 
 
@@ -24,7 +32,17 @@ def get_toolset(name: str) -> Toolset:
     try:
         return TOOLSETS[name]()
     except KeyError:
-        raise ValueError(f"unknown toolset {name!r}; known: {', '.join(sorted(TOOLSETS))}") from None
+        raise ValueError(
+            f"unknown toolset {name!r}; known: {', '.join(sorted(TOOLSETS))}"
+        ) from None
 
 
-__all__ = ["Settings", "TOOLSETS", "ToolContext", "ToolSpec", "Toolset", "get_toolset", "intent_toolset"]
+__all__ = [
+    "Settings",
+    "TOOLSETS",
+    "ToolContext",
+    "ToolSpec",
+    "Toolset",
+    "get_toolset",
+    "intent_toolset",
+]

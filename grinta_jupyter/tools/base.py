@@ -64,8 +64,12 @@ class StagedFile:
 class ToolContext:
     """Everything a tool may use while staging. Staging never writes to disk."""
 
-    def __init__(self, workspace: Workspace, settings: Settings,
-                 symbols: Callable[[], SymbolIndex] | None = None):
+    def __init__(
+        self,
+        workspace: Workspace,
+        settings: Settings,
+        symbols: Callable[[], SymbolIndex] | None = None,
+    ):
         self.workspace = workspace
         self.settings = settings
         self._symbols = symbols
@@ -104,7 +108,9 @@ class ToolContext:
         self.staged[where.rel] = staged
         return staged
 
-    def resolved(self, target: str, chosen: str | None, reason: str, candidates: Iterable[str] = ()) -> None:
+    def resolved(
+        self, target: str, chosen: str | None, reason: str, candidates: Iterable[str] = ()
+    ) -> None:
         self.resolutions.append(Resolution(target, chosen, reason, list(candidates)))
 
 
@@ -194,4 +200,15 @@ def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
 
     result = visit(schema)
     result.pop("description", None)  # the tool description says it
+    _drop_key(result, "additionalProperties")  # enforced by pydantic; costs the model tokens
     return result
+
+
+def _drop_key(node: Any, key: str) -> None:
+    if isinstance(node, dict):
+        node.pop(key, None)
+        for value in node.values():
+            _drop_key(value, key)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_key(value, key)

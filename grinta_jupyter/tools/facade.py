@@ -38,6 +38,7 @@ from grinta_jupyter.runtime.validation import check_syntax
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools import get_toolset
 from grinta_jupyter.tools.base import Settings, StagedFile, ToolContext, Toolset
+from grinta_jupyter.tools.matching import snippet
 
 _SHORT_DIFF_LINES = 60
 
@@ -45,8 +46,12 @@ _SHORT_DIFF_LINES = 60
 class Runtime:
     """Resolve, stage, validate and atomically commit tool calls in one workspace."""
 
-    def __init__(self, root: str | os.PathLike[str], toolset: str | Toolset = "intent",
-                 settings: Settings | None = None):
+    def __init__(
+        self,
+        root: str | os.PathLike[str],
+        toolset: str | Toolset = "intent",
+        settings: Settings | None = None,
+    ):
         self.workspace = Workspace(root)
         self.root: Path = self.workspace.root
         self.toolset = get_toolset(toolset) if isinstance(toolset, str) else toolset
@@ -68,21 +73,36 @@ class Runtime:
         if spec is None:
             close = difflib.get_close_matches(str(tool), list(self.toolset.tools), n=3)
             hint = f"; did you mean {', '.join(close)}?" if close else ""
-            return self._refused(str(tool), raw_args, "read", ToolError(
-                UNKNOWN_TOOL, f"no tool named {tool!r}{hint} Tools: {', '.join(self.toolset.tools)}"))
+            return self._refused(
+                str(tool),
+                raw_args,
+                "read",
+                ToolError(
+                    UNKNOWN_TOOL,
+                    f"no tool named {tool!r}{hint} Tools: {', '.join(self.toolset.tools)}",
+                ),
+            )
         try:
             parsed_args = _parse_json_args(args)
             model_args = spec.args.model_validate(parsed_args)
         except ToolFailure as failure:
             return self._refused(tool, raw_args, spec.kind, failure.error)
         except ValidationError as exc:
-            return self._refused(tool, raw_args, spec.kind, ToolError(INVALID_ARGS, _describe(tool, exc)))
+            return self._refused(
+                tool, raw_args, spec.kind, ToolError(INVALID_ARGS, _describe(tool, exc))
+            )
         clean = model_args.model_dump(exclude_none=True)
         ctx = ToolContext(self.workspace, self.settings, self._symbol_index)
         try:
             result = spec.stage(model_args, ctx)
-            proposal = Proposal(tool, clean, spec.kind, resolutions=ctx.resolutions,
-                                command=ctx.command, timeout=ctx.timeout)
+            proposal = Proposal(
+                tool,
+                clean,
+                spec.kind,
+                resolutions=ctx.resolutions,
+                command=ctx.command,
+                timeout=ctx.timeout,
+            )
             if spec.kind == "write":
                 proposal.summary = result
                 proposal.changes = self._changes(ctx.staged)
@@ -94,8 +114,12 @@ class Runtime:
             proposal = self._refused(tool, clean, spec.kind, failure.error)
             proposal.resolutions = ctx.resolutions
         except Exception as exc:  # a bug of ours must not crash the session
-            proposal = self._refused(tool, clean, spec.kind,
-                                     ToolError(INTERNAL_ERROR, f"{tool} failed unexpectedly: {exc!r}"))
+            proposal = self._refused(
+                tool,
+                clean,
+                spec.kind,
+                ToolError(INTERNAL_ERROR, f"{tool} failed unexpectedly: {exc!r}"),
+            )
         if proposal.error is not None:
             proposal.state = "refused"
         return proposal
@@ -103,8 +127,9 @@ class Runtime:
     def commit(self, proposal: Proposal, *, hook: StepHook = None) -> Observation:
         """Apply a proposal: all files or none. A stale file refuses the whole commit."""
         if proposal.state == "committed":
-            return Observation.failure(ToolError(ALREADY_COMMITTED, "this proposal was already committed"),
-                                       proposal.id)
+            return Observation.failure(
+                ToolError(ALREADY_COMMITTED, "this proposal was already committed"), proposal.id
+            )
         if proposal.error is not None:
             return Observation.failure(proposal.error, proposal.id)
         spec = self.toolset.tools[proposal.tool]
@@ -117,17 +142,27 @@ class Runtime:
             return Observation(True, proposal.output or "", None, proposal.id)
         writes = [FileWrite(c.path, c.old_bytes, c.new_bytes) for c in proposal.changes]
         try:
-            record = self.journal.commit(writes, f"{proposal.tool} {', '.join(proposal.paths)}", hook=hook)
+            record = self.journal.commit(
+                writes, f"{proposal.tool} {', '.join(proposal.paths)}", hook=hook
+            )
         except StaleError as exc:
-            return Observation.failure(ToolError(
-                STALE_FILE, f"{exc.path} changed on disk since this edit was staged; nothing was written. "
-                            "Read it again and redo the edit"), proposal.id)
+            return Observation.failure(
+                ToolError(
+                    STALE_FILE,
+                    f"{exc.path} changed on disk since this edit was staged; nothing was written. "
+                    "Read it again and redo the edit",
+                ),
+                proposal.id,
+            )
         except OSError as exc:
-            return Observation.failure(ToolError(IO_ERROR, f"commit failed: {exc}; nothing was written"),
-                                       proposal.id)
+            return Observation.failure(
+                ToolError(IO_ERROR, f"commit failed: {exc}; nothing was written"), proposal.id
+            )
         proposal.state = "committed"
         self._refresh_symbols(proposal.paths)
-        return Observation(True, self._write_report(proposal), None, proposal.id, commit_id=record.id)
+        return Observation(
+            True, self._write_report(proposal), None, proposal.id, commit_id=record.id
+        )
 
     def call(self, tool: str, args: dict[str, Any] | str | None) -> Observation:
         """Propose and commit in one go (reads just run)."""
@@ -145,14 +180,21 @@ class Runtime:
         try:
             self.journal.undo(record)
         except StaleError as exc:
-            return Observation.failure(ToolError(
-                STALE_FILE, f"{exc.path} changed since the commit; undo would lose that change, so nothing "
-                            "was restored"))
+            return Observation.failure(
+                ToolError(
+                    STALE_FILE,
+                    f"{exc.path} changed since the commit; undo would lose that change, so nothing "
+                    "was restored",
+                )
+            )
         except OSError as exc:
-            return Observation.failure(ToolError(IO_ERROR, f"undo failed: {exc}; nothing was restored"))
+            return Observation.failure(
+                ToolError(IO_ERROR, f"undo failed: {exc}; nothing was restored")
+            )
         self._refresh_symbols(record.files)
-        return Observation(True, f"undid {record.label}: restored {', '.join(record.files)}",
-                           commit_id=record.id)
+        return Observation(
+            True, f"undid {record.label}: restored {', '.join(record.files)}", commit_id=record.id
+        )
 
     def history(self) -> list[str]:
         """Labels of the commits that can be undone, oldest first."""
@@ -188,9 +230,17 @@ class Runtime:
             old_bytes = item.path.abs.read_bytes() if item.original else None
             new_bytes = item.conventions.encode(item.text)
             diff = unified_diff(rel, before, item.text)
-            change = FileChange(rel, before, item.text, old_bytes, new_bytes,
-                                item.original.sha256 if item.original else None,
-                                diff.text, len(diff.added), diff.removed)
+            change = FileChange(
+                rel,
+                before,
+                item.text,
+                old_bytes,
+                new_bytes,
+                item.original.sha256 if item.original else None,
+                diff.text,
+                len(diff.added),
+                diff.removed,
+            )
             change._added = diff.added  # type: ignore[attr-defined]
             changes.append(change)
         return changes
@@ -206,9 +256,22 @@ class Runtime:
                 or check_syntax(change.path, change.before, change.after or "")
             )
             if error is not None:
-                message = error.message if change.path in error.message else f"{change.path}: {error.message}"
-                return ToolError(error.code, message, error.candidates or (
-                    (Candidate(change.path, error.line),) if error.line else ()), error.line)
+                message = (
+                    error.message
+                    if change.path in error.message
+                    else f"{change.path}: {error.message}"
+                )
+                where = ()
+                if error.line:  # show the offending lines of the staged text
+                    where = (
+                        Candidate(
+                            change.path,
+                            error.line,
+                            snippet(change.after or "", error.line),
+                            note="in the staged text",
+                        ),
+                    )
+                return ToolError(error.code, message, error.candidates or where, error.line)
         return None
 
     def _refused(self, tool: str, args: dict[str, Any], kind: Any, error: ToolError) -> Proposal:
@@ -216,7 +279,9 @@ class Runtime:
 
     def _write_report(self, proposal: Proposal) -> str:
         diff = proposal.diff
-        stats = ", ".join(f"{c.path} (+{c.added_lines} -{c.removed_lines})" for c in proposal.changes)
+        stats = ", ".join(
+            f"{c.path} (+{c.added_lines} -{c.removed_lines})" for c in proposal.changes
+        )
         report = f"{proposal.summary}. Committed: {stats}."
         if diff.count("\n") <= _SHORT_DIFF_LINES:
             report += "\n" + diff
@@ -231,8 +296,12 @@ def _parse_json_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
     try:
         parsed = json.loads(args) if args.strip() else {}
     except json.JSONDecodeError as exc:
-        raise ToolFailure(ToolError(INVALID_ARGS, f"arguments are not valid JSON ({exc.msg} at char {exc.pos}); "
-                                                  "send a JSON object")) from None
+        raise ToolFailure(
+            ToolError(
+                INVALID_ARGS,
+                f"arguments are not valid JSON ({exc.msg} at char {exc.pos}); send a JSON object",
+            )
+        ) from None
     if not isinstance(parsed, dict):
         raise ToolFailure(ToolError(INVALID_ARGS, "arguments must be a JSON object"))
     return parsed

@@ -50,8 +50,10 @@ def replace_in(staged: StagedFile, old: str, new: str, replace_all: bool = False
             "or set replace_all",
             [Candidate(staged.rel, line, snippet(text, line)) for line in lines],
         )
-    staged.text = text.replace(needle, replacement) if replace_all else (
-        text[: offsets[0]] + replacement + text[offsets[0] + len(needle):]
+    staged.text = (
+        text.replace(needle, replacement)
+        if replace_all
+        else (text[: offsets[0]] + replacement + text[offsets[0] + len(needle) :])
     )
     return len(offsets)
 
@@ -84,9 +86,15 @@ def near_misses(staged: StagedFile, old: str) -> list[Candidate]:
     if unescaped != old:
         for offset in find_all(text, staged.conventions.adapt(unescaped))[:MAX_NEAR_MISSES]:
             line = line_of(text, offset)
-            found.append(Candidate(staged.rel, line, snippet(text, line, lines=file_lines),
-                                   note="escapes: old_string has literal \\n or \\\" sequences; "
-                                        "send real newlines and quotes"))
+            found.append(
+                Candidate(
+                    staged.rel,
+                    line,
+                    snippet(text, line, lines=file_lines),
+                    note='escapes: old_string has literal \\n or \\" sequences; '
+                    "send real newlines and quotes",
+                )
+            )
     if found:
         return found
 
@@ -95,21 +103,28 @@ def near_misses(staged: StagedFile, old: str) -> list[Candidate]:
     seen: set[int] = set()
     for start in _normalized_matches(file_lines, old_lines):
         seen.add(start)
-        note = _whitespace_note(file_lines[start:start + width], old_lines)
-        found.append(Candidate(staged.rel, start + 1, snippet(text, start + 1, lines=file_lines), note=note))
+        note = _whitespace_note(file_lines[start : start + width], old_lines)
+        found.append(
+            Candidate(staged.rel, start + 1, snippet(text, start + 1, lines=file_lines), note=note)
+        )
         if len(found) == MAX_NEAR_MISSES:
             return found
 
     scored = sorted(
-        ((_similarity(file_lines[s:s + width], old_lines), s) for s in _anchors(file_lines, old_lines)
-         if s not in seen),
+        (
+            (_similarity(file_lines[s : s + width], old_lines), s)
+            for s in _anchors(file_lines, old_lines)
+            if s not in seen
+        ),
         reverse=True,
     )
     for score, start in scored:
         if score < 0.5 or len(found) == MAX_NEAR_MISSES:
             break
-        note = _first_difference(file_lines[start:start + width], old_lines, score)
-        found.append(Candidate(staged.rel, start + 1, snippet(text, start + 1, lines=file_lines), note=note))
+        note = _first_difference(file_lines[start : start + width], old_lines, score)
+        found.append(
+            Candidate(staged.rel, start + 1, snippet(text, start + 1, lines=file_lines), note=note)
+        )
     return found
 
 
@@ -127,13 +142,16 @@ def _normalized_matches(file_lines: list[str], old_lines: list[str]) -> list[int
     first = target[0]
     starts = []
     for i, line in enumerate(file_lines):
-        if _squash(line) == first and [_squash(x) for x in file_lines[i:i + len(target)]] == target:
+        if (
+            _squash(line) == first
+            and [_squash(x) for x in file_lines[i : i + len(target)]] == target
+        ):
             starts.append(i)
     return starts
 
 
 def _whitespace_note(found: list[str], wanted: list[str]) -> str:
-    for have, want in zip(found, wanted):
+    for have, want in zip(found, wanted, strict=False):
         if have == want:
             continue
         if have.strip() == want.strip():
@@ -141,8 +159,10 @@ def _whitespace_note(found: list[str], wanted: list[str]) -> str:
             ind_want = want[: len(want) - len(want.lstrip())]
             if ("\t" in ind_have) != ("\t" in ind_want):
                 return "indentation differs: tabs versus spaces"
-            return (f"indentation differs: the file indents this line by {len(ind_have)}, "
-                    f"old_string by {len(ind_want)}")
+            return (
+                f"indentation differs: the file indents this line by {len(ind_have)}, "
+                f"old_string by {len(ind_want)}"
+            )
         if have.rstrip() == want.rstrip():
             return "trailing whitespace differs"
         return "whitespace inside a line differs"
@@ -171,12 +191,16 @@ def _anchors(file_lines: list[str], old_lines: list[str]) -> set[int]:
 
 
 def _similarity(found: list[str], wanted: list[str]) -> float:
-    return difflib.SequenceMatcher(None, "\n".join(found), "\n".join(wanted), autojunk=False).ratio()
+    return difflib.SequenceMatcher(
+        None, "\n".join(found), "\n".join(wanted), autojunk=False
+    ).ratio()
 
 
 def _first_difference(found: list[str], wanted: list[str], score: float) -> str:
-    for k, (have, want) in enumerate(zip(found, wanted)):
+    for k, (have, want) in enumerate(zip(found, wanted, strict=False)):
         if have != want:
-            return (f"{score:.0%} similar; line {k + 1} of old_string differs: "
-                    f"file has {have.strip()[:80]!r}, old_string has {want.strip()[:80]!r}")
+            return (
+                f"{score:.0%} similar; line {k + 1} of old_string differs: "
+                f"file has {have.strip()[:80]!r}, old_string has {want.strip()[:80]!r}"
+            )
     return f"{score:.0%} similar; old_string has {len(wanted)} lines, the file region {len(found)}"

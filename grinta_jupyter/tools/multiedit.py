@@ -32,10 +32,14 @@ def stage(args: MultiEditArgs, ctx: ToolContext) -> str:
         except ToolFailure as failure:
             # Name the part that failed; nothing of the other parts is written.
             error = failure.error
-            raise ToolFailure(ToolError(
-                error.code, f"edit {number} of {total} ({edit.path}): {error.message}; no edit was applied",
-                error.candidates, error.line,
-            )) from None
+            raise ToolFailure(
+                ToolError(
+                    error.code,
+                    f"edit {number} of {total} ({edit.path}): {error.message}; no edit was applied",
+                    error.candidates,
+                    error.line,
+                )
+            ) from None
     files = sorted(ctx.staged)
     return f"applied {total} edit{'s' if total > 1 else ''} to {', '.join(files)}"
 

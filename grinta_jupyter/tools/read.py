@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import AMBIGUOUS_SYMBOL, INVALID_ARGS, SYMBOL_NOT_FOUND, Candidate, fail
+from grinta_jupyter.runtime.errors import (
+    AMBIGUOUS_SYMBOL,
+    INVALID_ARGS,
+    SYMBOL_NOT_FOUND,
+    Candidate,
+    fail,
+)
 from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
 
@@ -19,8 +25,12 @@ class ReadArgs(Args):
     path: str | None = Field(default=None, description="File or folder.")
     start_line: int | None = Field(default=None, ge=1)
     end_line: int | None = Field(default=None, ge=1)
-    symbol: str | None = Field(default=None, description="A definition: 'Class.method' or 'path::name'.")
-    outline: bool = Field(default=False, description="List the file's definitions instead of its text.")
+    symbol: str | None = Field(
+        default=None, description="A definition: 'Class.method' or 'path::name'."
+    )
+    outline: bool = Field(
+        default=False, description="List the file's definitions instead of its text."
+    )
 
 
 def stage(args: ReadArgs, ctx: ToolContext) -> str:
@@ -38,7 +48,9 @@ def stage(args: ReadArgs, ctx: ToolContext) -> str:
     first = args.start_line or 1
     last = args.end_line or len(lines)
     if first > max(len(lines), 1):
-        raise fail(INVALID_ARGS, f"start_line {first} is past the end of {where.rel} ({len(lines)} lines)")
+        raise fail(
+            INVALID_ARGS, f"start_line {first} is past the end of {where.rel} ({len(lines)} lines)"
+        )
     if last < first:
         raise fail(INVALID_ARGS, f"end_line {last} is before start_line {first}")
     return render_lines(where.rel, lines, first, min(last, len(lines)), ctx)
@@ -53,7 +65,10 @@ def render_lines(rel: str, lines: list[str], first: int, last: int, ctx: ToolCon
     for n in range(first, last + 1):
         line = lines[n - 1]
         if len(line) > limits.max_line_chars:
-            line = line[: limits.max_line_chars] + f" [... {len(line) - limits.max_line_chars} more chars]"
+            line = (
+                line[: limits.max_line_chars]
+                + f" [... {len(line) - limits.max_line_chars} more chars]"
+            )
         entry = f"{n:6}\t{line}"
         if len(out) >= limits.read_max_lines or size + len(entry) > limits.read_max_chars:
             break
@@ -95,26 +110,44 @@ def _read_symbol(args: ReadArgs, ctx: ToolContext) -> str:
         address = f"{ctx.workspace.resolve(args.path).rel}::{address}"
     resolution = ctx.symbols.resolve(address)
     if not resolution.matches:
-        ctx.resolved(address, None, "no definition has this name",
-                     [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.suggestions])
-        raise fail(SYMBOL_NOT_FOUND, f"no definition named {address!r}",
-                   [symbol_candidate(s) for s in resolution.suggestions])
+        ctx.resolved(
+            address,
+            None,
+            "no definition has this name",
+            [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.suggestions],
+        )
+        raise fail(
+            SYMBOL_NOT_FOUND,
+            f"no definition named {address!r}",
+            [symbol_candidate(s) for s in resolution.suggestions],
+        )
     if len(resolution.matches) > 1:
-        ctx.resolved(address, None, f"{len(resolution.matches)} definitions match",
-                     [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.matches])
-        raise fail(AMBIGUOUS_SYMBOL,
-                   f"{address!r} matches {len(resolution.matches)} definitions; read one by 'path::name'",
-                   [symbol_candidate(s) for s in resolution.matches])
+        ctx.resolved(
+            address,
+            None,
+            f"{len(resolution.matches)} definitions match",
+            [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.matches],
+        )
+        raise fail(
+            AMBIGUOUS_SYMBOL,
+            f"{address!r} matches {len(resolution.matches)} definitions; read one by 'path::name'",
+            [symbol_candidate(s) for s in resolution.matches],
+        )
     symbol = resolution.matches[0]
-    ctx.resolved(address, f"{symbol.path}:{symbol.start_line} {symbol.kind} {symbol.qualname}",
-                 "the only definition with this name")
+    ctx.resolved(
+        address,
+        f"{symbol.path}:{symbol.start_line} {symbol.kind} {symbol.qualname}",
+        "the only definition with this name",
+    )
     _, textfile = ctx.read_file(symbol.path)
     lines = split_lines(textfile.text)
     return render_lines(symbol.path, lines, symbol.start_line, symbol.end_line, ctx)
 
 
 def symbol_candidate(symbol) -> Candidate:  # type: ignore[no-untyped-def]
-    return Candidate(symbol.path, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname)
+    return Candidate(
+        symbol.path, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname
+    )
 
 
 SPEC = ToolSpec(

@@ -10,7 +10,9 @@ from grinta_jupyter.tools.matching import replace_in
 
 class ReplaceStringArgs(Args):
     path: str = Field(description="File to edit.")
-    old_string: str = Field(description="Exact text to replace, including whitespace; must occur once.")
+    old_string: str = Field(
+        description="Exact text to replace, including whitespace; must occur once."
+    )
     new_string: str = Field(description="Replacement text.")
     replace_all: bool = Field(default=False, description="Replace every occurrence.")
 

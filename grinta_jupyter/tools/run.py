@@ -6,6 +6,7 @@ Staging only records the command; it runs when the proposal is committed
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -67,16 +68,14 @@ def bound_output(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     head = text[: limit // 3]
-    tail = text[-(limit - len(head)):]
+    tail = text[-(limit - len(head)) :]
     dropped = len(text) - len(head) - len(tail)
     return f"{head}\n[... {dropped} characters omitted ...]\n{tail}"
 
 
 def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):
         os.killpg(process.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
 
 
 SPEC = ToolSpec(

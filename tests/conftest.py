@@ -1,0 +1,36 @@
+"""Shared fixtures: a temporary workspace and a runtime on it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grinta_jupyter import Runtime
+
+
+@pytest.fixture
+def ws(tmp_path: Path) -> Path:
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "pkg").mkdir()
+    (root / "pkg" / "__init__.py").write_text("")
+    (root / "pkg" / "core.py").write_text(
+        "import os\n\n\ndef add(a, b):\n    return a + b\n\n\ndef sub(a, b):\n    return a - b\n"
+    )
+    (root / "README.md").write_text("# demo\n")
+    return root
+
+
+@pytest.fixture
+def rt(ws: Path) -> Runtime:
+    return Runtime(ws)
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file's bytes under ``root``, except grinta's own state folder."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and ".grinta" not in p.relative_to(root).parts
+    }

@@ -1,0 +1,102 @@
+"""Commits are atomic, refuse stale files, and undo restores bytes exactly."""
+
+from __future__ import annotations
+
+from grinta_jupyter import Runtime
+from tests.conftest import snapshot
+
+
+def test_propose_writes_nothing(rt, ws):
+    before = snapshot(ws)
+    p = rt.propose(
+        "multiedit",
+        {"edits": [{"path": "pkg/core.py", "old_string": "a + b", "new_string": "b + a"}]},
+    )
+    assert p.ok
+    assert snapshot(ws) == before
+    assert p.changes[0].base_sha256 is not None
+
+
+def test_commit_refuses_stale_file_and_keeps_outside_change(rt, ws):
+    p = rt.propose(
+        "replace_string", {"path": "pkg/core.py", "old_string": "a + b", "new_string": "b + a"}
+    )
+    outside = (ws / "pkg/core.py").read_text().replace("import os", "import sys")
+    (ws / "pkg/core.py").write_text(outside)
+    obs = rt.commit(p)
+    assert not obs.ok and obs.error.code == "STALE_FILE"
+    assert (ws / "pkg/core.py").read_text() == outside
+
+
+def test_stale_new_file(rt, ws):
+    p = rt.propose("create", {"path": "n.txt", "content": "mine\n"})
+    (ws / "n.txt").write_text("theirs\n")
+    assert rt.commit(p).error.code == "STALE_FILE"
+    assert (ws / "n.txt").read_text() == "theirs\n"
+
+
+def test_commit_twice_is_refused(rt):
+    p = rt.propose(
+        "replace_string", {"path": "pkg/core.py", "old_string": "a + b", "new_string": "b + a"}
+    )
+    assert rt.commit(p).ok
+    assert rt.commit(p).error.code == "ALREADY_COMMITTED"
+
+
+def test_refused_proposal_cannot_be_committed(rt, ws):
+    before = snapshot(ws)
+    p = rt.propose(
+        "replace_string", {"path": "pkg/core.py", "old_string": "nope", "new_string": "x"}
+    )
+    assert rt.commit(p).error.code == "NOT_FOUND"
+    assert snapshot(ws) == before
+
+
+def test_undo_restores_twenty_five_steps_byte_for_byte(rt, ws):
+    states = [snapshot(ws)]
+    for i in range(25):
+        if i % 5 == 0:
+            assert rt.call("create", {"path": f"gen/f{i}.txt", "content": f"file {i}\n"}).ok
+        else:
+            assert rt.call(
+                "replace_string", {"path": "README.md", "old_string": "\n", "new_string": f" {i}\n"}
+            ).ok
+        states.append(snapshot(ws))
+    for expected in reversed(states[:-1]):
+        assert rt.undo().ok
+        assert snapshot(ws) == expected
+    assert not (ws / "gen").exists(), "folders made by create go away on undo"
+    assert rt.undo().error.code == "NOTHING_TO_UNDO"
+
+
+def test_undo_survives_reopening_the_workspace(ws):
+    Runtime(ws).call(
+        "replace_string", {"path": "README.md", "old_string": "demo", "new_string": "x"}
+    )
+    assert Runtime(ws).undo().ok
+    assert (ws / "README.md").read_text() == "# demo\n"
+
+
+def test_undo_refuses_when_the_file_changed_since(rt, ws):
+    assert rt.call(
+        "replace_string", {"path": "README.md", "old_string": "demo", "new_string": "x"}
+    ).ok
+    (ws / "README.md").write_text("hand edit\n")
+    obs = rt.undo()
+    assert obs.error.code == "STALE_FILE"
+    assert (ws / "README.md").read_text() == "hand edit\n"
+
+
+def test_no_temp_files_left_behind(rt, ws):
+    rt.call(
+        "multiedit",
+        {
+            "edits": [
+                {"path": "README.md", "old_string": "demo", "new_string": "x"},
+                {"path": "pkg/core.py", "old_string": "os", "new_string": "sys"},
+            ]
+        },
+    )
+    leftovers = [p for p in ws.rglob("*.tmp")]
+    assert leftovers == []
+    assert list((ws / ".grinta" / "journal").iterdir()) == []
