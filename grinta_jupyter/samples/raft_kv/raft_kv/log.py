@@ -66,9 +66,13 @@ class RaftLog:
     def append(self, entry: Entry) -> None:
         """Add ``entry`` at the end; it must take the next index and not lower the term."""
         if entry.index != self.last_index + 1:
-            raise ValueError(f"entry {entry.index} does not follow the last index {self.last_index}")
+            raise ValueError(
+                f"entry {entry.index} does not follow the last index {self.last_index}"
+            )
         if entry.term < self.last_term:
-            raise ValueError(f"entry term {entry.term} is older than the last term {self.last_term}")
+            raise ValueError(
+                f"entry term {entry.term} is older than the last term {self.last_term}"
+            )
         self._entries.append(entry)
 
     def append_command(self, term: int, command: str | None) -> Entry:
@@ -108,7 +112,7 @@ class RaftLog:
     def __getitem__(self, index: slice) -> list[Entry]: ...
 
     def __getitem__(self, index: int | slice) -> Entry | list[Entry]:
-        """Look up by Raft index: ``log[3]`` is the entry at index 3, ``log[2:4]`` those at 2 and 3."""
+        """Look up by Raft index: ``log[3]`` is the entry at index 3; ``log[2:4]`` at 2 and 3."""
         if isinstance(index, slice):
             if index.step is not None:
                 raise ValueError("log slices do not take a step")
