@@ -34,3 +34,6 @@ def snapshot(root: Path) -> dict[str, bytes]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and ".grinta" not in p.relative_to(root).parts
     }
+
+
+from tests.openai_server import openai_server_fixture  # noqa: E402,F401  (the `openai_server` fixture)

@@ -37,7 +37,7 @@ __all__ = [
     "RecordedRequest",
     "Reply",
     "error_reply",
-    "openai_server",
+    "openai_server_fixture",
     "stall_reply",
     "text_reply",
     "tool_call",
@@ -55,6 +55,8 @@ class Reply:
     finish_reason: str | None = None
     prompt_tokens: int = 11
     completion_tokens: int = 7
+    # False: no usage chunk even when the request asks for one (as some servers do).
+    send_usage: bool = True
     chunk_size: int = 3
     status: int = 200
     headers: dict[str, str] = field(default_factory=dict)
@@ -63,6 +65,8 @@ class Reply:
     # client is inside the stream. With ``stall_before_headers``: before any byte.
     stall: float = 0.0
     stall_before_headers: bool = False
+    # Streaming: hang up after this many chunks, with no finish_reason and no [DONE].
+    drop_after: int | None = None
 
 
 def text_reply(text: str, **kwargs: Any) -> Reply:
@@ -70,7 +74,9 @@ def text_reply(text: str, **kwargs: Any) -> Reply:
     return Reply(text=text, **kwargs)
 
 
-def tool_call(name: str, arguments: dict[str, Any] | str, id: str | None = None) -> tuple:
+def tool_call(
+    name: str, arguments: dict[str, Any] | str, id: str | None = None
+) -> tuple[str, str, str]:
     """A tool call for ``tool_reply``; a ``str`` argument is sent raw (e.g. malformed JSON)."""
     raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
     return (id or f"call_{name}", name, raw)
@@ -81,7 +87,9 @@ def tool_reply(*calls: tuple[str, str, str], text: str = "", **kwargs: Any) -> R
     return Reply(text=text, tool_calls=list(calls), **kwargs)
 
 
-def error_reply(status: int, message: str = "scripted error", retry_after: str | None = None) -> Reply:
+def error_reply(
+    status: int, message: str = "scripted error", retry_after: str | None = None
+) -> Reply:
     """An HTTP error in the OpenAI error format, with an optional Retry-After header."""
     headers = {"Retry-After": retry_after} if retry_after is not None else {}
     return Reply(status=status, error_message=message, headers=headers)
@@ -115,13 +123,14 @@ class OpenAIServer:
         self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _make_handler(self))
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
 
     @property
     def url(self) -> str:
         """The ``api_base`` to give a client (ends in ``/v1``)."""
-        host, port = self._httpd.server_address[:2]
-        return f"http://{host}:{port}/v1"
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}/v1"
 
     def queue(self, *replies: Reply) -> None:
         """Append replies; each request consumes one, in order."""
@@ -206,8 +215,11 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
             for key, value in reply.headers.items():
                 self.send_header(key, value)
             self.end_headers()
-            include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+            asked = bool((body.get("stream_options") or {}).get("include_usage"))
+            include_usage = asked and reply.send_usage
             for n, chunk in enumerate(_chunks(reply, model, include_usage)):
+                if n == reply.drop_after:
+                    return
                 self.wfile.write(b"data: " + json.dumps(chunk).encode() + b"\n\n")
                 self.wfile.flush()
                 if n == 0 and reply.stall:
@@ -314,8 +326,8 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> Iterator[dict[str,
         }
 
 
-@pytest.fixture
-def openai_server() -> Iterator[OpenAIServer]:
+@pytest.fixture(name="openai_server")
+def openai_server_fixture() -> Iterator[OpenAIServer]:
     """A started ``OpenAIServer``; stopped (and stalled replies released) after the test."""
     with OpenAIServer() as server:
         yield server

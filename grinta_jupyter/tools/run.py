@@ -10,6 +10,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 import time
 
 from pydantic import Field
@@ -45,6 +46,7 @@ def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Obs
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so a timeout kills children too
+        env=command_env(),
     )
     try:
         raw, _ = process.communicate(timeout=timeout)
@@ -61,6 +63,18 @@ def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Obs
     code = process.returncode
     text = f"exit code {code} ({elapsed:.1f}s)\n{output}".rstrip()
     return Observation(True, text, None, proposal.id, exit_code=code)
+
+
+def command_env() -> dict[str, str]:
+    """The environment for commands: ours, with this interpreter's folder first on PATH.
+
+    In a kernel started from a virtual environment that was never activated,
+    ``python`` and ``pytest`` would otherwise resolve to another interpreter.
+    """
+    env = dict(os.environ)
+    bindir = os.path.dirname(sys.executable)
+    env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
+    return env
 
 
 def bound_output(text: str, limit: int) -> str:

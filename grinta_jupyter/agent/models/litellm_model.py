@@ -48,6 +48,8 @@ MAX_RETRY_AFTER = 60.0
 _PLACEHOLDER_KEY = "no-key"
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]+")
+_LITELLM_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)\s*[:-]\s*)+")
+_SSL_CONTEXT = re.compile(r"\s*ssl:<[^>]*>")
 
 
 class LiteLLMModel:
@@ -91,7 +93,8 @@ class LiteLLMModel:
         while True:
             streamed: list[str] = []
             try:
-                return await self._attempt(litellm, messages, tools, on_text, streamed)
+                request = self._request(messages, tools, provider)
+                return await self._attempt(litellm, request, on_text, streamed)
             except Exception as exc:
                 error = self._to_model_error(exc, provider)
                 if error is None:
@@ -115,12 +118,11 @@ class LiteLLMModel:
     async def _attempt(
         self,
         litellm: Any,
-        messages: list[dict],
-        tools: list[dict],
+        request: dict[str, Any],
         on_text: Callable[[str], None] | None,
         streamed: list[str],
     ) -> ModelReply:
-        stream = await litellm.acompletion(**self._request(messages, tools))
+        stream = await litellm.acompletion(**request)
         chunks = []
         try:
             async for chunk in stream:
@@ -133,6 +135,7 @@ class LiteLLMModel:
         finally:
             # Also on cancellation: release the HTTP connection now, not at GC.
             await stream.aclose()
+        messages = request["messages"]
         built = litellm.stream_chunk_builder(chunks, messages=messages) if chunks else None
         if built is None or not built.choices:
             raise ModelError("BAD_RESPONSE", f"{self.model} sent an empty response; try again")
@@ -158,7 +161,7 @@ class LiteLLMModel:
             finish_reason=choice.finish_reason,
         )
 
-    def _request(self, messages: list[dict], tools: list[dict]) -> dict[str, Any]:
+    def _request(self, messages: list[dict], tools: list[dict], provider: str) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -179,18 +182,15 @@ class LiteLLMModel:
             kwargs["api_base"] = self.api_base
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        elif self.api_base and not _env_key(PROVIDER_KEYS.get(self._provider_prefix(), ())):
+        elif provider == "openai" and self.api_base and not _env_key(PROVIDER_KEYS["openai"]):
             kwargs["api_key"] = _PLACEHOLDER_KEY
         kwargs.update(self.extra)
         return kwargs
 
-    def _provider_prefix(self) -> str:
-        return self.model.split("/", 1)[0] if "/" in self.model else "openai"
-
     def _check_ready(self, litellm: Any) -> str:
         """Fail before any request when the model string or the key cannot work."""
         try:
-            provider = litellm.get_llm_provider(model=self.model, api_base=self.api_base)[1]
+            provider = str(litellm.get_llm_provider(model=self.model, api_base=self.api_base)[1])
         except Exception:
             raise ModelError(
                 "UNKNOWN_MODEL",
@@ -213,7 +213,7 @@ class LiteLLMModel:
                 cost = litellm.completion_cost(completion_response=built, **kwargs)
             except Exception:
                 continue
-            if cost:
+            if cost is not None:
                 return float(cost)
         return None
 
@@ -221,19 +221,19 @@ class LiteLLMModel:
         """Map a litellm/HTTP failure to a ModelError; None for anything else (a bug)."""
         if isinstance(exc, ModelError):
             return exc
-        import litellm
         import openai
+        from litellm import exceptions as llm
 
         detail = self._detail(exc)
         env_vars = PROVIDER_KEYS.get(provider, ())
         key_hint = f"check {env_vars[0]} or GRINTA_API_KEY" if env_vars else "check the API key"
-        if isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        if isinstance(exc, (llm.AuthenticationError, llm.PermissionDeniedError)):
             return ModelError("AUTH", f"{self.model} rejected the key ({detail}); {key_hint}")
-        if isinstance(exc, litellm.RateLimitError):
+        if isinstance(exc, llm.RateLimitError):
             return ModelError("RATE_LIMIT", f"{self.model} is rate limited: {detail}", True)
-        if isinstance(exc, litellm.NotFoundError):
+        if isinstance(exc, llm.NotFoundError):
             return ModelError("UNKNOWN_MODEL", self._unknown(detail))
-        if isinstance(exc, litellm.ContextWindowExceededError):
+        if isinstance(exc, llm.ContextWindowExceededError):
             return ModelError(
                 "CONTEXT_WINDOW", f"the conversation is too long for {self.model}: {detail}"
             )
@@ -241,7 +241,7 @@ class LiteLLMModel:
             if _names_unknown_model(detail):
                 return ModelError("UNKNOWN_MODEL", self._unknown(detail))
             return ModelError("BAD_REQUEST", f"{self.model} rejected the request: {detail}")
-        if isinstance(exc, (openai.APITimeoutError, TimeoutError)):
+        if isinstance(exc, (openai.APITimeoutError, TimeoutError, asyncio.TimeoutError)):
             seconds = f"{self.timeout:g}"
             return ModelError("TIMEOUT", f"{self.model} did not answer within {seconds} s", True)
         if isinstance(exc, (openai.APIConnectionError, ConnectionError)) or _caused_by_connection(
@@ -263,8 +263,8 @@ class LiteLLMModel:
         """The provider's message on one short line, with any key masked."""
         text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         # litellm prefixes "litellm.XError: XError: OpenAIException - "; keep the provider's words.
-        text = re.sub(r"^(litellm\.\w+:\s*)?(\w+Error:\s*)?(\w+Exception\s*-\s*)?", "", str(text))
-        text = " ".join(text.split())
+        text = _LITELLM_PREFIX.sub("", str(text))
+        text = " ".join(_SSL_CONTEXT.sub("", text).split())
         for secret in (self.api_key, *(os.environ.get(v) for v in _all_key_vars())):
             if secret and len(secret) >= 4:
                 text = text.replace(secret, "***")

@@ -1,0 +1,107 @@
+"""Re-run a recorded session and report every step whose proposal differs.
+
+The model turns come from the log (``ReplayModel``); the user's decisions are
+replayed too (approve, edit with the same arguments, veto with the same
+reason). Each replayed proposal is compared with the recorded one: the tool,
+its arguments, the staged diff and the validation result.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from grinta_jupyter.agent.models.replay import ReplayModel
+from grinta_jupyter.agent.session import Session
+from grinta_jupyter.events import models as ev
+from grinta_jupyter.events.log import read_events
+
+
+@dataclass
+class ReplayReport:
+    steps: int
+    differences: list[str] = field(default_factory=list)
+    log_path: Path | None = None
+
+    @property
+    def identical(self) -> bool:
+        return not self.differences
+
+
+def _fingerprints(events: list[ev.Event]) -> dict[int, tuple]:
+    """Per step: (tool, arguments, diff, validation code) of the last proposal."""
+    prints: dict[int, list] = {}
+    for e in events:
+        if isinstance(e, ev.ToolProposed):
+            prints[e.step] = [e.tool, e.arguments, "", None]
+        elif isinstance(e, ev.DiffStaged) and e.step in prints:
+            prints[e.step][2] = e.diff
+        elif isinstance(e, ev.Validated) and e.step in prints:
+            prints[e.step][3] = e.code
+    return {k: tuple(v) for k, v in prints.items()}
+
+
+def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> ReplayReport:
+    """Replay ``log`` on ``root`` (default: a fresh copy of the sample it ran on)."""
+    events = read_events(log)
+    start = next(e for e in events if isinstance(e, ev.SessionStart))
+    if root is None:
+        if not start.sample:
+            raise ValueError(
+                "this log did not run on a bundled sample; pass the workspace to replay on (--root)"
+            )
+        from grinta_jupyter.samples.tasks import copy_workspace
+
+        root = copy_workspace(
+            start.sample, Path(tempfile.mkdtemp(prefix="grinta-replay-")) / start.sample
+        )
+    decisions = [e for e in events if isinstance(e, ev.UserDecision) and e.decision != "auto"]
+    session = Session(
+        start.task,
+        model=ReplayModel(events),
+        root=root,
+        toolset=start.toolset,
+        policy="ask",
+        sample=start.sample,
+    )
+
+    async def drive() -> None:
+        queue = list(decisions)
+        while not session.done:
+            if session.waiting:
+                if not queue:
+                    session.stop("replay: the log has no more decisions")
+                    break
+                decision = queue.pop(0)
+                if decision.decision == "approve":
+                    session.approve()
+                elif decision.decision == "veto":
+                    session.veto(decision.reason or "")
+                else:
+                    session.edit(decision.arguments or "{}")
+                    continue
+            await session.step()
+
+    asyncio.run(drive())
+    recorded, replayed = _fingerprints(events), _fingerprints(session.log.events)
+    report = ReplayReport(steps=len(recorded), log_path=session.log_path)
+    for step in sorted(set(recorded) | set(replayed)):
+        a, b = recorded.get(step), replayed.get(step)
+        if a != b:
+            what = (
+                "missing in replay"
+                if b is None
+                else "extra in replay"
+                if a is None
+                else _what_differs(a, b)
+            )
+            report.differences.append(f"step {step}: {what}")
+    return report
+
+
+def _what_differs(a: tuple, b: tuple) -> str:
+    names = ("tool", "arguments", "diff", "validation")
+    return "differs in " + ", ".join(n for n, x, y in zip(names, a, b, strict=True) if x != y)

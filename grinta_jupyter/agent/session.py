@@ -1,0 +1,574 @@
+"""The agent session: one step state machine driven by any front end.
+
+    THINKING --model reply--> PROPOSED --approve--> COMMITTED --> OBSERVED --> THINKING
+                                  |--edit args--> (re-resolve, re-stage, re-validate) PROPOSED
+                                  |--veto(reason)--> OBSERVED (the reason goes back to the model)
+                                  |--invalid--> OBSERVED (structured error goes back to the model)
+    finish --> FINISH_CHECK --accepted--> DONE   (premature finish goes back to the model)
+
+``await session.step()`` does one unit of work (one model turn, or one tool
+call taken as far as it can go without a person) and returns. A proposal
+that needs a decision waits in ``session.pending`` until ``approve()``,
+``edit(args)`` or ``veto(reason)``; ``await session.run()`` loops until the
+task is done, waiting for decisions as it goes. Magics, widgets, the CLI
+and tests all drive this same object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal
+
+from grinta_jupyter.agent.context import Context, count_request_tokens, digest, one_line
+from grinta_jupyter.agent.guards import (
+    Budgets,
+    CircuitBreaker,
+    FinishGuard,
+    Firing,
+    Limits,
+    StuckDetector,
+)
+from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
+from grinta_jupyter.events import models as ev
+from grinta_jupyter.events.log import EventLog
+from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.tools.base import Toolset
+from grinta_jupyter.tools.facade import Runtime
+
+
+class State(str, Enum):
+    THINKING = "thinking"
+    PROPOSED = "proposed"
+    COMMITTED = "committed"
+    OBSERVED = "observed"
+    FINISH_CHECK = "finish_check"
+    DONE = "done"
+
+
+# A policy decides whether a proposal runs without asking: "ask" (reads run,
+# writes and commands wait), "auto" (everything runs), or a callable returning
+# True (approve), False (ask), or ("veto", reason).
+Policy = Literal["ask", "auto"] | Callable[[Proposal], "bool | tuple[str, str]"]
+
+
+@dataclass
+class Step:
+    """One tool call and what became of it; front ends render these as cards."""
+
+    number: int
+    call: ToolCall
+    proposal: Proposal
+    text: str = ""  # the model's text that came with the call
+    decision: str | None = None  # approve | edit | veto | auto
+    reason: str | None = None
+    observation: Observation | None = None
+    guards: list[Firing] = field(default_factory=list)
+    edits: int = 0
+
+
+@dataclass
+class Totals:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cost_known: bool = True
+
+
+class Session:
+    """A coding task worked on by a model through the runtime, one gated step at a time."""
+
+    def __init__(
+        self,
+        task: str,
+        *,
+        model: Model,
+        root: str | Path,
+        toolset: str | Toolset = "intent",
+        policy: Policy = "ask",
+        limits: Limits | None = None,
+        keep_observations: int = 5,
+        log_dir: str | Path | None = None,
+        sample: str | None = None,
+        session_id: str | None = None,
+    ):
+        self.task = task
+        self.model = model
+        self.runtime = Runtime(root, toolset)
+        self.root = self.runtime.root
+        self.policy: Policy = policy
+        self.limits = limits or Limits()
+        self.id = session_id or time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+        log_path = (
+            Path(log_dir) / f"{self.id}.jsonl"
+            if log_dir
+            else self.root / ".grinta" / "sessions" / f"{self.id}.jsonl"
+        )
+        self.log = EventLog(log_path, self.id)
+        self.context = Context.start(str(self.root), task, keep_observations)
+        self.state = State.THINKING
+        self.steps: list[Step] = []
+        self.pending: Step | None = None
+        self.queue: list[tuple[ToolCall, str]] = []
+        self.totals = Totals()
+        self.end_reason: str | None = None
+        self.summary: str | None = None
+        self.on_text: Callable[[str], None] | None = None  # streaming model text, for front ends
+        self._decision: tuple[str, Any] | None = None
+        self._decided = asyncio.Event()
+        self._model_task: asyncio.Task[ModelReply] | None = None
+        self._turns_without_tool = 0
+        self._stuck_warnings = 0
+        self.stuck = StuckDetector(self.limits)
+        self.breaker = CircuitBreaker(self.limits)
+        self.budgets = Budgets(self.limits)
+        self.finish_guard = FinishGuard(self.limits)
+        self._emit(
+            ev.SessionStart(
+                task=task,
+                model=getattr(model, "name", type(model).__name__),
+                toolset=self.runtime.toolset.name,
+                root=str(self.root),
+                policy=policy if isinstance(policy, str) else "callable",
+                settings=asdict(self.limits) | {"keep_observations": keep_observations},
+                sample=sample,
+            )
+        )
+
+    # -- public state -----------------------------------------------------------
+
+    @property
+    def done(self) -> bool:
+        return self.state is State.DONE
+
+    @property
+    def waiting(self) -> bool:
+        """True when a proposal waits for approve / edit / veto."""
+        return self.pending is not None and self._decision is None
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.log.path
+
+    # -- decisions (synchronous: they only record; step() acts on them) -------------
+
+    def approve(self) -> None:
+        self._decide("approve", None)
+
+    def veto(self, reason: str = "vetoed by the user") -> None:
+        self._decide("veto", reason or "vetoed by the user")
+
+    def edit(self, new_args: dict[str, Any] | str) -> Proposal:
+        """Replace the pending call's arguments; the new proposal must be approved in turn."""
+        step = self._require_pending()
+        raw = new_args if isinstance(new_args, str) else json.dumps(new_args)
+        self._emit(
+            ev.UserDecision(call_id=step.call.id, decision="edit", arguments=raw), step.number
+        )
+        step.call = ToolCall(step.call.id, step.call.name, raw)
+        step.proposal = self.runtime.propose(step.call.name, raw)
+        step.edits += 1
+        self._record_proposal(step, edited=True)
+        if (
+            not step.proposal.ok
+        ):  # an edit that does not validate still waits: the user may edit again
+            self.state = State.PROPOSED
+        return step.proposal
+
+    def stop(self, reason: str = "stopped") -> None:
+        """End the session now, cancelling a running model call."""
+        if self._model_task is not None and not self._model_task.done():
+            self._model_task.cancel()
+        self._finish_session(reason)
+
+    def undo(self) -> Observation:
+        """Undo the last commit (a user action, recorded and reported to the model)."""
+        obs = self.runtime.undo()
+        self._emit(ev.Undone(ok=obs.ok, message=obs.output), len(self.steps))
+        if obs.ok:
+            self.finish_guard.undo(len(self.steps))
+            self.context.add_user(f"(The user undid the last commit: {obs.output})")
+        return obs
+
+    # -- driving ----------------------------------------------------------------------
+
+    async def step(self) -> Step | None:
+        """Do one unit of work; returns the step it worked on, if any."""
+        if self.done:
+            return None
+        if self.pending is not None:
+            if self._decision is None:
+                return self.pending
+            return await self._apply_decision()
+        if self.queue:
+            return await self._next_call()
+        await self._think()
+        return None
+
+    async def run(self) -> Session:
+        """Step until done, waiting for decisions whenever a proposal needs one."""
+        while not self.done:
+            if self.waiting:
+                self._decided.clear()
+                await self._decided.wait()
+                continue
+            await self.step()
+        return self
+
+    def run_sync(self) -> Session:
+        """``run`` for scripts without an event loop."""
+        return asyncio.run(self.run())
+
+    # -- the machine --------------------------------------------------------------------
+
+    async def _think(self) -> None:
+        firing = self.budgets.check(
+            len(self.steps),
+            self.totals.prompt_tokens + self.totals.completion_tokens,
+            self.totals.cost,
+        )
+        if firing:
+            self._fire(firing)
+            self._finish_session(firing.guard)
+            return
+        self.state = State.THINKING
+        messages, masked = self.context.messages()
+        tools = self.runtime.tool_schemas()
+        self._emit(
+            ev.ModelRequest(
+                messages=len(messages),
+                digest=digest(messages),
+                tokens=count_request_tokens(messages, tools),
+                masked=masked,
+            ),
+            len(self.steps) + 1,
+        )
+        started = time.monotonic()
+        self._model_task = asyncio.ensure_future(self.model.complete(messages, tools, self.on_text))
+        try:
+            reply = await self._model_task
+        except asyncio.CancelledError:
+            if self.done:
+                return
+            raise
+        except ModelError as exc:
+            self._emit(ev.ErrorEvent(code=exc.code, message=exc.message), len(self.steps) + 1)
+            self._finish_session("error")
+            return
+        finally:
+            self._model_task = None
+        if self.done:
+            return
+        usage = reply.usage
+        self.totals.prompt_tokens += usage.prompt_tokens
+        self.totals.completion_tokens += usage.completion_tokens
+        if usage.cost is None:
+            self.totals.cost_known = False
+        else:
+            self.totals.cost += usage.cost
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
+        self._emit(
+            ev.ModelReplied(
+                text=reply.text,
+                tool_calls=calls,
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                cost=usage.cost,
+                duration=round(time.monotonic() - started, 4),
+                finish_reason=reply.finish_reason,
+            ),
+            len(self.steps) + 1,
+        )
+        self.context.add_assistant(reply.text, calls)
+        if not reply.tool_calls:
+            self._turns_without_tool += 1
+            if self._turns_without_tool >= self.limits.max_model_turns_without_tool:
+                self._fire(
+                    Firing(
+                        "no_tool_call",
+                        f"{self._turns_without_tool} replies without a tool call",
+                        "stop",
+                    )
+                )
+                self._finish_session("no_tool_call")
+                return
+            self.context.add_user(
+                "Continue with a tool call. When the task is verified, call finish."
+            )
+            return
+        self._turns_without_tool = 0
+        self.queue = [(c, reply.text if i == 0 else "") for i, c in enumerate(reply.tool_calls)]
+
+    async def _next_call(self) -> Step:
+        call, text = self.queue.pop(0)
+        step = Step(
+            len(self.steps) + 1, call, self.runtime.propose(call.name, call.arguments), text
+        )
+        self.steps.append(step)
+        self._record_proposal(step)
+        if step.proposal.kind == "finish" and step.proposal.ok:
+            return self._finish_check(step)
+        if not step.proposal.ok:
+            await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))  # type: ignore[arg-type]
+            return step
+        verdict = self._policy_verdict(step.proposal)
+        if verdict is True:
+            step.decision = "auto"
+            self._emit(ev.UserDecision(call_id=call.id, decision="auto"), step.number)
+            await self._commit(step)
+        elif isinstance(verdict, tuple):
+            self.pending = step
+            self.veto(verdict[1])
+            return await self._apply_decision()
+        else:
+            self.pending = step
+            self.state = State.PROPOSED
+        return step
+
+    async def _apply_decision(self) -> Step:
+        step = self._require_pending()
+        assert self._decision is not None
+        kind, reason = self._decision
+        self._decision = None
+        self.pending = None
+        step.decision = kind
+        if kind == "approve":
+            self._emit(ev.UserDecision(call_id=step.call.id, decision="approve"), step.number)
+            if not step.proposal.ok:  # approving an invalid edit sends its error back to the model
+                await self._observe(
+                    step, Observation.failure(step.proposal.error, step.proposal.id)
+                )  # type: ignore[arg-type]
+            else:
+                await self._commit(step)
+        else:
+            step.reason = reason
+            self._emit(
+                ev.UserDecision(call_id=step.call.id, decision="veto", reason=reason), step.number
+            )
+            text = f"The user vetoed this {step.call.name} call; nothing was done. Reason: {reason}"
+            await self._observe(step, Observation(False, text, None, step.proposal.id), vetoed=True)
+        return step
+
+    async def _commit(self, step: Step) -> None:
+        self.state = State.COMMITTED
+        proposal = step.proposal
+        if proposal.kind == "command":  # commands may run for minutes: keep the event loop free
+            obs = await asyncio.to_thread(self.runtime.commit, proposal)
+        else:
+            obs = self.runtime.commit(proposal)
+        if proposal.kind == "write":
+            self._emit(
+                ev.Committed(
+                    call_id=step.call.id,
+                    ok=obs.ok,
+                    commit_id=obs.commit_id,
+                    paths=proposal.paths,
+                    code=obs.error.code if obs.error else None,
+                ),
+                step.number,
+            )
+        await self._observe(step, obs)
+
+    async def _observe(self, step: Step, obs: Observation, vetoed: bool = False) -> None:
+        self.state = State.OBSERVED
+        proposal = step.proposal
+        output = obs.output
+        firings = (
+            []
+            if vetoed
+            else [f for f in (self.stuck.observe(proposal, obs), self.breaker.observe(obs)) if f]
+        )
+        if not vetoed:
+            self.finish_guard.observe(step.number, proposal, obs)
+        for firing in firings:
+            self._fire(firing, step)
+            if firing.action == "force_read":
+                output += "\n\n" + self._fresh_read(proposal)
+            elif firing.action == "warn":
+                self._stuck_warnings += 1
+                output += f"\n\n[guard] {firing.message}"
+        step.observation = Observation(
+            obs.ok, output, obs.error, obs.proposal_id, obs.commit_id, obs.exit_code
+        )
+        self._emit(
+            ev.Observed(
+                call_id=step.call.id,
+                tool=step.call.name,
+                ok=obs.ok,
+                code=obs.error.code if obs.error else ("VETO" if vetoed else None),
+                output=output,
+                exit_code=obs.exit_code,
+                target=_target(proposal),
+            ),
+            step.number,
+        )
+        self.context.add_tool_result(
+            step.call.id, step.call.name, output, one_line(step.call.name, proposal.args, output)
+        )
+        if any(f.action == "stop" for f in firings):
+            self._finish_session(next(f.guard for f in firings if f.action == "stop"))
+        elif self._stuck_warnings > self.limits.max_stuck_warnings:
+            self._finish_session("stuck")
+
+    def _finish_check(self, step: Step) -> Step:
+        self.state = State.FINISH_CHECK
+        summary = str(step.proposal.args.get("summary", ""))
+        firing = self.finish_guard.check(summary)
+        accepted = firing is None
+        self._emit(
+            ev.FinishAttempt(
+                call_id=step.call.id,
+                summary=summary,
+                accepted=accepted,
+                reason=firing.detail if firing else "",
+            ),
+            step.number,
+        )
+        if firing is not None:
+            self._fire(firing, step)
+            step.observation = Observation(False, firing.message, None, step.proposal.id)
+            self._emit(
+                ev.Observed(
+                    call_id=step.call.id,
+                    tool="finish",
+                    ok=False,
+                    code="PREMATURE_FINISH",
+                    output=firing.message,
+                ),
+                step.number,
+            )
+            self.context.add_tool_result(step.call.id, "finish", firing.message, "finish refused")
+            self.state = State.OBSERVED
+            return step
+        step.observation = Observation(True, summary, None, step.proposal.id)
+        self._emit(
+            ev.Observed(call_id=step.call.id, tool="finish", ok=True, output=summary), step.number
+        )
+        self.context.add_tool_result(step.call.id, "finish", "accepted", "finish accepted")
+        self.summary = summary
+        self.queue.clear()
+        self._finish_session("finished")
+        return step
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _policy_verdict(self, proposal: Proposal) -> bool | tuple[str, str]:
+        if not proposal.needs_approval:
+            return True
+        if self.policy == "auto":
+            return True
+        if self.policy == "ask":
+            return False
+        return self.policy(proposal)  # type: ignore[operator]
+
+    def _decide(self, kind: str, value: Any) -> None:
+        self._require_pending()
+        self._decision = (kind, value)
+        self._decided.set()
+
+    def _require_pending(self) -> Step:
+        if self.pending is None:
+            raise RuntimeError("no proposal is waiting for a decision")
+        return self.pending
+
+    def _record_proposal(self, step: Step, edited: bool = False) -> None:
+        p, call = step.proposal, step.call
+        self._emit(
+            ev.ToolProposed(
+                call_id=call.id,
+                tool=call.name,
+                arguments=call.arguments,
+                kind=p.kind,
+                summary=p.summary,
+                proposal=p.id,
+                edited=edited,
+            ),
+            step.number,
+        )
+        for r in p.resolutions:
+            self._emit(
+                ev.SymbolResolved(
+                    call_id=call.id,
+                    target=r.target,
+                    chosen=r.chosen,
+                    reason=r.reason,
+                    candidates=r.candidates,
+                ),
+                step.number,
+            )
+        if p.changes:
+            self._emit(
+                ev.DiffStaged(
+                    call_id=call.id,
+                    paths=p.paths,
+                    diff=p.diff,
+                    added=sum(c.added_lines for c in p.changes),
+                    removed=sum(c.removed_lines for c in p.changes),
+                ),
+                step.number,
+            )
+        if p.kind in ("write", "command") or not p.ok:
+            self._emit(
+                ev.Validated(
+                    call_id=call.id,
+                    ok=p.ok,
+                    code=p.error.code if p.error else None,
+                    message=p.error.message if p.error else None,
+                    target=_target(p),
+                ),
+                step.number,
+            )
+
+    def _fresh_read(self, proposal: Proposal) -> str:
+        path = proposal.args.get("path") or (proposal.args.get("edits") or [{}])[0].get("path")
+        if not path:
+            return ""
+        obs = self.runtime.call("read", {"path": path})
+        return "[guard] This edit failed twice on the same target. Current contents:\n" + obs.output
+
+    def _fire(self, firing: Firing, step: Step | None = None) -> None:
+        if step is not None:
+            step.guards.append(firing)
+        self._emit(
+            ev.GuardFired(guard=firing.guard, detail=firing.detail, action=firing.action),
+            step.number if step else len(self.steps),
+        )
+
+    def _finish_session(self, reason: str) -> None:
+        if self.done:
+            return
+        self.state = State.DONE
+        self.end_reason = reason
+        self.pending = None
+        self._decided.set()
+        self._emit(
+            ev.SessionEnd(
+                reason=reason,
+                steps=len(self.steps),
+                prompt_tokens=self.totals.prompt_tokens,
+                completion_tokens=self.totals.completion_tokens,
+                cost=self.totals.cost if self.totals.cost_known else None,
+            ),
+            len(self.steps),
+        )
+        self.log.close()
+
+    def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
+        return self.log.emit(event, step)
+
+
+def _target(proposal: Proposal) -> str | None:
+    args = proposal.args
+    if args.get("path"):
+        return str(args["path"])
+    edits = args.get("edits") or []
+    if edits:
+        first = edits[0]
+        return str(first.get("path") or first.get("symbol", "")).split("::")[0] or None
+    return None
