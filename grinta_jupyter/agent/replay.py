@@ -58,25 +58,23 @@ def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = No
         root = copy_workspace(
             start.sample, Path(tempfile.mkdtemp(prefix="grinta-replay-")) / start.sample
         )
-    decisions = [e for e in events if isinstance(e, ev.UserDecision) and e.decision != "auto"]
-    session = Session(
-        start.task,
-        model=ReplayModel(events),
-        root=root,
-        toolset=start.toolset,
-        policy="ask",
-        sample=start.sample,
-    )
+    decisions: dict[int, list[ev.UserDecision]] = {}
+    for e in events:
+        if isinstance(e, ev.UserDecision):
+            decisions.setdefault(e.step, []).append(e)
+    session = Session(start.task, model=ReplayModel(events), root=root, toolset=start.toolset, policy="ask",
+                      sample=start.sample)
 
     async def drive() -> None:
-        queue = list(decisions)
         while not session.done:
             if session.waiting:
+                assert session.pending is not None
+                queue = decisions.get(session.pending.number, [])
                 if not queue:
-                    session.stop("replay: the log has no more decisions")
+                    session.stop("replay: the log has no decision for this step")
                     break
                 decision = queue.pop(0)
-                if decision.decision == "approve":
+                if decision.decision in ("approve", "auto"):
                     session.approve()
                 elif decision.decision == "veto":
                     session.veto(decision.reason or "")

@@ -21,7 +21,6 @@ def summarize(source: str | os.PathLike[str] | Iterable[ev.Event | dict]) -> dic
     start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
     end = next((e for e in events if isinstance(e, ev.SessionEnd)), None)
     proposals = [e for e in events if isinstance(e, ev.ToolProposed) and not e.edited]
-    observations = {e.call_id: e for e in events if isinstance(e, ev.Observed)}
     requests = [e for e in events if isinstance(e, ev.ModelRequest)]
     replies = [e for e in events if isinstance(e, ev.ModelReplied)]
 
