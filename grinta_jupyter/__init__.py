@@ -14,7 +14,21 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from grinta_jupyter.tools.facade import Runtime
 
-__all__ = ["Runtime", "__version__"]
+__all__ = ["Runtime", "__version__", "current", "load_ipython_extension"]
+
+
+def load_ipython_extension(ipython: Any) -> None:
+    """``%load_ext grinta_jupyter``: register ``%grinta`` / ``%%grinta`` (nothing heavy is imported)."""
+    from grinta_jupyter.jupyter.magics import GrintaMagics
+
+    ipython.register_magics(GrintaMagics)
+
+
+def current() -> Any:
+    """The session the last ``%grinta`` started in this kernel, or None."""
+    from grinta_jupyter.jupyter.controller import current as _current
+
+    return _current()
 
 
 def __getattr__(name: str) -> Any:

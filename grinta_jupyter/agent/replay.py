@@ -62,8 +62,14 @@ def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = No
     for e in events:
         if isinstance(e, ev.UserDecision):
             decisions.setdefault(e.step, []).append(e)
-    session = Session(start.task, model=ReplayModel(events), root=root, toolset=start.toolset, policy="ask",
-                      sample=start.sample)
+    session = Session(
+        start.task,
+        model=ReplayModel(events),
+        root=root,
+        toolset=start.toolset,
+        policy="ask",
+        sample=start.sample,
+    )
 
     async def drive() -> None:
         while not session.done:

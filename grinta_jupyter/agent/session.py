@@ -39,7 +39,7 @@ from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, Tool
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import EventLog
 from grinta_jupyter.runtime.proposal import Observation, Proposal
-from grinta_jupyter.tools.base import Toolset
+from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
 
 
@@ -97,10 +97,11 @@ class Session:
         log_dir: str | Path | None = None,
         sample: str | None = None,
         session_id: str | None = None,
+        settings: Settings | None = None,
     ):
         self.task = task
         self.model = model
-        self.runtime = Runtime(root, toolset)
+        self.runtime = Runtime(root, toolset, settings)
         self.root = self.runtime.root
         self.policy: Policy = policy
         self.limits = limits or Limits()
@@ -120,6 +121,9 @@ class Session:
         self.end_reason: str | None = None
         self.summary: str | None = None
         self.on_text: Callable[[str], None] | None = None  # streaming model text, for front ends
+        self.auto_reads = True  # under "ask", reads run without asking unless this is switched off
+        # Called (with no arguments) when a proposal starts or stops waiting: front ends redraw.
+        self.watchers: list[Callable[[], None]] = []
         self._decision: tuple[str, Any] | None = None
         self._decided = asyncio.Event()
         self._model_task: asyncio.Task[ModelReply] | None = None
@@ -329,6 +333,7 @@ class Session:
         else:
             self.pending = step
             self.state = State.PROPOSED
+            self._notify()
         return step
 
     async def _apply_decision(self) -> Step:
@@ -459,7 +464,9 @@ class Session:
     # -- helpers ---------------------------------------------------------------------------
 
     def _policy_verdict(self, proposal: Proposal) -> bool | tuple[str, str]:
-        if not proposal.needs_approval:
+        if proposal.kind == "finish":
+            return True
+        if not proposal.needs_approval and (self.auto_reads or self.policy == "auto"):
             return True
         if self.policy == "auto":
             return True
@@ -471,6 +478,11 @@ class Session:
         self._require_pending()
         self._decision = (kind, value)
         self._decided.set()
+        self._notify()
+
+    def _notify(self) -> None:
+        for watcher in list(self.watchers):
+            watcher()
 
     def _require_pending(self) -> Step:
         if self.pending is None:

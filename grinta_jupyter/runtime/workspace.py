@@ -8,6 +8,7 @@ case-insensitive file system would treat ``.GIT`` as ``.git``.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,11 +55,12 @@ class WorkspacePath:
 class Workspace:
     """Resolves and lists paths under one root directory."""
 
-    def __init__(self, root: str | os.PathLike[str]):
+    def __init__(self, root: str | os.PathLike[str], protected: tuple[str, ...] = ()):
         path = Path(root)
         if not path.is_dir():
             raise NotADirectoryError(f"workspace root {path} is not a directory")
         self.root = path.resolve()
+        self.protected = protected
 
     @property
     def state_dir(self) -> Path:
@@ -90,6 +92,10 @@ class Workspace:
                     raise fail(
                         PATH_FORBIDDEN, f"{path!r} is inside a protected folder (.git or .grinta)"
                     )
+            for pattern in self.protected:
+                if any(fnmatch.fnmatch(name, pattern) for name in (rel, PurePosixPath(rel).name)):
+                    raise fail(PATH_FORBIDDEN, f"{path!r} is protected ({pattern}): the user has not allowed "
+                                               "the agent to write it")
         if rel == ".":
             rel = ""
         return WorkspacePath(rel=rel, abs=real)

@@ -42,6 +42,9 @@ class Settings:
     run_timeout: float = 120.0
     run_max_timeout: float = 1_800.0
     run_output_chars: int = 12_000  # head and tail are kept, the middle elided
+    # Glob patterns (matched against workspace-relative paths and file names) that no tool may
+    # write; notebook sessions protect "*.ipynb" unless the user allows notebooks.
+    protected: tuple[str, ...] = ()
 
 
 @dataclass

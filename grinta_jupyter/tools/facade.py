@@ -52,10 +52,10 @@ class Runtime:
         toolset: str | Toolset = "intent",
         settings: Settings | None = None,
     ):
-        self.workspace = Workspace(root)
+        self.settings = settings or Settings()
+        self.workspace = Workspace(root, protected=self.settings.protected)
         self.root: Path = self.workspace.root
         self.toolset = get_toolset(toolset) if isinstance(toolset, str) else toolset
-        self.settings = settings or Settings()
         self.journal = Journal(self.root, self.workspace.state_dir)
         self.recovered: list[str] = self.journal.recover()
         self._symbols: Any = None

@@ -1,0 +1,275 @@
+"""What the magics do: create sessions, run them in the kernel, and show them.
+
+One session is current at a time (``grinta_jupyter.current()``). A session
+normally runs as an asyncio task on the kernel's event loop, so widget
+clicks are handled while it works and other cells can still run; in
+``--manual`` mode (or where no event loop runs, such as a terminal IPython)
+it advances only when ``%grinta step`` (or a decision) asks it to.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import os
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from grinta_jupyter.jupyter.magics import MagicUsageError, edit_arguments
+
+if TYPE_CHECKING:
+    from grinta_jupyter.agent.session import Session
+
+_current: NotebookSession | None = None
+
+
+def current() -> Session | None:
+    """The session the last ``%grinta`` started, or None."""
+    return _current.session if _current is not None else None
+
+
+def current_view() -> NotebookSession | None:
+    return _current
+
+
+class NotebookSession:
+    """A session, its panel and trace display, and how it is driven in this kernel."""
+
+    def __init__(self, session: Session, manual: bool, widgets: bool = True):
+        self.session = session
+        self.manual = manual
+        self.task: asyncio.Task[Any] | None = None
+        self.panel = None
+        self.trace = None
+        if widgets:
+            from grinta_jupyter.jupyter.panel import SessionPanel
+
+            self.panel = SessionPanel(session, on_decision=self._after_decision)
+        session.log.listeners.append(self._on_event)
+        session.watchers.append(self._update_trace)
+
+    # -- display -----------------------------------------------------------------------
+
+    def show(self) -> None:
+        from IPython.display import display
+
+        self.trace = display(self.bundle(), raw=True, display_id=True)
+
+    def bundle(self) -> dict[str, Any]:
+        """The panel (live) with the trace as fallbacks (saved, kernel-less, nbviewer)."""
+        from grinta_jupyter.jupyter.mime import trace_bundle
+
+        bundle = trace_bundle(self.session)
+        if self.panel is not None:
+            bundle.update(self.panel.widget._repr_mimebundle_())
+            bundle["text/plain"] = trace_bundle(self.session)["text/plain"]
+        return bundle
+
+    def _on_event(self, event: Any) -> None:
+        if event.type in ("observation", "session_end"):
+            self._update_trace()
+
+    def _update_trace(self) -> None:
+        if self.trace is not None:
+            self.trace.update(self.bundle(), raw=True)
+
+    # -- driving ------------------------------------------------------------------------
+
+    def start(self) -> None:
+        loop = _running_loop()
+        if self.manual or loop is None:
+            self.manual = True
+            return
+        self.task = loop.create_task(self.session.run())
+
+    def advance(self) -> list[int]:
+        """Manual mode: step until something new is to be shown; return the step numbers touched."""
+        session = self.session
+        before = {s.number: (s.observation is not None, s.decision, s.edits) for s in session.steps}
+        touched: list[int] = []
+
+        async def go() -> None:
+            while not session.done:
+                if session.waiting:
+                    return
+                step = await session.step()
+                if step is not None and step.number not in touched:
+                    touched.append(step.number)
+                if step is not None and (step.observation is not None or session.waiting):
+                    return
+
+        run_coroutine(go())
+        return [
+            n
+            for n in touched
+            if before.get(n)
+            != (
+                session.steps[n - 1].observation is not None,
+                session.steps[n - 1].decision,
+                session.steps[n - 1].edits,
+            )
+        ] or touched
+
+    def _after_decision(self) -> None:
+        if self.manual:
+            self.advance()
+
+
+def start(options: Any) -> Session:
+    global _current
+    from grinta_jupyter.agent import make_model
+    from grinta_jupyter.agent.guards import Limits
+    from grinta_jupyter.agent.models import ModelError
+    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.tools.base import Settings
+
+    try:
+        model = make_model(options.model)
+    except ModelError as exc:
+        raise MagicUsageError(exc.message) from None
+    root, sample = _workspace(options.root, getattr(model, "name", "") == "demo")
+    protected = () if options.allow_notebooks else ("*.ipynb",)
+    if _current is not None and not _current.session.done:
+        _current.session.stop("replaced by a new session")
+    session = Session(
+        options.task,
+        model=model,
+        root=root,
+        toolset=options.toolset,
+        policy="auto" if options.auto else "ask",
+        limits=Limits(max_steps=options.max_steps),
+        sample=sample,
+        settings=Settings(protected=protected),
+    )
+    view = NotebookSession(session, manual=options.manual)
+    _current = view
+    if sample:
+        print(
+            f"grinta: demo model on a copy of the raft_kv sample in {root} "
+            "(set GRINTA_MODEL to use a real model)"
+        )
+    view.show()
+    view.start()
+    if view.manual:
+        print("manual mode: advance with %grinta step")
+    return session
+
+
+def command(name: str, rest: str) -> Any:
+    view = _current
+    if view is None:
+        raise MagicUsageError("no session yet: start one with %grinta TASK")
+    session = view.session
+    if name == "status":
+        print(status_line(session))
+        return None
+    if name == "log":
+        show_log(session)
+        return None
+    if name == "metrics":
+        from grinta_jupyter.events.metrics import format_summary, summarize
+
+        print(format_summary(summarize(session.log.events)))
+        return None
+    if name == "stop":
+        session.stop("stopped by the user")
+        print(status_line(session))
+        return None
+    if name == "undo":
+        print(session.undo().output)
+        return None
+    if name == "step":
+        if not view.manual:
+            print(
+                status_line(session) + " (the session runs in the background; decisions drive it)"
+            )
+            return None
+        _show_steps(session, view.advance())
+        return None
+    if session.pending is None:
+        raise MagicUsageError(f"nothing is waiting for a decision ({status_line(session)})")
+    step = session.pending
+    if name == "edit":
+        proposal = session.edit(edit_arguments(rest))
+        _show_steps(session, [step.number])
+        if not proposal.ok:
+            print(
+                "the edited call does not validate; edit again, approve to send the error to the model, "
+                "or veto"
+            )
+        return None
+    if name == "approve":
+        session.approve()
+    else:
+        session.veto(rest or "vetoed by the user")
+    if view.manual:
+
+        async def apply() -> None:
+            await session.step()
+
+        run_coroutine(apply())
+        _show_steps(session, [step.number])
+    return None
+
+
+def status_line(session: Session) -> str:
+    if session.done:
+        return (
+            f"session {session.id}: ended ({session.end_reason}) after {len(session.steps)} steps"
+        )
+    if session.waiting:
+        p = session.pending.proposal  # type: ignore[union-attr]
+        return f"session {session.id}: step {session.pending.number} waits for you: {p.tool} {p.summary}"  # type: ignore[union-attr]
+    return f"session {session.id}: {session.state.value}, {len(session.steps)} steps so far"
+
+
+def show_log(session: Session) -> None:
+    """Display every step and the session summary as persisted MIME bundles."""
+    from IPython.display import display
+
+    from grinta_jupyter.jupyter.mime import session_bundle, step_bundle
+
+    for step in session.steps:
+        display(step_bundle(step, session.id), raw=True)
+    display(session_bundle(session), raw=True)
+
+
+def _show_steps(session: Session, numbers: list[int]) -> None:
+    from IPython.display import display
+
+    from grinta_jupyter.jupyter.mime import session_bundle, step_bundle
+
+    for number in numbers:
+        display(step_bundle(session.steps[number - 1], session.id), raw=True)
+    if session.done:
+        display(session_bundle(session), raw=True)
+
+
+def _workspace(root: str | None, demo: bool) -> tuple[Path, str | None]:
+    if root:
+        return Path(root).expanduser(), None
+    if demo:
+        from grinta_jupyter.samples.tasks import copy_workspace
+
+        target = Path.cwd() / "raft_kv"
+        if not target.exists():
+            copy_workspace("raft_kv", target)
+        return target, "raft_kv"
+    return Path(os.environ.get("GRINTA_ROOT", ".")), None
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
+def run_coroutine(coro: Coroutine[Any, Any, Any]) -> Any:
+    """Run ``coro`` to completion from synchronous code, inside a kernel or not."""
+    if _running_loop() is None:
+        return asyncio.run(coro)
+    # The kernel's loop is busy running this cell: use a private loop in a worker thread.
+    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()

@@ -1,0 +1,142 @@
+"""%grinta through IPython's own shell: parsing and every subcommand."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from IPython.testing import globalipapp
+
+import grinta_jupyter
+from grinta_jupyter.jupyter.magics import parse_start, split_command
+from grinta_jupyter.samples.tasks import DEMO_FIX
+
+
+@pytest.fixture
+def ip(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("GRINTA_MODEL", raising=False)
+    from grinta_jupyter.jupyter import controller
+
+    controller._current = None
+    globalipapp.start_ipython()  # once per process; later calls return None
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "grinta_jupyter")
+    yield shell
+    session = grinta_jupyter.current()
+    if session is not None and not session.done:
+        session.stop()
+
+
+def magic(ip, line):
+    return ip.run_line_magic("grinta", line)
+
+
+def test_parse_options_and_subcommands():
+    args = parse_start(
+        '--model openai/x --root "my dir" --auto --max-steps 7 --toolset intent fix it now'
+    )
+    assert (args.model, args.root, args.auto, args.max_steps, args.task) == (
+        "openai/x",
+        "my dir",
+        True,
+        7,
+        "fix it now",
+    )
+    assert parse_start("fix the failing test").manual is False
+    assert split_command("approve") == ("approve", "")
+    assert split_command("veto that is wrong") == ("veto", "that is wrong")
+    assert split_command('edit {"a": 1}') == ("edit", '{"a": 1}')
+    assert split_command("-- step through the parser") == (None, "step through the parser")
+    assert split_command("fix the bug") == (None, "fix the bug")
+
+
+def test_a_whole_session_stepped_with_magics(ip, tmp_path, capsys):
+    session = magic(ip, "fix the failing test in raft_kv")
+    assert session is grinta_jupyter.current()
+    root = tmp_path / "raft_kv"
+    assert session.root == root and (root / "raft_kv" / "node.py").exists()
+    out = capsys.readouterr().out
+    assert "demo model on a copy of the raft_kv sample" in out and "manual mode" in out
+
+    magic(ip, "step")  # the first proposal: run the tests
+    assert session.waiting and session.pending.proposal.tool == "run"
+    magic(ip, "status")
+    assert "step 1 waits for you: run" in capsys.readouterr().out
+    magic(ip, "approve")
+    assert session.steps[0].observation.exit_code == 1
+    magic(ip, "step")  # the read runs without asking
+    assert session.steps[1].proposal.tool == "read" and session.steps[1].observation.ok
+    magic(ip, "step")
+    assert session.pending.proposal.tool == "replace_string"
+
+    edited = {**DEMO_FIX, "new_string": DEMO_FIX["new_string"] + "  # log matching"}
+    capsys.readouterr()
+    magic(ip, "edit " + json.dumps(edited))
+    out = capsys.readouterr().out
+    assert (
+        "+        if self.log.term_at(request.prev_log_index) != request.prev_log_term:  # log matching"
+        in out
+    )
+    assert "# log matching" not in (root / "raft_kv/node.py").read_text(), "edit only stages"
+    magic(ip, "edit {not json")
+    assert "edit takes JSON arguments" in capsys.readouterr().out
+    magic(ip, "approve")
+    assert "# log matching" in (root / "raft_kv/node.py").read_text()
+
+    magic(ip, "step")
+    magic(ip, "veto not yet")
+    assert session.steps[3].decision == "veto" and session.steps[3].reason == "not yet"
+    magic(ip, "step")  # the demo finishes; the guard sends it back (no run after the edit)
+    magic(ip, "step")
+    assert session.pending.proposal.tool == "run"
+    magic(ip, "approve")
+    magic(ip, "step")
+    assert session.done and session.end_reason == "finished"
+
+    capsys.readouterr()
+    magic(ip, "metrics")
+    out = capsys.readouterr().out
+    assert "premature_finishes           1" in out and "vetoes                       1" in out
+    magic(ip, "log")
+    out = capsys.readouterr().out
+    assert out.count("[grinta step") == len(session.steps) and "[grinta session" in out
+
+
+def test_undo_stop_and_errors(ip, tmp_path, capsys):
+    magic(ip, "status")
+    assert "no session yet" in capsys.readouterr().out
+    session = magic(ip, "--auto --manual fix the failing test in raft_kv")
+    for _ in range(3):
+        magic(ip, "step")
+    assert "!= request.prev_log_term" in (tmp_path / "raft_kv/raft_kv/node.py").read_text()
+    capsys.readouterr()
+    magic(ip, "undo")
+    assert "undid replace_string raft_kv/node.py" in capsys.readouterr().out
+    assert "< request.prev_log_term" in (tmp_path / "raft_kv/raft_kv/node.py").read_text()
+    magic(ip, "approve")
+    assert "nothing is waiting for a decision" in capsys.readouterr().out
+    magic(ip, "stop")
+    assert session.done and session.end_reason == "stopped by the user"
+    magic(ip, "--bogus x")
+    assert "unknown option" in capsys.readouterr().out
+
+
+def test_cell_magic_takes_the_cell_as_the_task(ip):
+    ip.run_cell_magic("grinta", "--manual", "fix the failing test\nin raft_kv\n")
+    assert grinta_jupyter.current().task == "fix the failing test\nin raft_kv"
+
+
+def test_notebooks_are_protected_unless_allowed(ip, tmp_path):
+    session = magic(ip, "--manual fix the failing test in raft_kv")
+    (session.root / "analysis.ipynb").write_text("{}")
+    p = session.runtime.propose(
+        "replace_string", {"path": "analysis.ipynb", "old_string": "{}", "new_string": "[]"}
+    )
+    assert p.error.code == "PATH_FORBIDDEN" and "protected" in p.error.message
+    assert (
+        session.runtime.propose("create", {"path": "new.ipynb", "content": "{}"}).error.code
+        == "PATH_FORBIDDEN"
+    )
+    session = magic(ip, "--manual --allow-notebooks fix the failing test in raft_kv")
+    assert session.runtime.propose("create", {"path": "new.ipynb", "content": "{}"}).ok
