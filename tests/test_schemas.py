@@ -40,3 +40,12 @@ def test_schema_snapshot(toolset_name, spec):
 def test_every_argument_model_forbids_extra_fields():
     for _, spec in all_tools():
         assert spec.args.model_config.get("extra") == "forbid", spec.name
+
+
+def test_the_intent_toolset_fits_the_token_budget(monkeypatch):
+    from grinta_jupyter.tools import intent_toolset
+    from grinta_jupyter.tools.tokens import schema_tokens
+
+    # A cache folder without the encoding must not make tiktoken download it.
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "/nonexistent")
+    assert schema_tokens(intent_toolset().schemas()) <= 1000

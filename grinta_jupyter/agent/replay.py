@@ -8,12 +8,12 @@ its arguments, the staged diff and the validation result.
 
 from __future__ import annotations
 
-import asyncio
 import os
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grinta_jupyter.agent.blocking import run_blocking
 from grinta_jupyter.agent.models.replay import ReplayModel
 from grinta_jupyter.agent.session import Session
 from grinta_jupyter.events import models as ev
@@ -89,7 +89,7 @@ def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = No
                     continue
             await session.step()
 
-    asyncio.run(drive())
+    run_blocking(drive())
     recorded, replayed = _fingerprints(events), _fingerprints(session.log.events)
     report = ReplayReport(steps=len(recorded), log_path=session.log_path)
     for step in sorted(set(recorded) | set(replayed)):

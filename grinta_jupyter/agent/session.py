@@ -126,6 +126,7 @@ class Session:
         self.watchers: list[Callable[[], None]] = []
         self._decision: tuple[str, Any] | None = None
         self._decided = asyncio.Event()
+        self._changed = asyncio.Event()  # set on every event and state change, for settle()
         self._model_task: asyncio.Task[ModelReply] | None = None
         self._turns_without_tool = 0
         self._stuck_warnings = 0
@@ -225,9 +226,22 @@ class Session:
             await self.step()
         return self
 
+    async def settle(self, timeout: float | None = None) -> Session:
+        """Wait until the session needs a decision or has ended (while it runs as a task)."""
+
+        async def wait() -> None:
+            while not (self.done or self.waiting):
+                self._changed.clear()
+                await self._changed.wait()
+
+        await asyncio.wait_for(wait(), timeout)
+        return self
+
     def run_sync(self) -> Session:
-        """``run`` for scripts without an event loop."""
-        return asyncio.run(self.run())
+        """``run`` for scripts (works inside a running event loop too)."""
+        from grinta_jupyter.agent.blocking import run_blocking
+
+        return run_blocking(self.run())
 
     # -- the machine --------------------------------------------------------------------
 
@@ -481,6 +495,7 @@ class Session:
         self._notify()
 
     def _notify(self) -> None:
+        self._changed.set()
         for watcher in list(self.watchers):
             watcher()
 
@@ -572,6 +587,7 @@ class Session:
         self.log.close()
 
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
+        self._changed.set()
         return self.log.emit(event, step)
 
 

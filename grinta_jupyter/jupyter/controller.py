@@ -10,7 +10,6 @@ it advances only when ``%grinta step`` (or a decision) asks it to.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 from collections.abc import Coroutine
 from pathlib import Path
@@ -250,13 +249,37 @@ def _workspace(root: str | None, demo: bool) -> tuple[Path, str | None]:
     if root:
         return Path(root).expanduser(), None
     if demo:
-        from grinta_jupyter.samples.tasks import copy_workspace
-
-        target = Path.cwd() / "raft_kv"
-        if not target.exists():
-            copy_workspace("raft_kv", target)
-        return target, "raft_kv"
+        return demo_workspace(Path.cwd() / "raft_kv"), "raft_kv"
     return Path(os.environ.get("GRINTA_ROOT", ".")), None
+
+
+DEMO_MARKER = ".grinta/demo-copy"
+
+
+def demo_workspace(target: Path) -> Path:
+    """A fresh copy of the raft_kv sample at ``target`` for the demo model.
+
+    A folder we made earlier (it holds our marker file) is replaced by a fresh
+    copy, so the demo always starts from the failing test; any other folder
+    of that name is left alone and the copy goes beside it.
+    """
+    import shutil
+
+    from grinta_jupyter.samples.tasks import copy_workspace
+
+    candidate = target
+    number = 1
+    while candidate.exists() and not (candidate / DEMO_MARKER).exists():
+        number += 1
+        candidate = target.with_name(f"{target.name}-{number}")
+    if candidate.exists():
+        shutil.rmtree(candidate)
+    copy_workspace("raft_kv", candidate)
+    (candidate / DEMO_MARKER).parent.mkdir(exist_ok=True)
+    (candidate / DEMO_MARKER).write_text(
+        "made by grinta's demo; it is replaced by the next demo run\n"
+    )
+    return candidate
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
@@ -267,9 +290,7 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def run_coroutine(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` to completion from synchronous code, inside a kernel or not."""
-    if _running_loop() is None:
-        return asyncio.run(coro)
-    # The kernel's loop is busy running this cell: use a private loop in a worker thread.
-    with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
+    """Run ``coro`` to completion from a magic (the kernel's loop is busy with this cell)."""
+    from grinta_jupyter.agent.blocking import run_blocking
+
+    return run_blocking(coro)

@@ -9,7 +9,16 @@ from grinta_jupyter.tools.base import Settings, ToolContext, Toolset, ToolSpec
 
 def intent_toolset() -> Toolset:
     """The default: few tools, each with one clear intent."""
-    from grinta_jupyter.tools import create, finish, multiedit, read, replace_string, run, search
+    from grinta_jupyter.tools import (
+        create,
+        edit_symbols,
+        finish,
+        multiedit,
+        read,
+        replace_string,
+        run,
+        search,
+    )
 
     return Toolset.of(
         "intent",
@@ -18,6 +27,7 @@ def intent_toolset() -> Toolset:
             search.SPEC,
             create.SPEC,
             replace_string.SPEC,
+            edit_symbols.SPEC,
             multiedit.SPEC,
             run.SPEC,
             finish.SPEC,

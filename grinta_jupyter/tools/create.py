@@ -4,27 +4,59 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import FILE_EXISTS, fail
+from grinta_jupyter.runtime.errors import FILE_EXISTS, NOT_SUPPORTED, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
 
 
 class CreateArgs(Args):
-    path: str = Field(description="New file path.")
-    content: str = Field(description="Full file content.")
+    path: str = Field(description="New file, or an existing one when 'into' is given.")
+    content: str = Field(description="Full file content, or the new definition.")
+    into: str | None = Field(
+        default=None,
+        description="Add content as a new definition at the end of this "
+        "class in path ('*': end of the file).",
+    )
 
 
 def stage(args: CreateArgs, ctx: ToolContext) -> str:
+    if args.into is not None:
+        return _add_definition(args, ctx)
     staged = ctx.open_new(args.path)
     if staged.path.abs.exists() or staged.path.abs.is_symlink():
-        raise fail(FILE_EXISTS, f"{staged.rel} already exists; edit it with replace_string instead")
+        raise fail(
+            FILE_EXISTS, f"{staged.rel} already exists; edit it, or add a definition with 'into'"
+        )
     staged.text = args.content
     return f"created {staged.rel} ({len(args.content.splitlines())} lines)"
+
+
+def _add_definition(args: CreateArgs, ctx: ToolContext) -> str:
+    from grinta_jupyter.code.edits import SymbolEditError, append_to
+    from grinta_jupyter.runtime.grammars import language_for
+
+    staged = ctx.open(args.path)
+    language = language_for(staged.rel)
+    if language is None:
+        raise fail(
+            NOT_SUPPORTED, f"{staged.rel}: no grammar for this file type; use replace_string"
+        )
+    container = None
+    if args.into.strip() not in ("", "*"):
+        found = resolve_for_write(ctx, f"{staged.rel}::{args.into.strip()}")
+        container = locate_in_staged(staged, found)
+    try:
+        staged.text = append_to(staged.text, container, args.content, language)
+    except SymbolEditError as exc:
+        raise fail(exc.code, exc.message) from None
+    where = container.qualname if container is not None else "the end of the file"
+    return f"added a definition to {where} in {staged.rel}"
 
 
 SPEC = ToolSpec(
     name="create",
     kind="write",
-    description="Create a new file.",
+    description="Create a new file, or add a definition to an existing file or class.",
     args=CreateArgs,
     stage=stage,
 )

@@ -17,6 +17,7 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.symbols import symbol_candidate
 
 MAX_LISTING = 200
 

@@ -20,10 +20,19 @@ def _encoding() -> Any:
     if spec is None or spec.origin is None:
         raise RuntimeError("litellm is not installed; it carries the offline token encodings")
     folder = Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"
-    os.environ.setdefault("TIKTOKEN_CACHE_DIR", str(folder))
     import tiktoken
 
-    return tiktoken.get_encoding("o200k_base")
+    # Point tiktoken at litellm's copy for this one load, whatever the user's cache
+    # setting: a cache folder without the file would make tiktoken download it.
+    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
+    try:
+        return tiktoken.get_encoding("o200k_base")
+    finally:
+        if saved is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = saved
 
 
 def count_tokens(text: str) -> int:

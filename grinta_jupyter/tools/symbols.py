@@ -1,0 +1,98 @@
+"""Resolving symbol addresses for writes: exactly one definition, or a refusal with candidates.
+
+Reads may search; writes must target. The index answers for the files on
+disk; once a proposal has staged changes to a file, later edits in the same
+proposal locate their definition again in the staged text (same qualified
+name, same position among same-named definitions).
+"""
+
+from __future__ import annotations
+
+from grinta_jupyter.runtime.errors import (
+    AMBIGUOUS_SYMBOL,
+    SYMBOL_NOT_FOUND,
+    Candidate,
+    ToolFailure,
+    fail,
+)
+from grinta_jupyter.tools.base import StagedFile, ToolContext
+
+
+def symbol_candidate(symbol) -> Candidate:  # type: ignore[no-untyped-def]
+    return Candidate(
+        symbol.path, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname
+    )
+
+
+def resolve_for_write(ctx: ToolContext, address: str):  # type: ignore[no-untyped-def]
+    """The one definition ``address`` names, or a ToolFailure listing what it could mean."""
+    resolution = ctx.symbols.resolve(address)
+    if not resolution.matches:
+        ctx.resolved(
+            address,
+            None,
+            "no definition has this name",
+            [f"{s.path}:{s.def_line} {s.kind} {s.qualname}" for s in resolution.suggestions],
+        )
+        raise fail(
+            SYMBOL_NOT_FOUND,
+            f"no definition named {address!r}"
+            + ("; closest names below" if resolution.suggestions else ""),
+            [symbol_candidate(s) for s in resolution.suggestions],
+        )
+    if len(resolution.matches) > 1:
+        ctx.resolved(
+            address,
+            None,
+            f"ambiguous: {len(resolution.matches)} definitions; writes never guess",
+            [f"{s.path}:{s.def_line} {s.kind} {s.qualname}" for s in resolution.matches],
+        )
+        raise fail(
+            AMBIGUOUS_SYMBOL,
+            f"{address!r} names {len(resolution.matches)} definitions; "
+            "name one exactly, e.g. 'path::Class.method'",
+            [symbol_candidate(s) for s in resolution.matches],
+        )
+    symbol = resolution.matches[0]
+    ctx.resolved(
+        address,
+        f"{symbol.path}:{symbol.def_line} {symbol.kind} {symbol.qualname}",
+        "the only definition with this name",
+    )
+    return symbol
+
+
+def locate_in_staged(staged: StagedFile, symbol):  # type: ignore[no-untyped-def]
+    """``symbol`` as it stands in the staged text (which earlier edits may have moved)."""
+    from grinta_jupyter.code.symbols import extract_symbols
+
+    if staged.original is not None and staged.text == staged.original.text:
+        return symbol
+    ctx_ordinal = symbol_ordinal(staged.original.text if staged.original else "", symbol)
+    same = [
+        s
+        for s in extract_symbols(staged.rel, staged.text.encode("utf-8"), symbol.language)
+        if s.qualname == symbol.qualname and s.kind == symbol.kind
+    ]
+    if ctx_ordinal >= len(same):
+        raise ToolFailure(
+            fail(
+                SYMBOL_NOT_FOUND, f"{symbol.qualname} is gone after an earlier edit in this call"
+            ).error
+        )
+    return same[ctx_ordinal]
+
+
+def symbol_ordinal(text: str, symbol) -> int:  # type: ignore[no-untyped-def]
+    """Which of the same-named definitions ``symbol`` is (overloads share a qualified name)."""
+    from grinta_jupyter.code.symbols import extract_symbols
+
+    same = [
+        s
+        for s in extract_symbols(symbol.path, text.encode("utf-8"), symbol.language)
+        if s.qualname == symbol.qualname and s.kind == symbol.kind
+    ]
+    for i, s in enumerate(same):
+        if s.start_byte == symbol.start_byte:
+            return i
+    return 0

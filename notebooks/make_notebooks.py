@@ -1,0 +1,219 @@
+"""Writes the notebooks in this folder from the cell lists below.
+
+The notebooks are committed without outputs; this script is their source, so a
+change to a notebook is a readable diff. Run: python notebooks/make_notebooks.py notebooks
+"""
+import json
+import sys
+from pathlib import Path
+
+
+def nb(cells):
+    out = []
+    for number, (kind, src) in enumerate(cells, 1):
+        cell = {"cell_type": kind, "id": f"cell-{number:02d}", "metadata": {},
+                "source": src.strip("\n").splitlines(keepends=True)}
+        if kind == "code":
+            cell.update({"execution_count": None, "outputs": []})
+        out.append(cell)
+    return {"cells": out, "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
+            "language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+
+
+QUICK = [
+("markdown", """
+# grinta quickstart
+
+One command starts an agent session on a copy of the bundled `raft_kv` sample (a small Raft key-value store with one failing test).
+
+With no model configured, a **scripted demo model** plays the session and says so. To use a real model, set `GRINTA_MODEL` to any [litellm](https://docs.litellm.ai/docs/providers) model string before starting Jupyter (for example `openai/gpt-4o-mini`, `anthropic/claude-3-5-sonnet-latest`, or `ollama_chat/qwen2.5-coder:7b`).
+
+Each step appears as a card: the tool call, how a symbol was resolved, the exact diff, the validation result. Reads run by themselves; **writes and commands wait for you**: *Approve* (or Enter), *Edit*, or *Veto* (or Escape). Nothing touches a file until you approve.
+"""),
+("code", "%load_ext grinta_jupyter"),
+("code", "%grinta fix the failing test in raft_kv"),
+("markdown", """
+Click through the cards above. The session runs in the background, so the next cells still run.
+
+The same session can be driven from code instead of clicks. `await session.settle()` waits until the session needs you (or has finished):
+"""),
+("code", """
+import grinta_jupyter
+
+session = grinta_jupyter.current()
+await session.settle()
+print(session.pending.proposal.summary)
+"""),
+("code", """
+while not session.done:
+    if session.waiting:
+        print(f"approving step {session.pending.number}: {session.pending.proposal.summary}")
+        session.approve()
+    await session.settle(timeout=120)
+print(session.end_reason, "-", session.summary)
+"""),
+("markdown", "The fix is on disk, and the sample's own check agrees:"),
+("code", """
+from grinta_jupyter.samples.tasks import get_task
+
+get_task("raft_kv/fix-failing-test").check(session.root)
+"""),
+("markdown", "Every step was recorded as an event. `%grinta metrics` summarises the run; `%grinta log` shows every step as a card that stays readable in the saved notebook, even without a kernel."),
+("code", "%grinta metrics"),
+("code", "%grinta log"),
+]
+
+STEP = [
+("markdown", """
+# Stepping a session cell by cell: approve, edit, veto
+
+`--manual` starts a session that only moves when you say so: `%grinta step` advances to the next step that has something to show, and `%grinta approve`, `%grinta edit {json}` and `%grinta veto REASON` decide the pending one. No widgets needed.
+"""),
+("code", "%load_ext grinta_jupyter"),
+("code", "session = %grinta --manual fix the failing test in raft_kv"),
+("markdown", "The model first wants to run the tests. Commands wait for a decision:"),
+("code", "%grinta step"),
+("code", "%grinta approve"),
+("markdown", "One test fails. The model reads the method it suspects; reads run without asking:"),
+("code", "%grinta step"),
+("markdown", "Now it proposes the fix. The card shows the exact diff; nothing is written yet."),
+("code", "%grinta step"),
+("markdown", "**Edit** the proposal before approving: here we keep the fix but add a comment. The runtime re-resolves, re-stages and re-validates the edited call and shows the new diff:"),
+("code", """
+import json
+from grinta_jupyter.samples.tasks import DEMO_FIX
+
+edited = {**DEMO_FIX, "new_string": DEMO_FIX["new_string"] + "  # terms must match exactly"}
+%grinta edit $json.dumps(edited)
+"""),
+("code", "%grinta approve"),
+("markdown", "The model wants to run the tests again. **Veto** it, with a reason the model will read:"),
+("code", "%grinta step"),
+("code", "%grinta veto run them after lunch"),
+("markdown", "The demo model tries to finish, but it edited a file and never ran the tests since. The **finish guard** sends it back:"),
+("code", "%grinta step"),
+("code", "%grinta step"),
+("code", "%grinta approve"),
+("code", "%grinta step"),
+("code", "%grinta status"),
+("markdown", "Undo restores the last commit byte for byte (here: the fix). `%grinta log` re-displays the whole trace."),
+("code", "%grinta undo"),
+("code", "%grinta log"),
+]
+
+SYMBOLS = [
+("markdown", """
+# Symbols and diffs: resolution, ambiguity, candidates, a refused edit
+
+The runtime underneath the agent can be used directly. *Reads may search; writes must target*: a read of an ambiguous name returns candidates, a write to one is refused with candidates, never guessed.
+"""),
+("code", """
+import tempfile
+from pathlib import Path
+
+from grinta_jupyter import Runtime
+from grinta_jupyter.samples.tasks import copy_workspace
+
+root = copy_workspace("raft_kv", Path(tempfile.mkdtemp()) / "raft_kv")
+rt = Runtime(root)
+"""),
+("markdown", "A unique name reads directly:"),
+("code", "print(rt.call('read', {'symbol': 'RaftNode.handle_append_entries', }).output[:900])"),
+("markdown", "`apply` is defined three times. A read returns the candidates:"),
+("code", "print(rt.call('read', {'symbol': 'apply'}).output)"),
+("markdown", "A write to the same name is refused, and nothing changes:"),
+("code", """
+p = rt.propose("edit_symbols", {"edits": [{"symbol": "apply", "action": "delete"}]})
+print(p.error.code)
+for c in p.error.candidates:
+    print(f"  {c.path}:{c.line} {c.kind} {c.name}")
+"""),
+("markdown", "Targeting one candidate exactly works. `propose` stages the change and shows the diff; nothing is written until `commit`:"),
+("code", """
+p = rt.propose("edit_symbols", {"edits": [{
+    "symbol": "raft_kv/state_machine.py::KVStateMachine.apply",
+    "action": "insert_after",
+    "new_source": "def keys(self) -> list[str]:\\n    \\"\\"\\"Every key, sorted.\\"\\"\\"\\n    return sorted(self._data)\\n",
+}]})
+print(p.diff)
+"""),
+("code", "print(rt.commit(p).output.splitlines()[0])"),
+("markdown", "An edit that would break the file is refused with the line, and the file stays as it was:"),
+("code", """
+p = rt.propose("replace_string", {"path": "raft_kv/log.py", "old_string": "class RaftLog:", "new_string": "class RaftLog("})
+print(p.error.render())
+"""),
+("markdown", "So is code that arrives JSON-escaped, a classic transport failure of tool calls:"),
+("code", """
+p = rt.propose("create", {"path": "raft_kv/extra.py", "content": "def f():\\\\n    return 1\\\\n"})
+print(p.error.code, "-", p.error.message)
+"""),
+("markdown", "And a near miss says what differs:"),
+("code", """
+p = rt.propose("replace_string", {"path": "raft_kv/log.py", "old_string": "def last_index(self) -> int:\\n  return", "new_string": "x"})
+print(p.error.render())
+"""),
+("code", "print(rt.undo().output)"),
+]
+
+METRICS = [
+("markdown", """
+# Reading an event log and plotting the run
+
+Every session writes `.grinta/sessions/<id>.jsonl`: one event per line. Here we run the demo session (auto-approved), then read its log.
+"""),
+("code", """
+import tempfile
+from pathlib import Path
+
+from grinta_jupyter.agent import Session
+from grinta_jupyter.agent.models import DemoModel
+from grinta_jupyter.samples.tasks import copy_workspace
+
+root = copy_workspace("raft_kv", Path(tempfile.mkdtemp()) / "raft_kv")
+session = Session("fix the failing test in raft_kv", model=DemoModel(), root=root, policy="auto", sample="raft_kv")
+await session.run()
+print(session.end_reason, session.log_path.name)
+"""),
+("code", """
+from grinta_jupyter.events.log import read_events
+
+events = read_events(session.log_path)
+for e in events[:12]:
+    print(f"{e.seq:3} t={e.t:6.3f} step {e.step} {e.type}")
+"""),
+("code", """
+from grinta_jupyter.events.metrics import format_summary, summarize
+
+metrics = summarize(session.log_path)
+print(format_summary(metrics))
+"""),
+("markdown", "Context growth (prompt tokens per request) and where the time went:"),
+("code", """
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3))
+a.plot(metrics["context_tokens"], marker="o")
+a.set(title="prompt tokens per request", xlabel="request", ylabel="tokens")
+steps = [e for e in events if e.type == "observation"]
+b.barh([f"{e.step} {e.tool}" for e in steps], [e.t for e in steps])
+b.set(title="time of each observation (s)")
+fig.tight_layout()
+plt.show()
+"""),
+("markdown", "Replaying the log re-runs every model turn and decision and checks that each proposal comes out the same:"),
+("code", """
+from grinta_jupyter.agent.replay import replay
+
+report = replay(session.log_path)
+print(report.identical, report.differences)
+"""),
+]
+
+out = Path(sys.argv[1])
+for name, cells in [("01-quickstart.ipynb", QUICK), ("02-step-approve-edit-veto.ipynb", STEP),
+                    ("03-symbols-and-diffs.ipynb", SYMBOLS), ("04-metrics.ipynb", METRICS)]:
+    (out / name).write_text(json.dumps(nb(cells), indent=1) + "\n")
