@@ -12,7 +12,6 @@ from grinta_jupyter.runtime.errors import (
     AMBIGUOUS_SYMBOL,
     INVALID_ARGS,
     SYMBOL_NOT_FOUND,
-    Candidate,
     fail,
 )
 from grinta_jupyter.runtime.textfile import split_lines
@@ -143,12 +142,6 @@ def _read_symbol(args: ReadArgs, ctx: ToolContext) -> str:
     _, textfile = ctx.read_file(symbol.path)
     lines = split_lines(textfile.text)
     return render_lines(symbol.path, lines, symbol.start_line, symbol.end_line, ctx)
-
-
-def symbol_candidate(symbol) -> Candidate:  # type: ignore[no-untyped-def]
-    return Candidate(
-        symbol.path, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname
-    )
 
 
 SPEC = ToolSpec(
