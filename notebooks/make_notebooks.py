@@ -58,7 +58,7 @@ from grinta_jupyter.samples.tasks import get_task
 
 get_task("raft_kv/fix-failing-test").check(session.root)
 """),
-("markdown", "Every step was recorded as an event. `%grinta metrics` summarises the run; `%grinta log` shows every step as a card that stays readable in the saved notebook, even without a kernel."),
+("markdown", "Every step was recorded as an event; `%grinta metrics` summarises the run, and `%grinta log` writes the whole trace into this cell as step cards, so the saved notebook stays readable without a kernel (in JupyterLab with the grinta extension, on GitHub, on nbviewer)."),
 ("code", "%grinta metrics"),
 ("code", "%grinta log"),
 ]

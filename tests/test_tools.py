@@ -255,3 +255,8 @@ def test_errors_render_for_the_model(rt):
     text = p.error.render()
     assert text.startswith("ERROR AMBIGUOUS_MATCH:")
     assert "[1] pkg/core.py:4" in text and "[2] pkg/core.py:8" in text
+
+
+def test_run_strips_terminal_colours(rt):
+    obs = rt.call("run", {"command": "printf '\\033[32m\\033[1m44 passed\\033[0m in 0.1s\\n'"})
+    assert obs.output.endswith("44 passed in 0.1s")

@@ -20,9 +20,10 @@ if TYPE_CHECKING:
 STEP_MIME = "application/vnd.grinta.step+json"
 SESSION_MIME = "application/vnd.grinta.session+json"
 SCHEMA_VERSION = 1
-MAX_DIFF_CHARS = 12_000
+MAX_DIFF_CHARS = 8_000
 MAX_OUTPUT_CHARS = 4_000
-MAX_ARG_CHARS = 6_000
+MAX_TEXT_DIFF_LINES = 60
+MAX_ARG_CHARS = 2_000  # a create's content is also in the diff
 
 
 def step_status(step: Step) -> str:
@@ -167,7 +168,10 @@ def step_text(payload: dict[str, Any]) -> str:
     for r in payload["resolutions"]:
         lines.append(f"resolved {r['target']!r} -> {r['chosen'] or 'nothing'} ({r['reason']})")
     if payload["diff"]:
-        lines.append(payload["diff"].rstrip())
+        diff_lines = payload["diff"].rstrip().splitlines()
+        lines.extend(diff_lines[:MAX_TEXT_DIFF_LINES])
+        if len(diff_lines) > MAX_TEXT_DIFF_LINES:
+            lines.append(f"... {len(diff_lines) - MAX_TEXT_DIFF_LINES} more diff lines")
     v = payload["validation"]
     if not v["ok"]:
         lines.append(f"{v['code']}: {v['message']}")
@@ -207,11 +211,19 @@ def _esc(text: Any) -> str:
     return html.escape(str(text), quote=True)
 
 
-def diff_rows_html(diff: str) -> str:
+MAX_HTML_DIFF_LINES = 80  # inline styles cost ~200 bytes a row: keep saved notebooks small
+
+
+def diff_rows_html(diff: str, max_lines: int = MAX_HTML_DIFF_LINES) -> str:
     """A unified diff as table rows with old and new line numbers."""
     rows = []
     old = new = 0
-    for line in diff.splitlines():
+    lines = diff.splitlines()
+    if len(lines) > max_lines:
+        lines, hidden = lines[:max_lines], len(lines) - max_lines
+    else:
+        hidden = 0
+    for line in lines:
         if line.startswith("--- ") or line.startswith("+++ "):
             if line.startswith("+++ "):
                 name = line[4:].removeprefix("b/")

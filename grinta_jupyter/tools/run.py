@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -56,7 +57,8 @@ def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Obs
         raw, _ = process.communicate()
         timed_out = True
     elapsed = time.monotonic() - started
-    output = bound_output(raw.decode("utf-8", errors="replace"), settings.run_output_chars)
+    text = strip_ansi(raw.decode("utf-8", errors="replace"))
+    output = bound_output(text, settings.run_output_chars)
     if timed_out:
         error = ToolError(COMMAND_TIMEOUT, f"command timed out after {timeout:g}s and was killed")
         return Observation(False, f"{error.render()}\n{output}", error, proposal.id)
@@ -75,6 +77,14 @@ def command_env() -> dict[str, str]:
     bindir = os.path.dirname(sys.executable)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     return env
+
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def strip_ansi(text: str) -> str:
+    """Drop terminal colour and cursor codes (kernels set FORCE_COLOR; the model needs none of it)."""
+    return _ANSI.sub("", text)
 
 
 def bound_output(text: str, limit: int) -> str:

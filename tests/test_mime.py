@@ -1,0 +1,154 @@
+"""The MIME bundles: schema, HTML fallback markup, text, sizes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+
+from grinta_jupyter.agent.models import ScriptedModel, call, reply
+from grinta_jupyter.agent.session import Session
+from grinta_jupyter.jupyter.mime import (
+    SESSION_MIME,
+    STEP_MIME,
+    diff_rows_html,
+    session_bundle,
+    step_bundle,
+    trace_bundle,
+)
+from grinta_jupyter.samples.tasks import DEMO_FIX, copy_workspace
+
+
+def run_session(tmp_path, turns, decide=lambda s: s.approve()):
+    root = copy_workspace("raft_kv", tmp_path / "raft_kv")
+    session = Session("fix", model=ScriptedModel(turns), root=root)
+
+    async def go():
+        while not session.done:
+            if session.waiting:
+                decide(session)
+            await session.step()
+
+    asyncio.run(go())
+    return session
+
+
+def test_step_bundle_schema_and_html_fallback(tmp_path):
+    session = run_session(
+        tmp_path,
+        [
+            reply("Fixing the <comparison> & more.", call("replace_string", **DEMO_FIX)),
+            reply("", call("finish", summary="done")),
+        ],
+    )
+    bundle = step_bundle(session.steps[0], session.id)
+    payload = bundle[STEP_MIME]
+    assert (
+        payload["version"] == 1
+        and payload["tool"] == "replace_string"
+        and payload["status"] == "committed"
+    )
+    assert payload["decision"] == "approve" and payload["arguments"] == DEMO_FIX
+    assert payload["files"] == [{"path": "raft_kv/node.py", "added": 1, "removed": 1}]
+    assert payload["diff"].startswith(
+        "--- a/raft_kv/node.py\n+++ b/raft_kv/node.py\n@@ -282,7 +282,7 @@"
+    )
+    html = bundle["text/html"]
+    assert "<script" not in html.lower() and "style=" in html
+    assert "Fixing the &lt;comparison&gt; &amp; more." in html
+    assert "<code" in html and "replace_string</code>" in html
+    assert "<details><summary>call arguments</summary>" in html
+    # The diff is a table with old and new line numbers and the changed lines.
+    rows = re.findall(r"<tr[^>]*>(.*?)</tr>", html)
+    removed = next(
+        r for r in rows if "-        if self.log.term_at(request.prev_log_index) &lt; " in r
+    )
+    added = next(r for r in rows if "+        if self.log.term_at(request.prev_log_index) != " in r)
+    assert ">285</td><td" in removed and ">285</td><td" in added
+    assert "raft_kv/node.py" in rows[0]
+    assert bundle["text/plain"].startswith("[grinta step 1] replace_string (committed)")
+
+
+def test_refused_and_vetoed_steps_render_their_reason(tmp_path):
+    session = run_session(
+        tmp_path,
+        [
+            reply(
+                "",
+                call(
+                    "replace_string",
+                    path="raft_kv/node.py",
+                    old_string="return",
+                    new_string="yield",
+                ),
+            ),
+            reply("", call("create", path="notes.txt", content="x\n")),
+            reply("", call("finish", summary="ok")),
+        ],
+        decide=lambda s: s.veto("no <notes>"),
+    )
+    refused = step_bundle(session.steps[0], session.id)
+    assert refused[STEP_MIME]["status"] == "refused"
+    assert refused[STEP_MIME]["validation"]["code"] == "AMBIGUOUS_MATCH"
+    assert "<b>AMBIGUOUS_MATCH</b>" in refused["text/html"]
+    vetoed = step_bundle(session.steps[1], session.id)
+    assert vetoed[STEP_MIME]["status"] == "vetoed" and vetoed[STEP_MIME]["reason"] == "no <notes>"
+    assert "vetoed: no &lt;notes&gt;" in vetoed["text/html"]
+
+
+def test_diff_rows_number_both_sides():
+    diff = "--- a/f.py\n+++ b/f.py\n@@ -10,3 +10,3 @@\n a\n-b\n+c\n d\n"
+    cells = re.findall(r"<td[^>]*>(.*?)</td>", diff_rows_html(diff))
+    # header, hunk, then (old, new, text) per line
+    assert cells[2:] == ["10", "10", " a", "11", "", "-b", "", "11", "+c", "12", "12", " d"]
+
+
+def test_session_and_trace_bundles(tmp_path):
+    session = run_session(
+        tmp_path,
+        [
+            reply("", call("read", path="raft_kv/log.py")),
+            reply("", call("finish", summary="read it")),
+        ],
+    )
+    summary = session_bundle(session)[SESSION_MIME]
+    assert summary["end_reason"] == "finished" and summary["metrics"]["steps"] == 2
+    trace = trace_bundle(session)
+    assert [s["tool"] for s in trace[SESSION_MIME]["steps"]] == ["read", "finish"]
+    assert (
+        trace["text/html"].count('class="grinta-step"') == 2
+        and 'class="grinta-session"' in trace["text/html"]
+    )
+
+
+def test_an_ordinary_step_stays_small_and_huge_outputs_are_cut(tmp_path):
+    big = "x = 1\n" * 20_000
+    session = run_session(
+        tmp_path,
+        [
+            reply("", call("create", path="big.py", content=big)),
+            reply("", call("run", command="python -m pytest")),
+            reply("", call("finish", summary="done")),
+        ],
+    )
+    for step in session.steps:
+        size = len(json.dumps(step_bundle(step, session.id)))
+        assert size < 50_000, (step.call.name, size)
+    created = step_bundle(session.steps[0], session.id)[STEP_MIME]
+    assert created["diff_truncated"] is True
+    ordinary = len(json.dumps(step_bundle(session.steps[1], session.id)))
+    assert ordinary < 20_000
+
+
+def test_secrets_are_redacted_from_bundles(tmp_path, monkeypatch):
+    monkeypatch.setenv("SERVICE_TOKEN", "tok-0123456789-secret")
+    session = run_session(
+        tmp_path,
+        [
+            reply("", call("run", command="echo $SERVICE_TOKEN")),
+            reply("", call("finish", summary="tok-0123456789-secret")),
+        ],
+    )
+    for step in session.steps:
+        assert "tok-0123456789-secret" not in json.dumps(step_bundle(step, session.id))
+    assert "tok-0123456789-secret" not in json.dumps(session_bundle(session))
