@@ -263,6 +263,11 @@ def diff_rows_html(diff: str, max_lines: int = MAX_HTML_DIFF_LINES) -> str:
             f'<tr style="{style}"><td style="{num}">{cells[0]}</td><td style="{num}">{cells[1]}</td>'
             f'<td style="white-space:pre;padding:0 6px">{_esc(mark + body)}</td></tr>'
         )
+    if hidden:
+        rows.append(
+            f'<tr><td colspan="3" style="color:#57606a;padding:2px 6px">… {hidden} more diff lines '
+            "(the full diff is in the event log)</td></tr>"
+        )
     return "".join(rows)
 
 
