@@ -35,7 +35,14 @@ def intent_toolset() -> Toolset:
     )
 
 
-TOOLSETS: dict[str, Callable[[], Toolset]] = {"intent": intent_toolset}
+def broad_toolset() -> Toolset:
+    """The overlapping surface, for the harness experiment (tools/broad/)."""
+    from grinta_jupyter.tools.broad import broad_toolset as build
+
+    return build()
+
+
+TOOLSETS: dict[str, Callable[[], Toolset]] = {"intent": intent_toolset, "broad": broad_toolset}
 
 
 def get_toolset(name: str) -> Toolset:
