@@ -51,7 +51,28 @@ def main(argv: list[str] | None = None) -> int:
     met.add_argument("log")
     met.add_argument("--json", action="store_true")
 
+    evl = sub.add_parser("eval", help="run the harness experiment: tasks x toolsets x seeds")
+    evl.add_argument(
+        "--tasks", default="all", help='"all", a workspace (raft_kv), or task ids, comma-separated'
+    )
+    evl.add_argument("--toolsets", default="intent,broad")
+    evl.add_argument(
+        "--model",
+        default=None,
+        help='a litellm model string (default: $GRINTA_MODEL), or "scripted" (offline)',
+    )
+    evl.add_argument("--runs", type=int, default=3, help="seeds per (task, toolset)")
+    evl.add_argument("--jobs", type=int, default=1, help="runs in parallel (processes)")
+    evl.add_argument(
+        "--out", default="grinta-eval", help="results folder (an existing one is resumed)"
+    )
+    evl.add_argument("--max-steps", type=int, default=40)
+    evl.add_argument("--max-cost", type=float, default=None, help="USD per run")
+    evl.add_argument("--max-wall-time", type=float, default=900.0, help="seconds per run")
+
     args = parser.parse_args(argv)
+    if args.command == "eval":
+        return _eval(args)
     if args.command == "metrics":
         from grinta_jupyter.events.metrics import format_summary, summarize
 
@@ -95,6 +116,28 @@ def main(argv: list[str] | None = None) -> int:
     return _run_session(
         args.task, Path(args.root), args.model, args.auto, args.toolset, args.max_steps
     )
+
+
+def _eval(args: argparse.Namespace) -> int:
+    import os
+
+    from grinta_jupyter.experiment.suite import plan_runs, run_suite, select_tasks, write_report
+
+    model = args.model or os.environ.get("GRINTA_MODEL") or "scripted"
+    toolsets = [t.strip() for t in args.toolsets.split(",") if t.strip()]
+    specs = plan_runs(
+        select_tasks(args.tasks),
+        toolsets,
+        model,
+        args.runs,
+        max_steps=args.max_steps,
+        max_cost=args.max_cost,
+        max_wall_time=args.max_wall_time,
+    )
+    results = run_suite(specs, args.out, jobs=args.jobs)
+    print(write_report(results, toolsets, args.out))
+    print(f"event logs: {Path(args.out) / 'logs'}; results: {Path(args.out) / 'results.md'}")
+    return 0
 
 
 def _run_session(

@@ -1,0 +1,123 @@
+"""One experiment run: a pure function of (task, toolset, model, seed) to an event log and a verdict.
+
+``run_one`` prepares an isolated copy of the task's workspace, runs a session
+in auto mode within the run's budgets, checks the result, and writes
+``logs/<key>.jsonl`` and ``runs/<key>.json`` under the output folder. It
+takes only a ``RunSpec`` and a folder, so a backend that dispatches runs to
+other machines (a Ray cluster, say) can call it unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    task: str
+    toolset: str
+    model: str  # a litellm model string, "scripted" (reference solutions) or "scripted:noop"
+    seed: int
+    max_steps: int = 40
+    max_tokens: int | None = None
+    max_cost: float | None = None
+    max_wall_time: float | None = 900.0
+
+    @property
+    def key(self) -> str:
+        slug = re.sub(
+            r"[^A-Za-z0-9._-]+", "-", f"{self.task}__{self.toolset}__{self.model}__{self.seed}"
+        )
+        return slug.strip("-")
+
+
+def make_model(spec: RunSpec, root: Path, plan: list[tuple[str, dict[str, Any]]]) -> Any:
+    """The model for a run: a scripted solver offline, else a litellm model."""
+    from grinta_jupyter.experiment.solver import SolverModel
+
+    if spec.model == "scripted":
+        return SolverModel(plan, spec.toolset, spec.seed, root)
+    if spec.model == "scripted:noop":
+        return SolverModel(
+            [("finish", {"summary": "I did nothing."})],
+            spec.toolset,
+            spec.seed,
+            root,
+            name="scripted:noop",
+        )
+    from grinta_jupyter.agent.models import LiteLLMModel
+
+    # Temperature stays at the client's default; the seed is recorded, and passed on where supported.
+    return LiteLLMModel(spec.model, extra={"seed": spec.seed})
+
+
+def run_one(spec: RunSpec, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
+    """Run ``spec``; write its event log and result; return the result."""
+    from grinta_jupyter.agent.guards import Limits
+    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.events.metrics import summarize
+    from grinta_jupyter.samples.tasks import get_task
+
+    out = Path(out_dir)
+    (out / "logs").mkdir(parents=True, exist_ok=True)
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    log = out / "logs" / f"{spec.key}.jsonl"
+    log.unlink(missing_ok=True)  # a run without a result starts over
+    task = get_task(spec.task)
+    scratch = Path(tempfile.mkdtemp(prefix="grinta-eval-"))
+    started = time.monotonic()
+    try:
+        root = task.prepare(scratch / task.workspace)
+        limits = Limits(
+            max_steps=spec.max_steps,
+            max_tokens=spec.max_tokens,
+            max_cost=spec.max_cost,
+            max_wall_time=spec.max_wall_time,
+        )
+        model = make_model(spec, root, [tuple(call) for call in getattr(task, "solution", ())])
+        session = Session(
+            task.prompt,
+            model=model,
+            root=root,
+            toolset=spec.toolset,
+            policy="auto",
+            limits=limits,
+            log_dir=out / "logs",
+            session_id=spec.key,
+        )
+        session.run_sync()
+        verdict = task.check(root)
+        metrics = summarize(log)
+        result = {
+            "spec": asdict(spec),
+            "key": spec.key,
+            "passed": verdict.passed,
+            "detail": verdict.detail,
+            "end_reason": session.end_reason,
+            "seconds": round(time.monotonic() - started, 2),
+            "metrics": metrics,
+        }
+    except Exception as exc:  # noqa: BLE001 - a crashed run is a result too, never a lost one
+        result = {
+            "spec": asdict(spec),
+            "key": spec.key,
+            "passed": False,
+            "detail": f"run crashed: {exc!r}",
+            "end_reason": "crashed",
+            "seconds": round(time.monotonic() - started, 2),
+            "metrics": None,
+        }
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    tmp = out / "runs" / f".{spec.key}.json.tmp"
+    tmp.write_text(json.dumps(result, indent=1))
+    os.replace(tmp, out / "runs" / f"{spec.key}.json")  # a result exists only once complete
+    return result

@@ -1,0 +1,132 @@
+"""The experiment runner end to end, offline, with scripted models."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from grinta_jupyter.experiment.runner import RunSpec, run_one
+from grinta_jupyter.experiment.suite import (
+    plan_runs,
+    run_suite,
+    select_tasks,
+    summarize_results,
+    write_report,
+)
+from grinta_jupyter.samples.tasks import TASKS
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def test_one_run_is_a_function_of_its_spec(tmp_path):
+    spec = RunSpec("raft_kv/fix-failing-test", "intent", "scripted", seed=1)
+    first = run_one(spec, tmp_path / "a")
+    second = run_one(spec, tmp_path / "b")
+    assert first["passed"] and second["passed"], first["detail"]
+    calls = [
+        [
+            (e["tool"], e["arguments"])
+            for e in map(json.loads, (d / "logs" / f"{spec.key}.jsonl").read_text().splitlines())
+            if e["type"] == "tool_proposed"
+        ]
+        for d in (tmp_path / "a", tmp_path / "b")
+    ]
+    assert calls[0] == calls[1] and calls[0]
+    assert first["metrics"]["steps"] == second["metrics"]["steps"]
+
+
+def test_a_task_not_done_is_scored_as_failing(tmp_path):
+    result = run_one(
+        RunSpec("raft_kv/fix-failing-test", "broad", "scripted:noop", seed=0), tmp_path
+    )
+    assert result["passed"] is False and result["end_reason"] == "finished"
+    assert "fail" in result["detail"].lower()
+
+
+def test_both_toolsets_solve_every_task_with_scripted_models(tmp_path):
+    specs = plan_runs(select_tasks("all"), ["intent", "broad"], "scripted", runs=1)
+    results = run_suite(specs, tmp_path, jobs=2, progress=lambda _line: None)
+    failed = [(r["key"], r["detail"][:300]) for r in results if not r["passed"]]
+    assert not failed
+    assert len(results) == 2 * len(TASKS)
+    broad_tools = {
+        t for r in results if r["spec"]["toolset"] == "broad" for t in r["metrics"]["tool_calls"]
+    }
+    assert broad_tools & {
+        "str_replace",
+        "apply_patch",
+        "write_file",
+        "xml_edit",
+        "shell_write",
+        "replace_lines",
+        "ast_replace_symbol",
+        "ast_insert_symbol",
+        "ast_delete_symbol",
+    }
+    table = write_report(results, ["intent", "broad"], tmp_path)
+    assert "| pass_rate | 1 [1, 1] | 1 [1, 1] | 0 [0, 0] |" in table
+    data = json.loads((tmp_path / "results.json").read_text())
+    assert data["difference"]["of"] == "broad - intent"
+
+
+def test_summary_separates_toolsets():
+    def row(toolset, passed, entropy):
+        return {
+            "spec": {"toolset": toolset},
+            "passed": passed,
+            "metrics": {"tool_entropy_bits": entropy, "prompt_tokens": 10, "completion_tokens": 5},
+        }
+
+    results = [row("intent", True, 1.0)] * 6 + [row("broad", False, 2.5)] * 6
+    table = summarize_results(results, ["intent", "broad"])
+    assert table["toolsets"]["intent"]["pass_rate"].mean == 1.0
+    assert table["toolsets"]["broad"]["tool_entropy_bits"].mean == 2.5
+    assert table["difference"]["pass_rate"].mean == -1.0 and table["difference"]["tokens"].mean == 0
+
+
+def test_an_interrupted_eval_resumes_without_redoing_finished_runs(tmp_path):
+    out = tmp_path / "eval"
+    command = [
+        sys.executable,
+        "-m",
+        "grinta_jupyter.cli",
+        "eval",
+        "--tasks",
+        "raft_kv/fix-failing-test",
+        "--toolsets",
+        "intent,broad",
+        "--model",
+        "scripted",
+        "--runs",
+        "3",
+        "--jobs",
+        "1",
+        "--out",
+        str(out),
+    ]
+    child = subprocess.Popen(
+        command,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list((out / "runs").glob("*.json"))) < 2:
+        time.sleep(0.05)
+    os.killpg(child.pid, signal.SIGKILL)
+    child.wait()
+    before = {p.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")}
+    assert 2 <= len(before) < 6, "killed part-way"
+    done = subprocess.run(command, cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(before)} already finished, {6 - len(before)} to go" in done.stderr
+    after = {p.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")}
+    assert len(after) == 6 and all(after[name] == mtime for name, mtime in before.items())
+    assert not list((out / "runs").glob(".*.tmp"))
+    assert "| runs | 3 | 3 |" in done.stdout
