@@ -213,7 +213,68 @@ print(report.identical, report.differences)
 """),
 ]
 
+HARNESS = [
+("markdown", """
+# Harness variants: does a simpler tool surface make an agent better?
+
+The same tasks, run under two toolsets: **intent** (8 tools, one per intent) and **broad** (14 tools with overlapping purposes: whole-file writes, patches, line edits, string replacement, AST edits, XML edit blocks, heredocs). Both run on the same runtime, so safety is equal and only the action space differs. Design and limits: `docs/experiment.md`.
+
+This notebook runs a small eval **offline with a scripted solver** so it runs anywhere. Its numbers exercise the pipeline; they are *not* evidence about models (the solver's tool choice is random by construction).
+"""),
+("code", """
+import tempfile
+from pathlib import Path
+
+from grinta_jupyter.experiment.suite import plan_runs, run_suite, select_tasks, summarize_results, write_report
+from grinta_jupyter.tools import get_toolset
+from grinta_jupyter.tools.tokens import schema_tokens
+
+for name in ("intent", "broad"):
+    toolset = get_toolset(name)
+    print(f"{name}: {len(toolset.tools)} tools, {schema_tokens(toolset.schemas())} schema tokens")
+"""),
+("code", """
+out = Path(tempfile.mkdtemp()) / "eval"
+tasks = select_tasks("raft_kv")[:2]
+specs = plan_runs(tasks, ["intent", "broad"], "scripted", runs=2)
+results = run_suite(specs, out, jobs=1, progress=print)
+print(write_report(results, ["intent", "broad"], out))
+"""),
+("markdown", "Per-toolset means with 95% bootstrap intervals:"),
+("code", """
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+
+table = summarize_results(results, ["intent", "broad"])
+metrics = ["pass_rate", "tool_entropy_bits", "steps", "validation_failure_total", "edit_retries", "redundant_calls"]
+fig, axes = plt.subplots(1, len(metrics), figsize=(3 * len(metrics), 3))
+for ax, metric in zip(axes, metrics):
+    for i, name in enumerate(["intent", "broad"]):
+        e = table["toolsets"][name][metric]
+        ax.bar(i, e.mean, color=["#1a7f37", "#9a6700"][i])
+        ax.errorbar(i, e.mean, yerr=[[e.mean - e.low], [e.high - e.mean]], color="black", capsize=4)
+    ax.set_xticks([0, 1], ["intent", "broad"])
+    ax.set_title(metric, fontsize=9)
+fig.tight_layout()
+plt.show()
+"""),
+("markdown", """
+## With a real model
+
+Set `GRINTA_MODEL` (any litellm model string) and run the whole suite, for instance from a terminal:
+
+```bash
+GRINTA_MODEL=openai/gpt-4o-mini grinta eval --tasks all --toolsets intent,broad --runs 5 --jobs 2 --out my-eval
+```
+
+or from here, with `plan_runs(select_tasks("all"), ["intent", "broad"], "openai/gpt-4o-mini", runs=5)` and `run_suite(specs, "my-eval", jobs=2)`. An interrupted eval resumes where it stopped when run again with the same `--out`.
+"""),
+]
+
 out = Path(sys.argv[1])
 for name, cells in [("01-quickstart.ipynb", QUICK), ("02-step-approve-edit-veto.ipynb", STEP),
-                    ("03-symbols-and-diffs.ipynb", SYMBOLS), ("04-metrics.ipynb", METRICS)]:
+                    ("03-symbols-and-diffs.ipynb", SYMBOLS), ("04-metrics.ipynb", METRICS),
+                    ("05-harness-variants.ipynb", HARNESS)]:
     (out / name).write_text(json.dumps(nb(cells), indent=1) + "\n")
