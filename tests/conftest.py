@@ -27,6 +27,20 @@ def rt(ws: Path) -> Runtime:
     return Runtime(ws)
 
 
+def drive(session, decide):  # type: ignore[no-untyped-def]
+    """Step ``session`` to the end, answering every pending proposal with ``decide(session)``."""
+    import asyncio
+
+    async def go() -> None:
+        while not session.done:
+            if session.waiting:
+                decide(session)
+            await session.step()
+
+    asyncio.run(go())
+    return session
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
     """Every file's bytes under ``root``, except grinta's own state folder."""
     return {

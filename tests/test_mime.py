@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 
@@ -17,20 +16,12 @@ from grinta_jupyter.jupyter.mime import (
     trace_bundle,
 )
 from grinta_jupyter.samples.tasks import DEMO_FIX, copy_workspace
+from tests.conftest import drive
 
 
 def run_session(tmp_path, turns, decide=lambda s: s.approve()):
     root = copy_workspace("raft_kv", tmp_path / "raft_kv")
-    session = Session("fix", model=ScriptedModel(turns), root=root)
-
-    async def go():
-        while not session.done:
-            if session.waiting:
-                decide(session)
-            await session.step()
-
-    asyncio.run(go())
-    return session
+    return drive(Session("fix", model=ScriptedModel(turns), root=root), decide)
 
 
 def test_step_bundle_schema_and_html_fallback(tmp_path):

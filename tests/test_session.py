@@ -12,6 +12,7 @@ from grinta_jupyter.agent.models import ScriptedModel, call, raw_call, reply
 from grinta_jupyter.agent.session import Session, State
 from grinta_jupyter.events.log import read_events
 from grinta_jupyter.samples.tasks import DEMO_FIX, copy_workspace, get_task
+from tests.conftest import drive
 
 TESTS = "python -m pytest"
 WRONG_FIX = {**DEMO_FIX, "new_string": DEMO_FIX["old_string"].replace("<", "<=")}
@@ -24,19 +25,6 @@ def raft(tmp_path):
 
 def types(session: Session) -> list[str]:
     return [e.type for e in session.log.events]
-
-
-def drive(session: Session, decide) -> Session:
-    """Step the session, answering every pending proposal with ``decide(session)``."""
-
-    async def go() -> None:
-        while not session.done:
-            if session.waiting:
-                decide(session)
-            await session.step()
-
-    asyncio.run(go())
-    return session
 
 
 def test_approve_path_fixes_the_bug_and_logs_every_stage(raft):

@@ -26,13 +26,7 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
     """A git-style unified diff of ``old`` -> ``new`` (None means the file is absent)."""
     a = (old or "").splitlines(keepends=True)
     b = (new or "").splitlines(keepends=True)
-    prefix = 0
-    limit = min(len(a), len(b))
-    while prefix < limit and a[prefix] == b[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and a[-1 - suffix] == b[-1 - suffix]:
-        suffix += 1
+    prefix, suffix = common_affixes(a, b)
     start = max(0, prefix - context)
     a_mid = a[start : len(a) - max(0, suffix - context)]
     b_mid = b[start : len(b) - max(0, suffix - context)]
@@ -64,6 +58,18 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
     if not body:
         return LineDiff("", [], 0)
     return LineDiff("\n".join(header + body) + "\n", added, removed)
+
+
+def common_affixes(a: list[str], b: list[str]) -> tuple[int, int]:
+    """How many lines ``a`` and ``b`` share at the start, and then at the end."""
+    prefix = 0
+    limit = min(len(a), len(b))
+    while prefix < limit and a[prefix] == b[prefix]:
+        prefix += 1
+    suffix = 0
+    while suffix < limit - prefix and a[-1 - suffix] == b[-1 - suffix]:
+        suffix += 1
+    return prefix, suffix
 
 
 def _range(start: int, length: int) -> str:

@@ -21,6 +21,7 @@ from functools import lru_cache
 from pathlib import PurePosixPath
 
 from grinta_jupyter.runtime import grammars
+from grinta_jupyter.runtime.diffs import common_affixes
 from grinta_jupyter.runtime.errors import SYNTAX_ERROR, ToolError
 
 if sys.version_info >= (3, 11):
@@ -99,13 +100,7 @@ def _python_region_ok(path: str, old_text: str, new_text: str) -> bool:
         return False
     if _fingerprint(path, old_text) not in _KNOWN_VALID and first_error(path, old_text) is not None:
         return False
-    prefix = 0
-    limit = min(len(old_lines), len(new_lines))
-    while prefix < limit and old_lines[prefix] == new_lines[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and old_lines[-1 - suffix] == new_lines[-1 - suffix]:
-        suffix += 1
+    prefix, suffix = common_affixes(old_lines, new_lines)
     start = prefix
     while start > 0 and not new_lines[start].startswith(_TOP_LEVEL_START):
         start -= 1
@@ -181,7 +176,11 @@ def error_count(path: str, text: str) -> int:
 
 def check_syntax(path: str, old_text: str | None, new_text: str) -> ToolError | None:
     """SYNTAX_ERROR when ``new_text`` breaks a file that ``old_text`` left intact."""
-    if old_text is not None and language_of(path) == "python" and _python_region_ok(path, old_text, new_text):
+    if (
+        old_text is not None
+        and language_of(path) == "python"
+        and _python_region_ok(path, old_text, new_text)
+    ):
         return None
     new_error = first_error(path, new_text)
     if new_error is None:

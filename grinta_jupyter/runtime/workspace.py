@@ -94,8 +94,11 @@ class Workspace:
                     )
             for pattern in self.protected:
                 if any(fnmatch.fnmatch(name, pattern) for name in (rel, PurePosixPath(rel).name)):
-                    raise fail(PATH_FORBIDDEN, f"{path!r} is protected ({pattern}): the user has not allowed "
-                                               "the agent to write it")
+                    raise fail(
+                        PATH_FORBIDDEN,
+                        f"{path!r} is protected ({pattern}): the user has not allowed "
+                        "the agent to write it",
+                    )
         if rel == ".":
             rel = ""
         return WorkspacePath(rel=rel, abs=real)

@@ -9,14 +9,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import (
-    AMBIGUOUS_SYMBOL,
     INVALID_ARGS,
-    SYMBOL_NOT_FOUND,
     fail,
 )
 from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
-from grinta_jupyter.tools.symbols import symbol_candidate
+from grinta_jupyter.tools.symbols import resolve_symbol
 
 MAX_LISTING = 200
 
@@ -108,37 +106,7 @@ def _read_symbol(args: ReadArgs, ctx: ToolContext) -> str:
     address = args.symbol or ""
     if args.path and "::" not in address:
         address = f"{ctx.workspace.resolve(args.path).rel}::{address}"
-    resolution = ctx.symbols.resolve(address)
-    if not resolution.matches:
-        ctx.resolved(
-            address,
-            None,
-            "no definition has this name",
-            [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.suggestions],
-        )
-        raise fail(
-            SYMBOL_NOT_FOUND,
-            f"no definition named {address!r}",
-            [symbol_candidate(s) for s in resolution.suggestions],
-        )
-    if len(resolution.matches) > 1:
-        ctx.resolved(
-            address,
-            None,
-            f"{len(resolution.matches)} definitions match",
-            [f"{s.path}:{s.start_line} {s.qualname}" for s in resolution.matches],
-        )
-        raise fail(
-            AMBIGUOUS_SYMBOL,
-            f"{address!r} matches {len(resolution.matches)} definitions; read one by 'path::name'",
-            [symbol_candidate(s) for s in resolution.matches],
-        )
-    symbol = resolution.matches[0]
-    ctx.resolved(
-        address,
-        f"{symbol.path}:{symbol.start_line} {symbol.kind} {symbol.qualname}",
-        "the only definition with this name",
-    )
+    symbol = resolve_symbol(ctx, address, write=False)
     _, textfile = ctx.read_file(symbol.path)
     lines = split_lines(textfile.text)
     return render_lines(symbol.path, lines, symbol.start_line, symbol.end_line, ctx)

@@ -24,42 +24,52 @@ def symbol_candidate(symbol) -> Candidate:  # type: ignore[no-untyped-def]
     )
 
 
-def resolve_for_write(ctx: ToolContext, address: str):  # type: ignore[no-untyped-def]
-    """The one definition ``address`` names, or a ToolFailure listing what it could mean."""
+def resolve_symbol(ctx: ToolContext, address: str, *, write: bool):  # type: ignore[no-untyped-def]
+    """The one definition ``address`` names, or a ToolFailure listing what it could mean.
+
+    Reads and writes resolve the same way; only the advice differs, since a
+    write never guesses while a read may simply be repeated more precisely.
+    """
     resolution = ctx.symbols.resolve(address)
     if not resolution.matches:
         ctx.resolved(
             address,
             None,
             "no definition has this name",
-            [f"{s.path}:{s.def_line} {s.kind} {s.qualname}" for s in resolution.suggestions],
+            [_label(s) for s in resolution.suggestions],
         )
+        hint = "; closest names below" if resolution.suggestions else ""
         raise fail(
             SYMBOL_NOT_FOUND,
-            f"no definition named {address!r}"
-            + ("; closest names below" if resolution.suggestions else ""),
+            f"no definition named {address!r}{hint}",
             [symbol_candidate(s) for s in resolution.suggestions],
         )
     if len(resolution.matches) > 1:
+        why = "writes never guess" if write else "reads return the candidates"
         ctx.resolved(
             address,
             None,
-            f"ambiguous: {len(resolution.matches)} definitions; writes never guess",
-            [f"{s.path}:{s.def_line} {s.kind} {s.qualname}" for s in resolution.matches],
+            f"ambiguous: {len(resolution.matches)} definitions; {why}",
+            [_label(s) for s in resolution.matches],
         )
+        verb = "name one exactly" if write else "read one"
         raise fail(
             AMBIGUOUS_SYMBOL,
             f"{address!r} names {len(resolution.matches)} definitions; "
-            "name one exactly, e.g. 'path::Class.method'",
+            f"{verb}, e.g. 'path::Class.method'",
             [symbol_candidate(s) for s in resolution.matches],
         )
     symbol = resolution.matches[0]
-    ctx.resolved(
-        address,
-        f"{symbol.path}:{symbol.def_line} {symbol.kind} {symbol.qualname}",
-        "the only definition with this name",
-    )
+    ctx.resolved(address, _label(symbol), "the only definition with this name")
     return symbol
+
+
+def resolve_for_write(ctx: ToolContext, address: str):  # type: ignore[no-untyped-def]
+    return resolve_symbol(ctx, address, write=True)
+
+
+def _label(symbol) -> str:  # type: ignore[no-untyped-def]
+    return f"{symbol.path}:{symbol.def_line} {symbol.kind} {symbol.qualname}"
 
 
 def locate_in_staged(staged: StagedFile, symbol):  # type: ignore[no-untyped-def]
