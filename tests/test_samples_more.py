@@ -22,19 +22,20 @@ from pathlib import Path
 import pytest
 
 from grinta_jupyter import Runtime
-from grinta_jupyter.samples.tasks import (
-    DEMO_FIX,
+from grinta_jupyter.samples.ledger_js_tasks import (
     HIDDEN_REVERSE_TEST_PATH,
     LEDGER_FAILING_TEST,
     LEDGER_FIX,
-    STALE_VOTE_BUG,
-    STALE_VOTE_FAILING_TEST,
+    _js_lines_naming,
+    pristine_node_tests,
+)
+from grinta_jupyter.samples.raft_kv_tasks import STALE_VOTE_BUG, STALE_VOTE_FAILING_TEST
+from grinta_jupyter.samples.tasks import (
+    DEMO_FIX,
     TASKS,
     CheckResult,
-    _js_lines_naming,
     copy_workspace,
     get_task,
-    pristine_node_tests,
     run_node_suite,
     run_suite,
     sample_path,
