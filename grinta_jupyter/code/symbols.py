@@ -53,6 +53,9 @@ KINDS = frozenset(
 
 SYMBOL_LANGUAGES: frozenset[str] = frozenset(queries.SPECS)
 
+# Longest signature kept (bytes); longer lines are cut, starting at the definition.
+SIGNATURE_MAX = 240
+
 
 @dataclass(frozen=True, slots=True)
 class Symbol:
@@ -83,13 +86,23 @@ class Symbol:
 
 def extract_symbols(path: str, source: bytes, language: str | None = None) -> list[Symbol]:
     """Every definition in ``source`` in source order ([] for languages without symbol support)."""
+    return [symbol for symbol, _ in locate_nodes(path, source, language)[1]]
+
+
+def locate_nodes(
+    path: str, source: bytes, language: str | None = None
+) -> tuple[tree_sitter.Tree | None, list[tuple[Symbol, tree_sitter.Node]]]:
+    """Like ``extract_symbols``, with each symbol's definition node (for edits).
+
+    The tree is returned so the caller decides how long the nodes live.
+    """
     language = language or language_for(path)
     if language not in queries.SPECS:
-        return []
+        return None, []
     spec = queries.SPECS[language]
     tree = parser_for(language).parse(source)
     entries = _collect(spec, source, tree.root_node)
-    return _build(path, language, spec, source, tree.root_node, entries)
+    return tree, _build(path, language, spec, source, tree.root_node, entries)
 
 
 @cache
@@ -105,8 +118,10 @@ class _Entry:
     name: str
     prefix: tuple[str, ...]  # qualifiers written at the definition (Go receiver, C++ Foo::)
     core: tree_sitter.Node  # the definition node the query matched
-    start: int  # span, before comments are attached
+    span: tree_sitter.Node  # the node covering the whole definition
+    start: int  # span bytes, before comments are attached
     end: int
+    end_point: tuple[int, int]  # (row, column) of ``end``
     parts: tuple[str, ...] = ()  # qualified name parts, filled while nesting
 
 
@@ -115,24 +130,31 @@ def _collect(spec: queries.Spec, source: bytes, root: tree_sitter.Node) -> list[
 
     entries: list[_Entry] = []
     for _, captures in tree_sitter.QueryCursor(_compiled(spec.language)).matches(root):
-        for capture, nodes in captures.items():
-            if capture.startswith("definition."):
-                kind = capture[len("definition.") :]
-                break
-        else:
+        definition = next((c for c in captures if c.startswith("definition.")), None)
+        if definition is None:
             continue
-        core = nodes[0]
+        kind = definition[len("definition.") :]
+        core = captures[definition][0]
         for prefix, name, kind_override in spec.names(kind, core, captures, source):
             if not name:
                 continue
             span = _span_node(spec, core)
-            end = span.end_byte
+            last = span
             if spec.eat_semicolon:
                 following = span.next_sibling
                 if following is not None and following.type == ";":
-                    end = following.end_byte
+                    last = following
             entries.append(
-                _Entry(kind_override or kind, name, prefix, core, span.start_byte, end)
+                _Entry(
+                    kind_override or kind,
+                    name,
+                    prefix,
+                    core,
+                    span,
+                    span.start_byte,
+                    last.end_byte,
+                    (last.end_point[0], last.end_point[1]),
+                )
             )
     return entries
 
@@ -154,7 +176,7 @@ def _build(
     source: bytes,
     root: tree_sitter.Node,
     entries: list[_Entry],
-) -> list[Symbol]:
+) -> list[tuple[Symbol, tree_sitter.Node]]:
     entries.sort(key=lambda e: (e.start, -e.end))
     stack: list[_Entry] = []
     kept: list[_Entry] = []
@@ -180,45 +202,59 @@ def _build(
         kept.append(entry)
     kept = spec.postprocess(kept)
 
-    symbols: list[Symbol] = []
+    # Line numbers come from node points: counting newlines per symbol would be
+    # quadratic on minified files.
+    symbols: list[tuple[Symbol, tree_sitter.Node]] = []
     for entry in kept:
-        start = _attach_above(spec, source, root, entry)
+        start, start_row = _attach_above(spec, source, root, entry)
         end = entry.end
+        end_row = entry.end_point[0]
         while end > start and source[end - 1] in b" \t\r\n":
             end -= 1
-        start_line = source.count(b"\n", 0, start) + 1
-        def_byte = _def_start(spec, entry.core)
-        def_line = start_line + source.count(b"\n", start, def_byte)
-        end_line = def_line + source.count(b"\n", def_byte, end)
-        line_start = source.rfind(b"\n", 0, def_byte) + 1
-        line_end = source.find(b"\n", def_byte)
+            if source[end] == 10:  # b"\n"
+                end_row -= 1
+        definition = _def_node(spec, entry.core)
+        def_byte = definition.start_byte
+        def_row, def_column = definition.start_point
+        line_start = def_byte - def_column
+        if def_column > SIGNATURE_MAX // 2:  # minified code: start at the definition
+            line_start = def_byte
+        line_end = source.find(b"\n", def_byte, line_start + SIGNATURE_MAX)
         if line_end < 0:
-            line_end = len(source)
+            line_end = min(len(source), line_start + SIGNATURE_MAX)
         signature = source[line_start:line_end].decode("utf-8", "replace").strip()
         symbols.append(
-            Symbol(
-                name=entry.name,
-                qualname=".".join(entry.parts),
-                kind=entry.kind,
-                path=path,
-                language=language,
-                start_line=start_line,
-                end_line=end_line,
-                start_byte=start,
-                end_byte=end,
-                def_line=def_line,
-                signature=signature,
+            (
+                Symbol(
+                    name=entry.name,
+                    qualname=".".join(entry.parts),
+                    kind=entry.kind,
+                    path=path,
+                    language=language,
+                    start_line=start_row + 1,
+                    end_line=end_row + 1,
+                    start_byte=start,
+                    end_byte=end,
+                    def_line=def_row + 1,
+                    signature=signature,
+                ),
+                entry.core,
             )
         )
     return symbols
 
 
+# A definition further right than this is not the first thing on its line.
+_MAX_INDENT = 256
+
+
 def _attach_above(
     spec: queries.Spec, source: bytes, root: tree_sitter.Node, entry: _Entry
-) -> int:
-    """Start of the span once decorators and comments directly above are included."""
+) -> tuple[int, int]:
+    """(byte, row) where the span starts once decorators and comments above are included."""
+    span = entry.span
     start = entry.start
-    span = _span_node(spec, entry.core)
+    row, column = span.start_point
     # Decorators/attributes that are siblings, possibly on the same line.
     sibling = span.prev_named_sibling
     while (
@@ -227,11 +263,11 @@ def _attach_above(
         and not source[sibling.end_byte : start].strip()
     ):
         start = sibling.start_byte
+        row, column = sibling.start_point
         sibling = sibling.prev_named_sibling
-    line_start = source.rfind(b"\n", 0, start) + 1
-    if source[line_start:start].strip():
-        return start  # the definition is not the first thing on its line
-    column = start - line_start
+    line_start = start - column
+    if column > _MAX_INDENT or source[line_start:start].strip():
+        return start, row  # the definition is not the first thing on its line
     while line_start > 0:
         prev_end = line_start - 1  # the '\n' ending the previous line
         prev_start = source.rfind(b"\n", 0, prev_end) + 1
@@ -247,25 +283,26 @@ def _attach_above(
         if node is None or node.type not in spec.attached:
             break
         node_start = node.start_byte
-        node_line_start = source.rfind(b"\n", 0, node_start) + 1
+        node_row, node_column = node.start_point
+        node_line_start = node_start - node_column
         node_end = node.end_byte
         while node_end > node_start and source[node_end - 1] in b" \t\r\n":
             node_end -= 1
         if (
-            node_start - node_line_start != column
+            node_column != column
             or source[node_line_start:node_start].strip()
             or node_end <= prev_start
             or node_end > prev_end
             or source[node_end:prev_end].strip()
         ):
             break
-        start = node_start
+        start, row = node_start, node_row
         line_start = node_line_start
-    return start
+    return start, row
 
 
-def _def_start(spec: queries.Spec, core: tree_sitter.Node) -> int:
-    """Byte where the definition itself begins, after decorators, annotations and comments."""
+def _def_node(spec: queries.Spec, core: tree_sitter.Node) -> tree_sitter.Node:
+    """The first token of the definition itself, after decorators, annotations and comments."""
     for child in core.children:
         if child.type in spec.attached or child.type in spec.leading_siblings:
             continue
@@ -274,7 +311,7 @@ def _def_start(spec: queries.Spec, core: tree_sitter.Node) -> int:
                 if token.type not in ("marker_annotation", "annotation") and (
                     token.type not in spec.attached
                 ):
-                    return token.start_byte
+                    return token
             continue
-        return child.start_byte
-    return core.start_byte
+        return child
+    return core

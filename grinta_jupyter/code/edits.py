@@ -1,0 +1,705 @@
+"""Symbol-level edits as pure functions on a file's text: replace, delete, insert, append.
+
+Every function takes the current text and a :class:`Symbol` (usually from the
+index), finds that symbol again in the text (so a stale symbol is noticed, not
+trusted), splices whole lines, and returns the new text. Nothing is written.
+
+- The text the model sends is re-indented to the target's depth (``reindent``)
+  and written with the file's newline style (``\\r\\n`` files stay ``\\r\\n``).
+- A symbol's span includes its decorators and attached comments, so a replace
+  or delete takes them along; a replacement should carry its own.
+- Blank lines between definitions keep the file's convention.
+- Python goes through libcst: the definition is confirmed in the parsed module
+  by qualified name (and order, for overloads), the new text must parse as
+  statements, and the result must parse. Other languages splice tree-sitter byte ranges and refuse
+  a result with more syntax errors than the original.
+
+Failures the model can fix raise :class:`SymbolEditError` with a stable code.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from grinta_jupyter.code.symbols import Symbol, locate_nodes
+from grinta_jupyter.runtime.grammars import syntax_errors
+
+if TYPE_CHECKING:
+    import libcst
+    import tree_sitter
+
+
+class SymbolEditError(Exception):
+    """An edit that cannot be made as asked; ``code`` is stable, ``message`` is for the model."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+
+
+# --- public API -------------------------------------------------------------------
+
+
+def replace_symbol(source: str, symbol: Symbol, new_source: str) -> str:
+    """``source`` with ``symbol`` (decorators and attached comments included) replaced."""
+    text = _Text(source, symbol.language)
+    target = _locate(text, symbol)
+    new = _model_text(new_source, symbol.language)
+    region = text.region(target)
+    body = reindent(new, region.indent, text.unit)
+    if not region.full_start:
+        body = body[len(region.indent) :]
+    ends_line = region.full_end and text.source[: region.end].endswith("\n")
+    replacement = text.newline_join(body) + (text.newline if ends_line else "")
+    result = text.source[: region.start] + replacement + text.source[region.end :]
+    return _validated(text, result)
+
+
+def delete_symbol(source: str, symbol: Symbol) -> str:
+    """``source`` without ``symbol`` and one of the blank-line runs around it."""
+    text = _Text(source, symbol.language)
+    target = _locate(text, symbol)
+    region = text.region(target, trailing_comment=True)
+    if not (region.full_start and region.full_end):
+        end = region.end
+        while end < len(text.source) and text.source[end] in " \t":
+            end += 1
+        return _validated(text, text.source[: region.start] + text.source[end:])
+    start, end = region.start, region.end
+    before = text.blank_run_before(start)
+    after = text.blank_run_after(end)
+    if before < start and not text.opens_block_before(before):
+        start = before  # drop the run that separated it from the previous definition
+    elif after > end:
+        end = after
+    elif before < start:
+        start = before
+    result = text.source[:start] + text.source[end:]
+    if symbol.language == "python" and _python_error(result) is not None:
+        # The definition was the only statement of its block: keep the block valid.
+        result = (
+            text.source[: region.start]
+            + region.indent
+            + "pass"
+            + text.newline
+            + text.source[region.end :]
+        )
+        return _validated(text, result)
+    return result if symbol.language == "python" else _validated(text, result)
+
+
+def insert_symbol(
+    source: str, anchor: Symbol, new_source: str, where: Literal["before", "after"]
+) -> str:
+    """``source`` with ``new_source`` added as a sibling just before or after ``anchor``."""
+    if where not in ("before", "after"):
+        raise SymbolEditError("INVALID_ARGS", f"where must be 'before' or 'after', not {where!r}")
+    text = _Text(source, anchor.language)
+    target = _locate(text, anchor)
+    new = _model_text(new_source, anchor.language)
+    region = text.region(target)
+    lines = text.newline_join(reindent(new, region.indent, text.unit)) + text.newline
+    gap = _gap(text, target, new)
+    # Inserts take whole lines: before the anchor's first line or after its last.
+    if where == "before":
+        at = text.line_start(region.start)
+        inserted = lines + text.newline * gap
+    else:
+        at = region.end if region.full_end else text.line_end(region.end)
+        prefix = "" if text.source[:at].endswith("\n") else text.newline
+        inserted = prefix + text.newline * gap + lines
+    return _validated(text, text.source[:at] + inserted + text.source[at:])
+
+
+def append_to(source: str, container: Symbol | None, new_source: str, language: str) -> str:
+    """``source`` with ``new_source`` added at the end of ``container``'s body (None: the file)."""
+    text = _Text(source, language)
+    new = _model_text(new_source, language)
+    if container is None:
+        return _validated(text, _append_to_file(text, new))
+    target = _locate(text, container)
+    if language == "python":
+        return _validated(text, _append_python(text, target, new))
+    if language in ("go", "rust") and _is_function(new, language):
+        return _validated(text, _append_method(text, target, new, language))
+    assert target.node is not None
+    return _validated(text, _append_into(text, target.node, target, new))
+
+
+def reindent(new_source: str, indent: str, unit: str | None = None) -> str:
+    """``new_source`` moved to depth ``indent``: dedented first, relative indentation kept.
+
+    Leading whitespace follows the target: with a tab ``indent`` (or ``unit``)
+    each space indentation level of the new text becomes a tab; with a space
+    target, tabs become ``unit`` (default four spaces). Whitespace-only lines
+    keep what lies beyond the common margin (so a definition re-sent as it is
+    comes back byte for byte). Returns text with ``\\n`` newlines and no
+    trailing newline.
+    """
+    lines = new_source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    to_tabs = "\t" in indent or (not indent and unit == "\t")
+    to_spaces = (bool(indent) and not to_tabs) or (not indent and unit not in (None, "\t"))
+    # Convert only text indented the other way throughout; mixed text is left
+    # as it is (it was most likely copied from the file).
+    if to_spaces and not any(line.startswith(" ") for line in lines if line.strip()):
+        space_unit = unit if unit and "\t" not in unit else "    "
+        lines = [_tabs_to_spaces(line, space_unit) for line in lines]
+    margins = [_leading(line) for line in lines if line.strip()]
+    common = margins[0] if margins else ""
+    # Lines at column 0 inside an indented definition (C preprocessor lines,
+    # string contents) stay at column 0; otherwise dedent by the common margin.
+    pinned = bool(common) and all(m.startswith(common) or not m for m in margins)
+    if not pinned:
+        common = min(margins, key=len) if margins else ""
+        for margin in margins:
+            while not margin.startswith(common):
+                common = common[:-1]
+    # None marks an empty line (it stays empty); whitespace-only lines are kept.
+    body: list[str | None] = []
+    flush: set[int] = set()  # lines kept at column 0
+    for i, line in enumerate(lines):
+        if line.strip() and not line.startswith(common):
+            flush.add(i)
+            body.append(line)
+        elif line.strip() or (line and line.startswith(common)):
+            body.append(line[len(common) :])
+        else:
+            body.append(None)
+    margins = [_leading(line) for i, line in enumerate(body) if line and i not in flush]
+    if to_tabs and not any("\t" in margin for margin in margins):
+        step = _smallest_step(margins)
+        body = [
+            line if line is None or i in flush else _spaces_to_tabs(line, step)
+            for i, line in enumerate(body)
+        ]
+    return "\n".join(
+        "" if line is None else line if i in flush else indent + line for i, line in enumerate(body)
+    )
+
+
+# --- appending ----------------------------------------------------------------------
+
+
+def _append_to_file(text: _Text, new: str) -> str:
+    body = text.newline_join(reindent(new, "", text.unit)) + text.newline
+    head = text.source.rstrip(" \t\r\n")
+    if not head:
+        return body
+    gap = 2 if text.language == "python" else 1
+    return head + text.newline * (gap + 1) + body
+
+
+def _append_python(text: _Text, target: _Target, new: str) -> str:
+    node = target.node
+    assert node is not None
+    block = node.child_by_field_name("body")
+    if block is None or not block.named_children:
+        raise SymbolEditError("NOT_SUPPORTED", f"{target.symbol.qualname} has no body")
+    first = block.named_children[0]
+    member_indent = text.indent_of(text.char(first.start_byte))
+    if text.line_start(text.char(first.start_byte)) == text.line_start(
+        text.char(node.start_byte)
+    ):  # `class A: pass` on one line
+        raise SymbolEditError(
+            "NOT_SUPPORTED", f"{target.symbol.qualname} is a one-line class; replace it instead"
+        )
+    end = text.line_end(text.char(target.symbol.end_byte))
+    members = [s for s in target.siblings if s.container == target.symbol.qualname]
+    gap = _gap(text, _Target(members[-1], None, target.siblings, []), new) if members else 1
+    body = text.newline_join(reindent(new, member_indent, text.unit)) + text.newline
+    prefix = "" if text.source[:end].endswith("\n") else text.newline
+    return text.source[:end] + prefix + text.newline * gap + body + text.source[end:]
+
+
+def _append_into(text: _Text, node: tree_sitter.Node, target: _Target, new: str) -> str:
+    """Add ``new`` before the token closing ``node``'s body (``}`` or ``end``)."""
+    closer = _closer(node, text.language)
+    if closer is None:
+        raise SymbolEditError(
+            "NOT_SUPPORTED",
+            f"{target.symbol.qualname} ({target.symbol.kind}) has no body to append to; "
+            "insert after one of its members instead",
+        )
+    members = _direct_members(target.siblings, node.start_byte, closer.start_byte, target.symbol)
+    close_at = text.char(closer.start_byte)
+    close_line = text.line_start(close_at)
+    owner_indent = text.indent_of(text.char(node.start_byte))
+    if target.symbol.start_byte <= node.start_byte:
+        owner_indent = text.indent_of(text.char(target.symbol.start_byte))
+    member_indent = _member_indent(text, node, closer) or (owner_indent + text.unit)
+    body = text.newline_join(reindent(new, member_indent, text.unit)) + text.newline
+    if text.source[close_line:close_at].strip():
+        # `class A {}` on one line: open it up.
+        inserted = text.newline + body + owner_indent
+        return text.source[:close_at] + inserted + text.source[close_at:]
+    if members:
+        gap = _gap(text, _Target(members[-1], None, target.siblings, []), new)
+    elif _has_body_content(closer):
+        gap = 1 if "\n" in new.strip() else 0
+    else:
+        gap = 0
+    return text.source[:close_line] + text.newline * gap + body + text.source[close_line:]
+
+
+def _direct_members(siblings: list[Symbol], start: int, end: int, owner: Symbol) -> list[Symbol]:
+    """Symbols inside [start, end) that are not nested in another one."""
+    members: list[Symbol] = []
+    for symbol in siblings:
+        if symbol == owner or not (start <= symbol.start_byte and symbol.end_byte <= end):
+            continue
+        if members and symbol.start_byte < members[-1].end_byte:
+            continue
+        members.append(symbol)
+    return members
+
+
+def _is_function(new: str, language: str) -> bool:
+    code = reindent(new, "")
+    lines = [line for line in code.split("\n") if line.strip()]
+    pattern = r"(pub(\([^)]*\))?\s+)?((const|async|unsafe|extern\s+\S+)\s+)*fn\b"
+    if language == "go":
+        pattern = r"func\b"
+    for line in lines:
+        if line.lstrip().startswith(("//", "#[", "/*", "*")):
+            continue
+        return re.match(pattern, line.lstrip()) is not None
+    return False
+
+
+def _append_method(text: _Text, target: _Target, new: str, language: str) -> str:
+    """Go/Rust: a method for a type goes next to its other methods, not into the struct."""
+    owner = target.symbol
+    methods = [
+        (s, node)
+        for s, node in target.located
+        if s.container == owner.qualname and s.kind == "method"
+    ]
+    if language == "rust":
+        # Inherent impls only: a trait impl cannot take new methods.
+        impls = [impl for _, n in methods if (impl := _impl_of(n)) is not None]
+        impls = [impl for impl in impls if impl.child_by_field_name("trait") is None]
+        if impls:
+            impl = impls[-1]
+            return _append_into(
+                text, impl, _Target(owner, impl, target.siblings, target.located), new
+            )
+        if target.node is not None and target.node.child_by_field_name("type_parameters"):
+            raise SymbolEditError(
+                "NOT_SUPPORTED",
+                f"{owner.qualname} is generic and has no impl block yet; insert one after it",
+            )
+        new = f"impl {owner.name} {{\n{reindent(new, text.unit)}\n}}"
+        anchor = _Target(owner, target.node, target.siblings, target.located)
+    else:
+        anchor_symbol, anchor_node = methods[-1] if methods else (owner, target.node)
+        anchor = _Target(anchor_symbol, anchor_node, target.siblings, target.located)
+        top = _top_level(anchor_node)
+        if top is not None and top.end_byte > anchor_symbol.end_byte:  # inside `type ( ... )`
+            end = text.line_end(text.char(top.end_byte - 1))
+            body = text.newline_join(reindent(new, "", text.unit)) + text.newline
+            return text.source[:end] + text.newline + body + text.source[end:]
+    region = text.region(anchor)
+    lines = text.newline_join(reindent(new, "", text.unit)) + text.newline
+    prefix = "" if text.source[: region.end].endswith("\n") else text.newline
+    return text.source[: region.end] + prefix + text.newline + lines + text.source[region.end :]
+
+
+def _impl_of(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    while node is not None and node.type != "impl_item":
+        node = node.parent
+    return node
+
+
+def _top_level(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
+    while node is not None and node.parent is not None and node.parent.parent is not None:
+        node = node.parent
+    return node
+
+
+# --- the text being edited ------------------------------------------------------------
+
+
+@dataclass
+class _Region:
+    start: int  # str index
+    end: int
+    indent: str
+    full_start: bool  # only indentation before the symbol on its first line
+    full_end: bool  # the region ends after the end line's newline
+
+
+@dataclass
+class _Target:
+    symbol: Symbol  # found again in the current text
+    node: tree_sitter.Node | None
+    siblings: list[Symbol]  # every symbol of the current text
+    located: list[tuple[Symbol, tree_sitter.Node]]  # the same, with definition nodes
+
+
+_UNPARSED = object()
+
+
+class _Text:
+    """The file's text plus what edits need: newline style, indent unit, offset conversion."""
+
+    def __init__(self, source: str, language: str) -> None:
+        self.source = source
+        self.language = language
+        self.encoded = source.encode("utf-8", "surrogatepass")
+        self.ascii = len(self.encoded) == len(source)
+        crlf = source.count("\r\n")
+        self.newline = "\r\n" if crlf and crlf * 2 >= source.count("\n") else "\n"
+        self.unit = _indent_unit(source, language)
+        self._module: object = _UNPARSED
+
+    def python_module(self) -> libcst.Module | None:
+        """The text parsed by libcst (once), or None when libcst cannot parse it."""
+        import libcst
+
+        if self._module is _UNPARSED:
+            try:
+                self._module = libcst.parse_module(self.source)
+            except libcst.ParserSyntaxError:
+                self._module = None
+        return self._module  # type: ignore[return-value]
+
+    def char(self, byte: int) -> int:
+        """str index of a UTF-8 byte offset."""
+        if self.ascii:
+            return byte
+        return len(self.encoded[:byte].decode("utf-8", "surrogatepass"))
+
+    def newline_join(self, text: str) -> str:
+        return text.replace("\n", self.newline) if self.newline != "\n" else text
+
+    def line_start(self, index: int) -> int:
+        return self.source.rfind("\n", 0, index) + 1
+
+    def line_end(self, index: int) -> int:
+        """Index just after the newline ending the line that holds ``index``."""
+        end = self.source.find("\n", index)
+        return len(self.source) if end < 0 else end + 1
+
+    def indent_of(self, index: int) -> str:
+        start = self.line_start(index)
+        return _leading(self.source[start:index]) if index > start else ""
+
+    def region(self, target: _Target, *, trailing_comment: bool = False) -> _Region:
+        """Where ``target`` sits: whole lines when nothing else shares them.
+
+        A comment after the definition on its last line stays in the file
+        (``}  // namespace x``) unless ``trailing_comment`` (a delete) takes it.
+        """
+        symbol = target.symbol
+        start = self.char(symbol.start_byte)
+        end = self.char(symbol.end_byte)
+        line_start = self.line_start(start)
+        full_start = not self.source[line_start:start].strip()
+        indent = _leading(self.source[line_start:start])
+        rest_end = self.source.find("\n", end)
+        rest = self.source[end : len(self.source) if rest_end < 0 else rest_end].strip()
+        full_end = not rest or (trailing_comment and _is_line_comment(rest, self.language))
+        return _Region(
+            start=line_start if full_start else start,
+            end=self.line_end(end) if full_end else end,
+            indent=indent,
+            full_start=full_start,
+            full_end=full_end,
+        )
+
+    def blank_run_before(self, index: int) -> int:
+        """Start of the blank lines directly above the line starting at ``index``."""
+        while index > 0:
+            previous = self.line_start(index - 1)
+            if self.source[previous:index].strip():
+                break
+            index = previous
+        return index
+
+    def blank_run_after(self, index: int) -> int:
+        """End of the blank lines starting at ``index`` (a line start)."""
+        while index < len(self.source):
+            end = self.line_end(index)
+            if self.source[index:end].strip():
+                break
+            index = end
+        return index
+
+    def opens_block_before(self, index: int) -> bool:
+        """Whether the line above ``index`` opens a block (the symbol is first in its body)."""
+        if index == 0:
+            return True
+        previous = self.source[self.line_start(index - 1) : index].rstrip()
+        return previous.endswith((":", "{", "(", "[")) or bool(
+            re.match(r"\s*(class|module)\b", previous)
+        )
+
+    def blank_lines_above(self, index: int) -> int:
+        return self.source.count("\n", self.blank_run_before(index), index)
+
+
+def _locate(text: _Text, symbol: Symbol) -> _Target:
+    """Find ``symbol`` again in the current text; refuse when it is gone or ambiguous."""
+    tree, located = locate_nodes(symbol.path, text.encoded, symbol.language)
+    fresh = [s for s, _ in located]
+    same = [(s, node) for s, node in located if s.qualname == symbol.qualname]
+    exact = [(s, n) for s, n in same if s.def_line == symbol.def_line and s.kind == symbol.kind]
+    if not exact and len(same) == 1:
+        exact = same
+    if len(exact) != 1:
+        if not same:
+            problem = "is not in the file any more"
+        else:
+            lines = ", ".join(str(s.def_line) for s, _ in same)
+            problem = f"moved: it is now defined on lines {lines}; resolve it again"
+        raise SymbolEditError("SYMBOL_NOT_FOUND", f"{symbol.qualname} {problem}")
+    found, node = exact[0]
+    if symbol.language == "python":
+        _check_python_location(text, found, len(same))
+    del tree  # nodes stay valid while `located` holds them
+    return _Target(found, node, fresh, located)
+
+
+def _model_text(new_source: str, language: str) -> str:
+    if not new_source.strip():
+        raise SymbolEditError("INVALID_ARGS", "new_source is empty; use delete to remove a symbol")
+    if language == "python":
+        _check_python_statements(new_source)
+    return new_source
+
+
+def _validated(text: _Text, result: str) -> str:
+    if text.language == "python":
+        error = _python_error(result)
+        if error is not None and text.python_module() is not None:
+            raise SymbolEditError("SYNTAX_ERROR", f"the edited file would not parse: {error}")
+        return result
+    before = syntax_errors(text.language, text.encoded)
+    after = syntax_errors(text.language, result.encode("utf-8", "surrogatepass"))
+    if len(after) > len(before):
+        new_lines = sorted(set(after) - set(before)) or after
+        raise SymbolEditError(
+            "SYNTAX_ERROR",
+            f"the edited file would have syntax errors on line(s) {', '.join(map(str, new_lines[:5]))}",
+        )
+    return result
+
+
+def _gap(text: _Text, target: _Target, new: str) -> int:
+    """Blank lines to put between ``target`` and a new sibling, following the file."""
+    symbol = target.symbol
+    start = text.line_start(text.char(symbol.start_byte))
+    siblings = [s for s in target.siblings if s.container == symbol.container]
+    index = siblings.index(symbol) if symbol in siblings else -1
+    measured: int | None = None
+    if index > 0 and not text.opens_block_before(text.blank_run_before(start)):
+        measured = text.blank_lines_above(start)
+    elif 0 <= index < len(siblings) - 1:
+        following = siblings[index + 1]
+        measured = text.blank_lines_above(text.line_start(text.char(following.start_byte)))
+    default = 2 if text.language == "python" and not symbol.container else 1
+    # The file's spacing counts when it was measured between definitions shaped
+    # like the new one: one-liners (constants) may sit tight, blocks may not.
+    new_multi_line = "\n" in new.strip()
+    anchor_multi_line = symbol.end_line > symbol.start_line
+    if measured is None or new_multi_line != anchor_multi_line:
+        return default if new_multi_line else min(default, 1 if measured is None else measured)
+    return measured
+
+
+# --- finding bodies in the tree ---------------------------------------------------------
+
+
+def _closer(node: tree_sitter.Node | None, language: str) -> tree_sitter.Node | None:
+    """The token that closes a container's body (``}`` or Ruby's ``end``)."""
+    if node is None:
+        return None
+    if language == "ruby":
+        last = node.children[-1] if node.children else None
+        return last if last is not None and last.type == "end" else None
+    body = node.child_by_field_name("body")
+    if body is None and language == "go":
+        kind = node.child_by_field_name("type")
+        body = kind
+        if kind is not None and kind.type == "struct_type":
+            body = next((c for c in kind.children if c.type == "field_declaration_list"), None)
+    if body is None:
+        return None
+    last = body.children[-1] if body.children else None
+    return last if last is not None and last.type == "}" else None
+
+
+def _member_indent(text: _Text, node: tree_sitter.Node, closer: tree_sitter.Node) -> str | None:
+    """Indentation of the first member of a body that spans several lines."""
+    opener_line = text.line_start(text.char(node.start_byte))
+    body = closer.parent
+    for child in body.children if body is not None else ():
+        if not child.is_named or child.start_byte >= closer.start_byte:
+            continue
+        index = text.char(child.start_byte)
+        start = text.line_start(index)
+        if start != opener_line and not text.source[start:index].strip():
+            return text.source[start:index]
+    return None
+
+
+def _has_body_content(closer: tree_sitter.Node) -> bool:
+    body = closer.parent
+    return body is not None and any(
+        child.is_named and child.start_byte < closer.start_byte for child in body.children
+    )
+
+
+# --- Python through libcst -----------------------------------------------------------
+
+
+def _python_error(source: str) -> str | None:
+    import libcst
+
+    try:
+        libcst.parse_module(source)
+    except libcst.ParserSyntaxError as error:
+        return f"line {error.raw_line}: {error.message}"
+    return None
+
+
+def _check_python_statements(new_source: str) -> None:
+    import libcst
+
+    code = reindent(new_source, "") + "\n"
+    try:
+        module = libcst.parse_module(code)
+    except libcst.ParserSyntaxError as error:
+        raise SymbolEditError(
+            "SYNTAX_ERROR",
+            f"new_source does not parse as Python (line {error.raw_line}): {error.message}",
+        ) from None
+    if not module.body:
+        raise SymbolEditError("INVALID_ARGS", "new_source holds no statement")
+
+
+def _check_python_location(text: _Text, symbol: Symbol, count: int) -> None:
+    """Confirm with libcst that ``symbol`` is a def/class of that qualified name.
+
+    Definitions sharing a qualified name (overloads, redefinitions) are told
+    apart by their order in the file, which libcst and tree-sitter share.
+    """
+    import libcst
+
+    module = text.python_module()
+    if module is None:
+        return  # libcst cannot read this file; the tree-sitter location stands
+    found: list[libcst.CSTNode] = []
+
+    class Finder(libcst.CSTVisitor):
+        def __init__(self) -> None:
+            self.stack: list[str] = []
+
+        def _enter(self, node: libcst.FunctionDef | libcst.ClassDef) -> None:
+            self.stack.append(node.name.value)
+            if ".".join(self.stack) == symbol.qualname:
+                found.append(node)
+
+        def visit_FunctionDef(self, node: libcst.FunctionDef) -> None:
+            self._enter(node)
+
+        def leave_FunctionDef(self, original_node: libcst.FunctionDef) -> None:
+            self.stack.pop()
+
+        def visit_ClassDef(self, node: libcst.ClassDef) -> None:
+            self._enter(node)
+
+        def leave_ClassDef(self, original_node: libcst.ClassDef) -> None:
+            self.stack.pop()
+
+    if symbol.kind == "constant":
+        found.extend(
+            line
+            for line in module.body
+            if isinstance(line, libcst.SimpleStatementLine)
+            and isinstance(line.body[0], (libcst.Assign, libcst.AnnAssign))
+            and _assigns_name(line.body[0], symbol.qualname)
+        )
+    else:
+        module.visit(Finder())
+    if len(found) != count:
+        raise SymbolEditError(
+            "SYMBOL_NOT_FOUND",
+            f"{symbol.qualname}: libcst finds {len(found)} definition(s) where tree-sitter "
+            f"finds {count}; read the file and edit it with replace_string",
+        )
+
+
+def _assigns_name(statement: libcst.Assign | libcst.AnnAssign, name: str) -> bool:
+    import libcst
+
+    if isinstance(statement, libcst.AnnAssign):
+        return isinstance(statement.target, libcst.Name) and statement.target.value == name
+    first = statement.targets[0].target
+    return isinstance(first, libcst.Name) and first.value == name
+
+
+# --- indentation ------------------------------------------------------------------
+
+
+def _leading(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def _tabs_to_spaces(line: str, unit: str) -> str:
+    margin = _leading(line)
+    return margin.replace("\t", unit) + line[len(margin) :] if "\t" in margin else line
+
+
+def _smallest_step(margins: list[str]) -> int:
+    """The new text's indentation step (one-space margins are alignment, e.g. ``/** * */``)."""
+    widths = sorted({len(m) for m in margins if len(m) >= 2})
+    return widths[0] if widths else 4
+
+
+def _spaces_to_tabs(line: str, step: int) -> str:
+    margin = _leading(line)
+    if not margin:
+        return line
+    width = len(margin)
+    return "\t" * (width // step) + " " * (width % step) + line[len(margin) :]
+
+
+_DEFAULT_UNITS = {"go": "\t", "ruby": "  ", "javascript": "  ", "typescript": "  ", "tsx": "  "}
+
+
+def _indent_unit(source: str, language: str) -> str:
+    """The file's indentation step: a tab, or the most common space step between lines."""
+    tabs = spaces = 0
+    steps: dict[int, int] = {}
+    previous = 0
+    for line in source.split("\n")[:2000]:
+        if not line.strip():
+            continue
+        margin = _leading(line)
+        if margin.startswith("\t"):
+            tabs += 1
+            continue
+        if margin:
+            spaces += 1
+        width = len(margin)
+        if width > previous:
+            steps[width - previous] = steps.get(width - previous, 0) + 1
+        previous = width
+    if tabs > spaces:
+        return "\t"
+    if steps:
+        return " " * max(steps, key=lambda step: (steps[step], -step))
+    return _DEFAULT_UNITS.get(language, "    ")
+
+
+def _is_line_comment(text: str, language: str) -> bool:
+    markers = ("#",) if language in ("python", "ruby") else ("//", "/*")
+    return text.startswith(markers)
