@@ -100,3 +100,12 @@ def test_no_temp_files_left_behind(rt, ws):
     leftovers = [p for p in ws.rglob("*.tmp")]
     assert leftovers == []
     assert list((ws / ".grinta" / "journal").iterdir()) == []
+
+
+def test_undo_refuses_a_damaged_backup(rt, ws):
+    assert rt.call("replace_string", {"path": "README.md", "old_string": "demo", "new_string": "x"}).ok
+    record = rt.journal.history()[-1]
+    (record.folder / "0.old").write_bytes(b"garbage")
+    obs = rt.undo()
+    assert obs.error.code == "IO_ERROR" and "damaged" in obs.error.message
+    assert (ws / "README.md").read_text() == "# x\n"

@@ -129,16 +129,21 @@ class Journal:
         _fsync_dir(folder)
         step("prepared-manifest")
 
+        staged_dirs: set[Path] = set()
         for i, (write, entry) in enumerate(zip(writes, entries, strict=True)):
             target = self.root / write.path
             if write.old is not None:
-                _write_durable(folder / f"{i}.old", write.old)
+                # Backups serve only undo, which checks their sha256 before using one,
+                # so they need not be forced to disk before the commit decides.
+                _write_plain(folder / f"{i}.old", write.old)
             if write.new is not None:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 tmp = target.parent / entry["tmp"]
                 _write_durable(tmp, write.new, mode=_mode(target))
-                _fsync_dir(tmp.parent)
+                staged_dirs.add(tmp.parent)
             step(f"staged-{i}")
+        for directory in staged_dirs:  # the temp files' names must survive a crash, too
+            _fsync_dir(directory)
 
         for write in writes:  # last look before the point of no return
             if _current_sha(self.root / write.path) != _sha_or_none(write.old):
@@ -256,6 +261,8 @@ class Journal:
                 raise StaleError(entry["path"])
             current = target.read_bytes() if target.exists() else None
             old = (record.folder / f"{i}.old").read_bytes() if entry["backup"] else None
+            if old is not None and sha256(old) != entry["old_sha"]:
+                raise OSError(f"the undo record for {entry['path']} is damaged (its backup does not match)")
             prune = tuple(entry.get("new_dirs", [])) if old is None else ()
             writes.append(FileWrite(entry["path"], current, old, prune))
         return writes
@@ -320,6 +327,11 @@ def _write_durable(path: Path, data: bytes, mode: int | None = None) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def _write_plain(path: Path, data: bytes) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data)
 
 
 def _write_json(path: Path, data: dict) -> None:
