@@ -31,6 +31,11 @@ def current() -> Any:
     return _current()
 
 
+def _jupyter_labextension_paths() -> list[dict[str, str]]:
+    """Where ``jupyter labextension develop`` finds the built JupyterLab extension."""
+    return [{"src": "labextension", "dest": "grinta-jupyter-labextension"}]
+
+
 def __getattr__(name: str) -> Any:
     if name == "Runtime":
         from grinta_jupyter.tools.facade import Runtime

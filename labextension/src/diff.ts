@@ -1,0 +1,180 @@
+/**
+ * Unified diff text -> files, hunks and rows with old and new line numbers.
+ * Pure: no DOM.
+ *
+ * Hunk bodies are read by their `@@ -a,b +c,d @@` counts, not by the first
+ * character alone, so a removed line that starts with "--" (a SQL or Lua
+ * comment) is a removed line and not the next file's header. Text outside a
+ * hunk that is not a header is kept as a note, so nothing is silently lost;
+ * a diff cut short (`diff_truncated`) simply ends early.
+ */
+
+export type RowKind = 'context' | 'add' | 'del' | 'note';
+
+export interface DiffRow {
+  kind: RowKind;
+  /** 1-based line in the old file; null for added lines and notes. */
+  oldLine: number | null;
+  /** 1-based line in the new file; null for removed lines and notes. */
+  newLine: number | null;
+  /** The line without its leading marker. */
+  text: string;
+}
+
+export interface DiffHunk {
+  header: string;
+  oldStart: number;
+  oldCount: number;
+  newStart: number;
+  newCount: number;
+  /** What follows the second `@@` (git puts the enclosing definition there). */
+  section: string;
+  rows: DiffRow[];
+}
+
+export interface DiffFile {
+  /** The path without its `a/` prefix; null for `/dev/null` (a created file). */
+  oldPath: string | null;
+  /** The path without its `b/` prefix; null for `/dev/null` (a deleted file). */
+  newPath: string | null;
+  /** The path to show. */
+  path: string;
+  status: 'modified' | 'added' | 'deleted';
+  hunks: DiffHunk[];
+  added: number;
+  removed: number;
+  /** Lines that are neither headers nor hunk rows (`index ...`, "Binary files differ"). */
+  notes: string[];
+}
+
+const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$/;
+
+export function parseUnifiedDiff(text: string): DiffFile[] {
+  const files: DiffFile[] = [];
+  let file: DiffFile | null = null;
+  let hunk: DiffHunk | null = null;
+  let oldLeft = 0;
+  let newLeft = 0;
+  let oldLine = 0;
+  let newLine = 0;
+
+  const lines = text.split('\n');
+  if (lines.length && lines[lines.length - 1] === '') {
+    lines.pop();
+  }
+  const startFile = (): DiffFile => {
+    const started = emptyFile();
+    files.push(started);
+    return started;
+  };
+
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i].endsWith('\r') ? lines[i].slice(0, -1) : lines[i];
+
+    if (hunk && (oldLeft > 0 || newLeft > 0)) {
+      const mark = line[0];
+      const body = line.slice(1);
+      // Some tools strip the single space of an empty context line.
+      if (mark === ' ' || line === '') {
+        hunk.rows.push({ kind: 'context', oldLine: oldLine++, newLine: newLine++, text: body });
+        oldLeft--;
+        newLeft--;
+        continue;
+      }
+      if (mark === '-' && oldLeft > 0) {
+        hunk.rows.push({ kind: 'del', oldLine: oldLine++, newLine: null, text: body });
+        oldLeft--;
+        continue;
+      }
+      if (mark === '+' && newLeft > 0) {
+        hunk.rows.push({ kind: 'add', oldLine: null, newLine: newLine++, text: body });
+        newLeft--;
+        continue;
+      }
+    }
+    if (hunk && line.startsWith('\\')) {
+      hunk.rows.push({ kind: 'note', oldLine: null, newLine: null, text: line.slice(1).trim() });
+      continue;
+    }
+
+    const header = HUNK_HEADER.exec(line);
+    if (header) {
+      file = file ?? startFile();
+      const oldCount = header[2] === undefined ? 1 : Number(header[2]);
+      const newCount = header[4] === undefined ? 1 : Number(header[4]);
+      hunk = {
+        header: line,
+        oldStart: Number(header[1]),
+        oldCount,
+        newStart: Number(header[3]),
+        newCount,
+        section: header[5] ?? '',
+        rows: []
+      };
+      file.hunks.push(hunk);
+      oldLeft = oldCount;
+      newLeft = newCount;
+      oldLine = hunk.oldStart;
+      newLine = hunk.newStart;
+      continue;
+    }
+
+    if (line.startsWith('--- ') && lines[i + 1]?.startsWith('+++ ')) {
+      // A `diff --git` line may already have opened this file.
+      if (!file || file.hunks.length || file.oldPath !== null || file.newPath !== null) {
+        file = startFile();
+      }
+      file.oldPath = stripPath(line.slice(4), 'a/');
+      file.newPath = stripPath(lines[i + 1].slice(4), 'b/');
+      file.path = file.newPath ?? file.oldPath ?? '';
+      file.status = file.oldPath === null ? 'added' : file.newPath === null ? 'deleted' : 'modified';
+      hunk = null;
+      i++;
+      continue;
+    }
+
+    if (line.startsWith('diff --git ')) {
+      file = startFile();
+      file.path = line.slice('diff --git '.length).split(' b/')[0].replace(/^a\//, '');
+      hunk = null;
+      continue;
+    }
+
+    file = file ?? startFile();
+    file.notes.push(line);
+    hunk = null;
+  }
+  for (const f of files) {
+    const rows = f.hunks.flatMap(h => h.rows);
+    f.added = rows.filter(r => r.kind === 'add').length;
+    f.removed = rows.filter(r => r.kind === 'del').length;
+  }
+  return files;
+}
+
+function emptyFile(): DiffFile {
+  return {
+    oldPath: null,
+    newPath: null,
+    path: '',
+    status: 'modified',
+    hunks: [],
+    added: 0,
+    removed: 0,
+    notes: []
+  };
+}
+
+function stripPath(raw: string, prefix: string): string | null {
+  // Drop a trailing tab-separated timestamp (diff -u writes one).
+  const path = raw.split('\t')[0].trim();
+  if (path === '/dev/null') {
+    return null;
+  }
+  return path.startsWith(prefix) ? path.slice(prefix.length) : path;
+}
+
+/** Number of rows a diff shows when fully expanded (hunk headers not counted). */
+export function rowCount(files: DiffFile[]): number {
+  return files.reduce((n, f) => n + f.hunks.reduce((m, h) => m + h.rows.length, 0), 0);
+}

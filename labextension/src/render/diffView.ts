@@ -1,0 +1,138 @@
+/**
+ * A unified diff as per-file tables: old and new line numbers, a marker
+ * column and highlighted code. Long diffs start collapsed behind a toggle.
+ */
+
+import { planDiff } from '../collapse';
+import { DiffFile, parseUnifiedDiff, rowCount } from '../diff';
+import { languageForPath, Token, tokenizeHunk } from '../highlight';
+import type { FileStat } from '../schema';
+import { h } from './dom';
+import { recall, remember } from './memory';
+
+const MARKS = { context: ' ', add: '+', del: '-', note: '\\' } as const;
+
+/** `key` names this diff in the reader's memory of what they expanded. */
+export function renderDiff(
+  diff: string,
+  truncated: boolean,
+  stats: FileStat[],
+  key: string
+): HTMLElement {
+  const files = parseUnifiedDiff(diff);
+  if (rowCount(files) === 0) {
+    return h('pre', { class: 'grinta-pre' }, diff);
+  }
+  const plan = planDiff(files);
+  const hidden: HTMLElement[] = [];
+  const view = h(
+    'div',
+    { class: 'grinta-diff' },
+    files.map((file, f) => renderFile(file, stats, plan.shown[f], hidden))
+  );
+  if (hidden.length) {
+    view.classList.add('grinta-collapsed');
+    view.append(toggle(view, hidden, plan.totalRows, plan.totalRows - plan.shownRows, key));
+  }
+  if (truncated) {
+    view.append(
+      h(
+        'div',
+        { class: 'grinta-note' },
+        'The diff was cut short to keep the notebook small; the session log has all of it.'
+      )
+    );
+  }
+  return view;
+}
+
+function renderFile(
+  file: DiffFile,
+  stats: FileStat[],
+  shown: number[],
+  hidden: HTMLElement[]
+): HTMLElement {
+  const stat = stats.find(s => s.path === file.path);
+  const added = stat?.added ?? file.added;
+  const removed = stat?.removed ?? file.removed;
+  const status = file.status === 'modified' ? null : file.status === 'added' ? 'new file' : 'deleted';
+  const header = h(
+    'div',
+    { class: 'grinta-diff-file' },
+    h('span', { class: 'grinta-diff-path' }, file.path || '(unnamed)'),
+    status && h('span', { class: 'grinta-diff-status' }, status),
+    h('span', { class: 'grinta-diff-added' }, `+${added}`),
+    h('span', { class: 'grinta-diff-removed' }, `−${removed}`)
+  );
+  const lang = languageForPath(file.path);
+  const body = h('tbody', null);
+  file.hunks.forEach((hunk, k) => {
+    const headRow = h(
+      'tr',
+      { class: 'grinta-diff-hunk' },
+      h('td', { class: 'grinta-diff-hunk-header', colspan: 4 }, hunk.header)
+    );
+    body.append(headRow);
+    if (shown[k] === 0) {
+      hidden.push(headRow);
+    }
+    const tokens = lang ? tokenizeHunk(hunk.rows, lang) : hunk.rows.map(r => [plain(r.text)]);
+    hunk.rows.forEach((row, r) => {
+      const tr = h(
+        'tr',
+        { class: `grinta-diff-row grinta-diff-${row.kind}` },
+        h('td', { class: 'grinta-diff-num grinta-diff-old' }, row.oldLine ?? ''),
+        h('td', { class: 'grinta-diff-num grinta-diff-new' }, row.newLine ?? ''),
+        h('td', { class: 'grinta-diff-mark' }, MARKS[row.kind]),
+        h('td', { class: 'grinta-diff-code' }, tokens[r].map(renderToken))
+      );
+      body.append(tr);
+      if (r >= shown[k]) {
+        hidden.push(tr);
+      }
+    });
+  });
+  const notes = file.notes.map(n => h('div', { class: 'grinta-note' }, n));
+  return h(
+    'div',
+    { class: 'grinta-diff-block' },
+    header,
+    notes,
+    file.hunks.length > 0 && h('table', { class: 'grinta-diff-table' }, body)
+  );
+}
+
+function toggle(
+  view: HTMLElement,
+  hidden: HTMLElement[],
+  total: number,
+  folded: number,
+  key: string
+): HTMLElement {
+  const button = h('button', { class: 'grinta-toggle', type: 'button' });
+  const setOpen = (open: boolean) => {
+    hidden.forEach(el => (el.hidden = !open));
+    view.classList.toggle('grinta-collapsed', !open);
+    button.textContent = open ? 'Show fewer lines' : `Show all ${total} lines (${folded} hidden)`;
+    button.setAttribute('aria-expanded', String(open));
+  };
+  button.addEventListener('click', () => {
+    const open = view.classList.contains('grinta-collapsed');
+    remember(key, open);
+    setOpen(open);
+  });
+  setOpen(recall(key, false));
+  return button;
+}
+
+/** A token as text, wrapped in a span when it has a highlighting class. */
+export function renderToken(token: Token): Node {
+  if (!token.cls) {
+    return document.createTextNode(token.text);
+  }
+  return h('span', { class: `grinta-tok-${token.cls}` }, token.text);
+}
+
+function plain(text: string): Token {
+  return { text, cls: null };
+}

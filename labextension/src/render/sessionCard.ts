@@ -1,0 +1,68 @@
+/**
+ * The session card: task, model, end reason, summary and the metrics table;
+ * for a live trace (a session payload carrying `steps`) the step cards too.
+ */
+
+import { formatMetric, metricLabel } from '../format';
+import { parseSession, Session } from '../schema';
+import { h, section } from './dom';
+import { guarded } from './problem';
+import { stepCard } from './stepCard';
+
+/** The card for a session payload, or a visible message when it cannot be rendered. */
+export function sessionCard(data: unknown): HTMLElement {
+  return guarded('session', data, parseSession, renderSession);
+}
+
+export function renderSession(s: Session): HTMLElement {
+  const metrics = Object.entries(s.metrics);
+  const running = !s.end_reason;
+  return h(
+    'div',
+    { class: 'grinta-card grinta-session', 'data-end-reason': s.end_reason || 'running' },
+    h(
+      'div',
+      { class: 'grinta-card-header' },
+      h('span', { class: 'grinta-step-number' }, 'Session'),
+      s.model && h('span', { class: 'grinta-kind', title: 'model' }, s.model),
+      s.toolset && h('span', { class: 'grinta-kind', title: 'toolset' }, s.toolset),
+      h(
+        'span',
+        { class: `grinta-badge grinta-end-${running ? 'running' : s.end_reason}` },
+        running ? 'running' : s.end_reason
+      ),
+      h('span', { class: 'grinta-session-id' }, s.session)
+    ),
+    s.task && section('task', 'Task', h('div', { class: 'grinta-text' }, s.task)),
+    s.steps && h('div', { class: 'grinta-steps' }, s.steps.map(stepCard)),
+    s.summary && section('session-summary', 'Summary', h('div', { class: 'grinta-text' }, s.summary)),
+    !running && metrics.length > 0 && section('metrics', 'Metrics', metricsTable(metrics)),
+    (s.root || s.log) &&
+      h(
+        'div',
+        { class: 'grinta-muted grinta-footer' },
+        s.root && ['workspace ', h('code', null, s.root)],
+        s.root && s.log && ' · ',
+        s.log && ['log ', h('code', null, s.log)]
+      )
+  );
+}
+
+function metricsTable(metrics: [string, unknown][]): HTMLElement {
+  return h(
+    'table',
+    { class: 'grinta-metrics' },
+    h(
+      'tbody',
+      null,
+      metrics.map(([key, value]) =>
+        h(
+          'tr',
+          { 'data-metric': key },
+          h('th', { title: key }, metricLabel(key)),
+          h('td', null, formatMetric(key, value))
+        )
+      )
+    )
+  );
+}

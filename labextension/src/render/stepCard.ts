@@ -1,0 +1,248 @@
+/**
+ * The step card: header, the model's text, arguments, symbol resolutions,
+ * diff, validation, observation and guard firings (docs/mime-schema.md).
+ */
+
+import { foldText } from '../collapse';
+import { decisionText } from '../format';
+import { languageForPath, tokenizeLines } from '../highlight';
+import { GuardFiring, Observation, parseStep, Resolution, Step, Validation } from '../schema';
+import { renderDiff, renderToken } from './diffView';
+import { Child, h, section } from './dom';
+import { rememberDetails } from './memory';
+import { guarded } from './problem';
+
+/** Strings longer than this are folded in the arguments. */
+const ARG_LINES = 6;
+const ARG_CHARS = 400;
+/** Output longer than this starts closed. */
+const OUTPUT_LINES = 12;
+
+/** The card for a step payload, or a visible message when it cannot be rendered. */
+export function stepCard(data: unknown): HTMLElement {
+  return guarded('step', data, parseStep, renderStep);
+}
+
+export function renderStep(step: Step): HTMLElement {
+  const key = `${step.session}/${step.step}`;
+  return h(
+    'div',
+    { class: 'grinta-card grinta-step', 'data-status': step.status, 'data-kind': step.kind },
+    header(step),
+    step.text && h('div', { class: 'grinta-text' }, step.text),
+    step.summary && h('div', { class: 'grinta-summary' }, step.summary),
+    argumentsSection(step, `${key}/arguments`),
+    step.resolutions.length > 0 && resolutionsSection(step.resolutions),
+    step.diff &&
+      section(
+        'diff-section',
+        'Diff',
+        renderDiff(step.diff, step.diff_truncated, step.files, `${key}/diff`)
+      ),
+    validationSection(step.validation),
+    step.reason && section('reason', 'Veto reason', h('div', null, step.reason)),
+    step.observation && observationSection(step.observation, `${key}/observation`),
+    step.guards.length > 0 && guardsSection(step.guards)
+  );
+}
+
+function header(step: Step): HTMLElement {
+  const decision = decisionText(step);
+  return h(
+    'div',
+    { class: 'grinta-card-header' },
+    h('span', { class: 'grinta-step-number' }, `Step ${step.step}`),
+    h('span', { class: 'grinta-tool' }, step.tool),
+    h('span', { class: 'grinta-kind' }, step.kind),
+    h('span', { class: `grinta-badge grinta-status-${step.status}` }, step.status),
+    decision && h('span', { class: 'grinta-decision' }, decision),
+    h('span', { class: 'grinta-session-id', title: 'session' }, step.session)
+  );
+}
+
+function argumentsSection(step: Step, key: string): HTMLElement | null {
+  if (step.arguments) {
+    const entries = Object.entries(step.arguments);
+    return entries.length ? section('arguments', 'Arguments', valueView(step.arguments, key)) : null;
+  }
+  if (step.raw_arguments !== null) {
+    return section(
+      'arguments',
+      'Arguments (not a JSON object)',
+      foldable(step.raw_arguments, key)
+    );
+  }
+  return null;
+}
+
+/** Any JSON value: strings as code (long ones folded), lists and objects nested. */
+function valueView(value: unknown, key: string): Child {
+  if (typeof value === 'string') {
+    return foldable(value, key);
+  }
+  if (Array.isArray(value)) {
+    return h(
+      'ol',
+      { class: 'grinta-list', start: 1 },
+      value.map((v, i) => h('li', null, valueView(v, `${key}/${i}`)))
+    );
+  }
+  if (typeof value === 'object' && value !== null) {
+    return h(
+      'dl',
+      { class: 'grinta-fields' },
+      Object.entries(value).flatMap(([k, v]) => [
+        h('dt', null, k),
+        h('dd', null, valueView(v, `${key}/${k}`))
+      ])
+    );
+  }
+  return h('code', { class: 'grinta-code' }, JSON.stringify(value));
+}
+
+/** Monospace text; when long, a closed <details> whose summary previews the start. */
+function foldable(text: string, key: string): HTMLElement {
+  const fold = foldText(text, ARG_LINES, ARG_CHARS);
+  if (!fold.folded) {
+    return h('pre', { class: 'grinta-pre' }, text);
+  }
+  const details = h(
+    'details',
+    { class: 'grinta-fold' },
+    h(
+      'summary',
+      null,
+      h('code', { class: 'grinta-fold-preview' }, fold.preview),
+      h('span', { class: 'grinta-muted' }, ` ${fold.lines} lines, ${text.length} characters`)
+    ),
+    h('pre', { class: 'grinta-pre' }, text)
+  );
+  return rememberDetails(details, key);
+}
+
+function resolutionsSection(resolutions: Resolution[]): HTMLElement {
+  return section(
+    'resolutions',
+    'Resolved',
+    h(
+      'ul',
+      { class: 'grinta-list' },
+      resolutions.map(r =>
+        h(
+          'li',
+          { class: 'grinta-resolution' },
+          h('code', { class: 'grinta-code' }, r.target),
+          ' → ',
+          r.chosen === null
+            ? h('span', { class: 'grinta-unresolved' }, 'nothing chosen')
+            : h('code', { class: 'grinta-code' }, r.chosen),
+          r.reason && h('span', { class: 'grinta-muted' }, ` (${r.reason})`),
+          r.candidates.length > 0 &&
+            h(
+              'details',
+              { class: 'grinta-fold' },
+              h('summary', null, `${r.candidates.length} candidates`),
+              h(
+                'ul',
+                { class: 'grinta-list' },
+                r.candidates.map(c => h('li', null, h('code', { class: 'grinta-code' }, c)))
+              )
+            )
+        )
+      )
+    )
+  );
+}
+
+function validationSection(v: Validation): HTMLElement {
+  if (v.ok) {
+    return h('div', { class: 'grinta-validation grinta-valid' }, '✓ validation passed');
+  }
+  return h(
+    'section',
+    { class: 'grinta-section grinta-validation grinta-invalid' },
+    h(
+      'h4',
+      null,
+      'Refused: ',
+      h('code', { class: 'grinta-error-code' }, v.code ?? 'validation failed')
+    ),
+    v.message && h('div', { class: 'grinta-error-message' }, v.message),
+    v.candidates.length > 0 &&
+      h(
+        'ol',
+        { class: 'grinta-candidates' },
+        v.candidates.map(c =>
+          h(
+            'li',
+            { class: 'grinta-candidate' },
+            h(
+              'div',
+              { class: 'grinta-candidate-head' },
+              h('code', { class: 'grinta-code' }, c.line === null ? c.path : `${c.path}:${c.line}`),
+              c.kind && h('span', { class: 'grinta-kind' }, c.kind),
+              c.name && h('code', { class: 'grinta-code' }, c.name),
+              c.note && h('span', { class: 'grinta-muted' }, c.note)
+            ),
+            c.snippet && snippet(c.path, c.snippet)
+          )
+        )
+      )
+  );
+}
+
+/** A candidate's lines of context, highlighted like the diff. */
+function snippet(path: string, text: string): HTMLElement {
+  const lang = languageForPath(path);
+  const lines = text.split('\n');
+  const tokens = lang ? tokenizeLines(lines, lang) : lines.map(line => [{ text: line, cls: null }]);
+  return h(
+    'pre',
+    { class: 'grinta-pre grinta-snippet' },
+    tokens.flatMap((line, i) => [i > 0 ? '\n' : null, ...line.map(renderToken)])
+  );
+}
+
+function observationSection(o: Observation, key: string): HTMLElement {
+  const lines = o.output ? o.output.replace(/\n$/, '').split('\n').length : 0;
+  const facts = [
+    o.ok ? 'ok' : 'failed',
+    o.exit_code === null ? null : `exit ${o.exit_code}`,
+    `${lines} line${lines === 1 ? '' : 's'}`
+  ].filter(Boolean);
+  const details = h(
+    'details',
+    {
+      class: `grinta-section grinta-observation ${o.ok ? '' : 'grinta-failed'}`,
+      open: lines <= OUTPUT_LINES
+    },
+    h(
+      'summary',
+      null,
+      h('span', { class: 'grinta-summary-title' }, 'Output'),
+      ` · ${facts.join(' · ')}`
+    ),
+    h('pre', { class: 'grinta-pre grinta-observation-output' }, o.output)
+  );
+  return rememberDetails(details, key);
+}
+
+function guardsSection(guards: GuardFiring[]): HTMLElement {
+  return section(
+    'guards',
+    'Guards',
+    h(
+      'ul',
+      { class: 'grinta-list' },
+      guards.map(g =>
+        h(
+          'li',
+          { class: 'grinta-guard' },
+          h('code', { class: 'grinta-code' }, g.guard),
+          g.action && h('span', { class: 'grinta-badge grinta-guard-action' }, g.action),
+          g.detail && h('span', null, ' ', g.detail)
+        )
+      )
+    )
+  );
+}

@@ -1,0 +1,313 @@
+"""A real JupyterLab in a real (headless) Chromium, for tests of what users see.
+
+Fixtures:
+
+- ``lab_server`` (package): a ``jupyter lab`` on 127.0.0.1 with its config,
+  runtime, settings, workspaces and IPython folders in a temp dir, so the
+  developer's own setup never leaks in. ``LabServer.url``, ``.token``,
+  ``.root`` (the folder it serves: write notebooks there).
+- ``page``: a Playwright page logged in to that lab, with the app started.
+  Uncaught page errors fail the test.
+
+Helpers: ``open_notebook(page, path)``, ``wait_for_idle(page)``,
+``screenshot(page, name)``, ``run_command(page, command, args)``,
+``set_theme(page, name)``.
+
+Chromium comes from Debian (``apt-get install -y chromium``, see
+``.ci/browser-setup``); nothing is downloaded at run time. Without Chromium or
+the ``playwright`` package the suite skips with the reason, unless
+``GRINTA_REQUIRE_BROWSER=1`` (CI) makes that a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "artifacts" / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+VIEWPORT = {"width": 1280, "height": 900}
+LAB_START_TIMEOUT_S = 60.0
+
+# Settings for the test lab: no news pop-up and no update check (both would
+# reach for the network); every notebook cell kept in the DOM so locators and
+# screenshots do not depend on what is scrolled into view.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification": {
+        "fetchNews": "false",
+        "checkForUpdates": False,
+    },
+    "@jupyterlab/notebook-extension/tracker": {"windowingMode": "none"},
+}
+
+
+def chromium_path() -> str | None:
+    """The Chromium binary to drive: $GRINTA_CHROMIUM, else the one on PATH."""
+    return os.environ.get("GRINTA_CHROMIUM") or shutil.which("chromium")
+
+
+def _missing() -> str | None:
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install -e '.[test]')"
+    if not chromium_path():
+        return "Chromium is not installed (apt-get install -y chromium, or .ci/browser-setup)"
+    return None
+
+
+def _require_browser() -> None:
+    reason = _missing()
+    if reason is None:
+        return
+    if os.environ.get("GRINTA_REQUIRE_BROWSER") == "1":
+        pytest.fail(f"browser tests required but {reason}")
+    pytest.skip(reason)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "browser: runs JupyterLab in a real Chromium")
+
+
+@dataclass(frozen=True)
+class LabServer:
+    url: str
+    token: str
+    root: Path
+    log: Path
+
+    def api(self, path: str) -> Any:
+        """GET a server API path (``/api/status``...) and decode its JSON."""
+        req = urllib.request.Request(
+            self.url + path, headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=5) as resp:
+            return json.loads(resp.read())
+
+    def page_config(self) -> Any:
+        """The page config JupyterLab embeds in /lab (its extensions, settings...)."""
+        req = urllib.request.Request(
+            self.url + "/lab", headers={"Authorization": f"token {self.token}"}
+        )
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            page = resp.read().decode()
+        start = page.index(">", page.index('id="jupyter-config-data"')) + 1
+        return json.loads(page[start : page.index("</script>", start)])
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture(scope="package")
+def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    _require_browser()
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "root"
+    root.mkdir()
+    dirs = {
+        "JUPYTER_CONFIG_DIR": base / "config",
+        "JUPYTER_RUNTIME_DIR": base / "runtime",
+        "JUPYTERLAB_SETTINGS_DIR": base / "settings",
+        "JUPYTERLAB_WORKSPACES_DIR": base / "workspaces",
+        "IPYTHONDIR": base / "ipython",
+    }
+    for path in dirs.values():
+        path.mkdir()
+    for plugin, values in LAB_SETTINGS.items():
+        target = dirs["JUPYTERLAB_SETTINGS_DIR"] / f"{plugin}.jupyterlab-settings"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(values))
+    env = {**os.environ, **{k: str(v) for k, v in dirs.items()}}
+
+    port = _free_port()
+    token = secrets.token_hex(16)
+    log = base / "lab.log"
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        "--ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        f"--ServerApp.token={token}",
+        f"--ServerApp.root_dir={root}",
+        # Gives tests `window.jupyterapp` to run JupyterLab commands.
+        "--LabApp.expose_app_in_browser=True",
+    ]
+    with log.open("wb") as out:
+        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+    server = LabServer(f"http://127.0.0.1:{port}", token, root, log)
+    try:
+        _wait_for_status(server, proc)
+        yield server
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def _wait_for_status(server: LabServer, proc: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + LAB_START_TIMEOUT_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"jupyter lab exited ({proc.returncode}):\n{_tail(server.log)}")
+        try:
+            server.api("/api/status")
+            return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"jupyter lab did not answer /api/status:\n{_tail(server.log)}")
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+# Package scope, not session: Playwright's sync API keeps an asyncio loop
+# running in this thread while it is open, which would break every later test
+# that calls asyncio.run().
+@pytest.fixture(scope="package")
+def browser() -> Iterator[Any]:
+    _require_browser()
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium_path(), args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser: Any, lab_server: LabServer) -> Iterator[Any]:
+    context = browser.new_context(viewport=VIEWPORT)
+    page = context.new_page()
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(f"{lab_server.url}/lab?token={lab_server.token}")
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
+    page.evaluate("() => window.jupyterapp.restored")
+    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
+    yield page
+    context.close()
+    assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def run_command(page: Any, command: str, args: dict[str, Any] | None = None) -> None:
+    """Run a JupyterLab command (``apputils:change-theme``...) and wait for it to finish."""
+    page.evaluate(
+        "async ([id, args]) => { await window.jupyterapp.commands.execute(id, args); }",
+        [command, args or {}],
+    )
+
+
+def open_notebook(page: Any, path: str, *, kernel: bool = True) -> Any:
+    """Open ``path`` (relative to the lab root); return the notebook panel's locator.
+
+    With ``kernel=False`` a "Select Kernel" dialog (JupyterLab shows one for a
+    notebook whose kernel is not installed) is answered with "No Kernel".
+    """
+    page.evaluate(
+        """async path => {
+          const app = window.jupyterapp;
+          const widget = await app.commands.execute('docmanager:open', {path, factory: 'Notebook'});
+          widget.node.dataset.grintaPath = path;
+          await widget.context.ready;
+          await widget.revealed;
+        }""",
+        path,
+    )
+    if not kernel:
+        _answer_kernel_dialog(page)
+    panel = page.locator(f'.jp-NotebookPanel[data-grinta-path="{path}"]')
+    panel.wait_for(state="visible", timeout=30_000)
+    return panel
+
+
+def _answer_kernel_dialog(page: Any, timeout_s: float = 5.0) -> None:
+    button = page.locator(".jp-Dialog").get_by_role("button", name="No Kernel")
+    try:
+        button.wait_for(state="visible", timeout=timeout_s * 1000)
+    except Exception:  # noqa: BLE001  (no dialog: nothing to answer)
+        return
+    button.click()
+    page.locator(".jp-Dialog").wait_for(state="detached")
+
+
+def set_theme(page: Any, theme: str) -> None:
+    """Switch JupyterLab's theme ("JupyterLab Light", "JupyterLab Dark") and wait for it.
+
+    The choice is saved in the lab's settings and so outlives the page:
+    switch back when the test is done.
+    """
+    run_command(page, "apputils:change-theme", {"theme": theme})
+    page.wait_for_selector(f'body[data-jp-theme-name="{theme}"]', state="attached")
+    page.wait_for_selector("#jupyterlab-splash", state="detached")
+
+
+def wait_for_idle(page: Any, timeout_s: float = 60.0) -> None:
+    """Wait until the current notebook's kernel is idle, or it has none."""
+    page.wait_for_function(
+        """() => {
+          const widget = window.jupyterapp.shell.currentWidget;
+          const ctx = widget && widget.sessionContext;
+          if (!ctx) return true;
+          if (ctx.hasNoKernel) return true;
+          return ctx.kernelDisplayStatus === 'idle';
+        }""",
+        timeout=timeout_s * 1000,
+    )
+
+
+def screenshot(page: Any, name: str, target: Any = None) -> Path:
+    """Save a PNG of the page, or of the ``target`` locator, to artifacts/screenshots/.
+
+    A target taller than the window is shot with the window stretched to fit,
+    since JupyterLab scrolls inside its own panels and would cut it off.
+    """
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    path = SCREENSHOTS / f"{name}.png"
+    if target is None:
+        page.screenshot(path=str(path))
+        return path
+    box = target.bounding_box()
+    tall = box is not None and box["height"] + 200 > VIEWPORT["height"]
+    if tall:
+        page.set_viewport_size({"width": VIEWPORT["width"], "height": int(box["height"]) + 200})
+    try:
+        target.screenshot(path=str(path))
+    finally:
+        if tall:
+            page.set_viewport_size(VIEWPORT)
+    return path

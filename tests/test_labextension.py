@@ -1,0 +1,60 @@
+"""The committed JupyterLab extension build matches its sources (no Node needed).
+
+``grinta_jupyter/labextension/`` is committed so that ``pip install`` works
+without Node.js; ``npm run build:prod`` in ``labextension/`` writes
+``source.sha256``, a fingerprint of the sources it was built from
+(``labextension/scripts/source-hash.mjs``). This test recomputes it the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+import grinta_jupyter
+
+REPO = Path(__file__).resolve().parents[1]
+SOURCE = REPO / "labextension"
+BUILD = REPO / "grinta_jupyter" / "labextension"
+# Keep in step with INPUTS in labextension/scripts/source-hash.mjs.
+INPUTS = ["package.json", "package-lock.json", "tsconfig.json", "src", "style"]
+REBUILD = "run `npm ci && npm run build:prod` in labextension/ (or .ci/browser-setup) and commit"
+
+
+def source_hash() -> str:
+    files: list[str] = []
+    for name in INPUTS:
+        path = SOURCE / name
+        if path.is_dir():
+            files += [p.relative_to(SOURCE).as_posix() for p in path.rglob("*") if p.is_file()]
+        elif path.is_file():
+            files.append(name)
+    digest = hashlib.sha256()
+    for rel in sorted(files):
+        digest.update(rel.encode() + b"\0")
+        digest.update((SOURCE / rel).read_bytes().replace(b"\r\n", b"\n"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def test_committed_build_matches_sources() -> None:
+    stamp = BUILD / "source.sha256"
+    assert stamp.is_file(), f"no labextension build: {REBUILD}"
+    assert stamp.read_text().strip() == source_hash(), f"labextension build is stale: {REBUILD}"
+
+
+def test_build_is_complete_and_versioned_with_the_package() -> None:
+    built = json.loads((BUILD / "package.json").read_text())
+    assert (BUILD / built["jupyterlab"]["_build"]["load"]).is_file()
+    assert built["name"] == "grinta-jupyter-labextension"
+    source = json.loads((SOURCE / "package.json").read_text())
+    assert source["version"] == built["version"] == grinta_jupyter.__version__, (
+        "labextension/package.json's version must equal grinta_jupyter.__version__"
+    )
+
+
+def test_develop_install_finds_the_build() -> None:
+    (paths,) = grinta_jupyter._jupyter_labextension_paths()
+    assert (Path(grinta_jupyter.__file__).parent / paths["src"] / "package.json").is_file()
+    assert paths["dest"] == "grinta-jupyter-labextension"
