@@ -56,14 +56,19 @@ class NotebookSession:
         self.trace = display(self.bundle(), raw=True, display_id=True)
 
     def bundle(self) -> dict[str, Any]:
-        """The panel (live) with the trace as fallbacks (saved, kernel-less, nbviewer)."""
+        """The panel while the session runs, with the trace as its fallbacks; the trace alone once it ends.
+
+        Dropping the widget view at the end makes the saved output the trace (a
+        widget view without a kernel shows nothing useful). Front ends apply a
+        display update to a cell that has finished running only through the
+        grinta labextension; elsewhere ``%grinta log`` keeps the trace.
+        """
         from grinta_jupyter.jupyter.mime import trace_bundle
 
-        bundle = trace_bundle(self.session)
-        if self.panel is not None:
-            bundle.update(self.panel.widget._repr_mimebundle_())
-            bundle["text/plain"] = trace_bundle(self.session)["text/plain"]
-        return bundle
+        trace = trace_bundle(self.session)
+        if self.panel is None or self.session.done:
+            return trace
+        return {**trace, **self.panel.widget._repr_mimebundle_(), "text/plain": trace["text/plain"]}
 
     def _on_event(self, event: Any) -> None:
         if event.type in ("observation", "session_end"):
