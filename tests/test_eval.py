@@ -130,3 +130,16 @@ def test_an_interrupted_eval_resumes_without_redoing_finished_runs(tmp_path):
     assert len(after) == 6 and all(after[name] == mtime for name, mtime in before.items())
     assert not list((out / "runs").glob(".*.tmp"))
     assert "| runs | 3 | 3 |" in done.stdout
+
+
+def test_a_run_with_a_real_model_over_litellm(openai_server, tmp_path, monkeypatch):
+    from tests.openai_server import tool_call, tool_reply
+
+    monkeypatch.setenv("GRINTA_API_BASE", openai_server.url)
+    monkeypatch.setenv("GRINTA_API_KEY", "sk-local")
+    fix = TASKS["raft_kv/fix-failing-test"].solution
+    openai_server.queue(*[tool_reply(tool_call(name, args)) for name, args in fix])
+    result = run_one(RunSpec("raft_kv/fix-failing-test", "intent", "openai/local-model", seed=3), tmp_path)
+    assert result["passed"], result["detail"]
+    assert result["metrics"]["prompt_tokens"] > 0
+    assert openai_server.requests[0].body["seed"] == 3

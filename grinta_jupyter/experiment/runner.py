@@ -53,10 +53,10 @@ def make_model(spec: RunSpec, root: Path, plan: list[tuple[str, dict[str, Any]]]
             root,
             name="scripted:noop",
         )
-    from grinta_jupyter.agent.models import LiteLLMModel
+    from grinta_jupyter.agent.models import resolve_model
 
-    # Temperature stays at the client's default; the seed is recorded, and passed on where supported.
-    return LiteLLMModel(spec.model, extra={"seed": spec.seed})
+    # GRINTA_API_BASE / GRINTA_API_KEY apply as for sessions; the seed goes to providers that take one.
+    return resolve_model(spec.model, extra={"seed": spec.seed})
 
 
 def run_one(spec: RunSpec, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
