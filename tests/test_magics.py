@@ -140,3 +140,9 @@ def test_notebooks_are_protected_unless_allowed(ip, tmp_path):
     )
     session = magic(ip, "--manual --allow-notebooks fix the failing test in raft_kv")
     assert session.runtime.propose("create", {"path": "new.ipynb", "content": "{}"}).ok
+
+
+def test_demo_model_refuses_another_root(ip, tmp_path, capsys):
+    magic(ip, f"--root {tmp_path} fix my code")
+    assert "demo model only plays its scripted session" in capsys.readouterr().out
+    assert grinta_jupyter.current() is None

@@ -143,3 +143,9 @@ def test_cli_demo_metrics_and_replay(tmp_path, capsys):
     assert metrics["commits"] == 1
     assert main(["replay", str(log_path)]) == 0
     assert "every proposal identical" in capsys.readouterr().out
+
+
+def test_cli_run_without_a_model_explains_instead_of_running_the_demo(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("GRINTA_MODEL", raising=False)
+    assert main(["run", "fix my code", "--root", str(tmp_path)]) == 2
+    assert "Set GRINTA_MODEL" in capsys.readouterr().err

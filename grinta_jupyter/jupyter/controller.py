@@ -132,7 +132,11 @@ def start(options: Any) -> Session:
         model = make_model(options.model)
     except ModelError as exc:
         raise MagicUsageError(exc.message) from None
-    root, sample = _workspace(options.root, getattr(model, "name", "") == "demo")
+    demo = getattr(model, "name", "") == "demo"
+    if demo and options.root:
+        raise MagicUsageError("no model is configured, and the demo model only plays its scripted session on "
+                              "a copy of the raft_kv sample; drop --root, or set GRINTA_MODEL (or --model)")
+    root, sample = _workspace(options.root, demo)
     protected = () if options.allow_notebooks else ("*.ipynb",)
     if _current is not None and not _current.session.done:
         _current.session.stop("replaced by a new session")
