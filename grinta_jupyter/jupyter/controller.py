@@ -134,8 +134,10 @@ def start(options: Any) -> Session:
         raise MagicUsageError(exc.message) from None
     demo = getattr(model, "name", "") == "demo"
     if demo and options.root:
-        raise MagicUsageError("no model is configured, and the demo model only plays its scripted session on "
-                              "a copy of the raft_kv sample; drop --root, or set GRINTA_MODEL (or --model)")
+        raise MagicUsageError(
+            "no model is configured, and the demo model only plays its scripted session on "
+            "a copy of the raft_kv sample; drop --root, or set GRINTA_MODEL (or --model)"
+        )
     root, sample = _workspace(options.root, demo)
     protected = () if options.allow_notebooks else ("*.ipynb",)
     if _current is not None and not _current.session.done:

@@ -32,6 +32,8 @@ def step_status(step: Step) -> str:
         return "vetoed"
     if step.observation is None:
         return "refused" if p.error is not None else "pending"
+    if p.kind == "finish":  # a finish the guard sent back did not end anything
+        return "done" if step.observation.ok else "refused"
     if p.kind == "write":
         return "committed" if step.observation.ok else "refused"
     if p.error is not None:

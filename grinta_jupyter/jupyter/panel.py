@@ -61,6 +61,7 @@ class StepCard:
         self._show_editor(False)
         self.veto_box.layout.display = "none"
         self.widget = w.VBox([self.view, self.actions, self.editor, self.veto_box])
+        self.widget.add_class("grinta-panel-step")  # a stable hook for styles and browser tests
         self.refresh()
 
     def refresh(self) -> None:
@@ -154,7 +155,7 @@ class SessionPanel:
             value=session.auto_reads,
             description="Auto-approve reads",
             tooltip="Run reads without asking",
-            layout=w.Layout(width="170px"),
+            layout=w.Layout(width="auto", min_width="180px"),
         )
         self.reads_toggle.observe(self._toggle_reads, names="value")
         self.thinking = w.HTML()
@@ -174,6 +175,7 @@ class SessionPanel:
             ],
             layout=w.Layout(border="1px solid #d0d7de", padding="6px"),
         )
+        self.widget.add_class("grinta-panel")
         session.log.listeners.append(self._on_event)
         session.watchers.append(self._on_change)
         session.on_text = self._on_text
@@ -240,8 +242,9 @@ class SessionPanel:
         cost = f"${s.totals.cost:.4f}" if s.totals.cost_known else "cost unknown"
         state = s.end_reason if s.done else ("waiting for you" if s.waiting else s.state.value)
         self.header.value = (
-            f'<div style="font-family:sans-serif;font-size:13px"><b>grinta</b> · '
-            f"{html.escape(getattr(s.model, 'name', 'model'))} · <code>{html.escape(str(s.root))}</code> · "
+            f'<div style="font-family:sans-serif;font-size:13px;line-height:1.4"><b>grinta</b> · '
+            f"{html.escape(getattr(s.model, 'name', 'model'))} · "
+            f'<code title="{html.escape(str(s.root))}">{html.escape(s.root.name)}</code> · '
             f"step {len(s.steps)} · {tokens} tokens · {cost} · <i>{html.escape(str(state))}</i></div>"
         )
 

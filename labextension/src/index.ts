@@ -1,7 +1,8 @@
 /**
  * JupyterLab MIME renderers for grinta-jupyter's step and session cards.
  * The payloads are described in docs/mime-schema.md; this file only wires
- * the two MIME types to their cards.
+ * the two MIME types to their cards. The package's other plugin, which keeps
+ * a finished session's trace in the notebook, is traceSync.ts.
  */
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';

@@ -11,7 +11,7 @@ Fixtures:
 
 Helpers: ``open_notebook(page, path)``, ``wait_for_idle(page)``,
 ``screenshot(page, name)``, ``run_command(page, command, args)``,
-``set_theme(page, name)``.
+``set_theme(page, name)``, ``wait_for_app(page)``.
 
 Chromium comes from Debian (``apt-get install -y chromium``, see
 ``.ci/browser-setup``); nothing is downloaded at run time. Without Chromium or
@@ -143,7 +143,9 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
         target = dirs["JUPYTERLAB_SETTINGS_DIR"] / f"{plugin}.jupyterlab-settings"
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
-    env = {**os.environ, **{k: str(v) for k, v in dirs.items()}}
+    # Kernels started by the lab run grinta's demo model on a copy in the lab root.
+    inherited = {k: v for k, v in os.environ.items() if k not in ("GRINTA_MODEL", "GRINTA_ROOT")}
+    env = {**inherited, **{k: str(v) for k, v in dirs.items()}}
 
     port = _free_port()
     token = secrets.token_hex(16)
@@ -215,13 +217,20 @@ def page(browser: Any, lab_server: LabServer) -> Iterator[Any]:
     page = context.new_page()
     errors: list[str] = []
     page.on("pageerror", lambda error: errors.append(str(error)))
-    page.goto(f"{lab_server.url}/lab?token={lab_server.token}")
-    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
-    page.evaluate("() => window.jupyterapp.restored")
-    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
+    # A workspace of its own, so the documents an earlier test left open are not restored.
+    workspace = f"test-{secrets.token_hex(4)}"
+    page.goto(f"{lab_server.url}/lab/workspaces/{workspace}?token={lab_server.token}")
+    wait_for_app(page)
     yield page
     context.close()
     assert not errors, f"uncaught errors in the page: {errors}"
+
+
+def wait_for_app(page: Any) -> None:
+    """Wait until JupyterLab has started and restored its layout (after a load or reload)."""
+    page.wait_for_function("() => window.jupyterapp !== undefined", timeout=30_000)
+    page.evaluate("() => window.jupyterapp.restored")
+    page.wait_for_selector("#jupyterlab-splash", state="detached", timeout=30_000)
 
 
 def run_command(page: Any, command: str, args: dict[str, Any] | None = None) -> None:
