@@ -58,21 +58,36 @@ def main() -> None:
                 (root / name).write_text(make_module(lines))
             rt = Runtime(root)
 
-            def replace(k: int):
+            def replace(k: int, lines: int = lines):
                 i = (k * 37) % (lines // 5)
-                return "replace_string", {"path": "a.py", "old_string": f"weight={i})\n",
-                                          "new_string": f"weight={i} + {k})\n"}
+                return "replace_string", {
+                    "path": "a.py",
+                    "old_string": f"weight={i})\n",
+                    "new_string": f"weight={i} + {k})\n",
+                }
 
-            def multi(k: int):
+            def multi(k: int, lines: int = lines):
                 i = (k * 53) % (lines // 5)
-                return "multiedit", {"edits": [
-                    {"path": "a.py", "old_string": f'"""Handle event {i}."""', "new_string": f'"""Event {i}/{k}."""'},
-                    {"path": "b.py", "old_string": f'"""Handle event {i}."""', "new_string": f'"""Event {i}/{k}."""'},
-                ]}
+                return "multiedit", {
+                    "edits": [
+                        {
+                            "path": "a.py",
+                            "old_string": f'"""Handle event {i}."""',
+                            "new_string": f'"""Event {i}/{k}."""',
+                        },
+                        {
+                            "path": "b.py",
+                            "old_string": f'"""Handle event {i}."""',
+                            "new_string": f'"""Event {i}/{k}."""',
+                        },
+                    ]
+                }
 
             for label, make_call in (("replace_string", replace), ("multiedit", multi)):
                 samples = measure(rt, make_call)
-                print(f"{lines:>10}  {label:<15} {statistics.median(samples):8.1f} {p95(samples):8.1f}")
+                print(
+                    f"{lines:>10}  {label:<15} {statistics.median(samples):8.1f} {p95(samples):8.1f}"
+                )
     sys.stdout.flush()
 
 

@@ -160,9 +160,11 @@ def _run_session(
         print(f"error: {exc.message}", file=sys.stderr)
         return 2
     if model.name == "demo" and sample is None:
-        print("error: no model is configured, and the demo model only plays its scripted session on the "
-              "raft_kv sample (grinta demo). Set GRINTA_MODEL to a litellm model string, or pass --model.",
-              file=sys.stderr)
+        print(
+            "error: no model is configured, and the demo model only plays its scripted session on the "
+            "raft_kv sample (grinta demo). Set GRINTA_MODEL to a litellm model string, or pass --model.",
+            file=sys.stderr,
+        )
         return 2
     session = Session(
         task,

@@ -3,6 +3,7 @@
 The notebooks are committed without outputs; this script is their source, so a
 change to a notebook is a readable diff. Run: python notebooks/make_notebooks.py notebooks
 """
+
 import json
 import sys
 from pathlib import Path
@@ -11,17 +12,34 @@ from pathlib import Path
 def nb(cells):
     out = []
     for number, (kind, src) in enumerate(cells, 1):
-        cell = {"cell_type": kind, "id": f"cell-{number:02d}", "metadata": {},
-                "source": src.strip("\n").splitlines(keepends=True)}
+        cell = {
+            "cell_type": kind,
+            "id": f"cell-{number:02d}",
+            "metadata": {},
+            "source": src.strip("\n").splitlines(keepends=True),
+        }
         if kind == "code":
             cell.update({"execution_count": None, "outputs": []})
         out.append(cell)
-    return {"cells": out, "metadata": {"kernelspec": {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"},
-            "language_info": {"name": "python"}}, "nbformat": 4, "nbformat_minor": 5}
+    return {
+        "cells": out,
+        "metadata": {
+            "kernelspec": {
+                "display_name": "Python 3 (ipykernel)",
+                "language": "python",
+                "name": "python3",
+            },
+            "language_info": {"name": "python"},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
 
 
 QUICK = [
-("markdown", """
+    (
+        "markdown",
+        """
 # grinta quickstart
 
 One command starts an agent session on a copy of the bundled `raft_kv` sample (a small Raft key-value store with one failing test).
@@ -29,85 +47,128 @@ One command starts an agent session on a copy of the bundled `raft_kv` sample (a
 With no model configured, a **scripted demo model** plays the session and says so. To use a real model, set `GRINTA_MODEL` to any [litellm](https://docs.litellm.ai/docs/providers) model string before starting Jupyter (for example `openai/gpt-4o-mini`, `anthropic/claude-3-5-sonnet-latest`, or `ollama_chat/qwen2.5-coder:7b`).
 
 Each step appears as a card: the tool call, how a symbol was resolved, the exact diff, the validation result. Reads run by themselves; **writes and commands wait for you**: *Approve* (or Enter), *Edit*, or *Veto* (or Escape). Nothing touches a file until you approve.
-"""),
-("code", "%load_ext grinta_jupyter"),
-("code", "%grinta fix the failing test in raft_kv"),
-("markdown", """
+""",
+    ),
+    ("code", "%load_ext grinta_jupyter"),
+    ("code", "%grinta fix the failing test in raft_kv"),
+    (
+        "markdown",
+        """
 Click through the cards above. The session runs in the background, so the next cells still run.
 
 The same session can be driven from code instead of clicks. `await session.settle()` waits until the session needs you (or has finished):
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 import grinta_jupyter
 
 session = grinta_jupyter.current()
 await session.settle()
 print(session.pending.proposal.summary)
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 while not session.done:
     if session.waiting:
         print(f"approving step {session.pending.number}: {session.pending.proposal.summary}")
         session.approve()
     await session.settle(timeout=120)
 print(session.end_reason, "-", session.summary)
-"""),
-("markdown", "The fix is on disk, and the sample's own check agrees:"),
-("code", """
+""",
+    ),
+    ("markdown", "The fix is on disk, and the sample's own check agrees:"),
+    (
+        "code",
+        """
 from grinta_jupyter.samples.tasks import get_task
 
 get_task("raft_kv/fix-failing-test").check(session.root)
-"""),
-("markdown", "Every step was recorded as an event; `%grinta metrics` summarises the run, and `%grinta log` writes the whole trace into this cell as step cards, so the saved notebook stays readable without a kernel (in JupyterLab with the grinta extension, on GitHub, on nbviewer)."),
-("code", "%grinta metrics"),
-("code", "%grinta log"),
+""",
+    ),
+    (
+        "markdown",
+        "Every step was recorded as an event; `%grinta metrics` summarises the run, and `%grinta log` writes the whole trace into this cell as step cards, so the saved notebook stays readable without a kernel (in JupyterLab with the grinta extension, on GitHub, on nbviewer).",
+    ),
+    ("code", "%grinta metrics"),
+    ("code", "%grinta log"),
 ]
 
 STEP = [
-("markdown", """
+    (
+        "markdown",
+        """
 # Stepping a session cell by cell: approve, edit, veto
 
 `--manual` starts a session that only moves when you say so: `%grinta step` advances to the next step that has something to show, and `%grinta approve`, `%grinta edit {json}` and `%grinta veto REASON` decide the pending one. No widgets needed.
-"""),
-("code", "%load_ext grinta_jupyter"),
-("code", "session = %grinta --manual fix the failing test in raft_kv"),
-("markdown", "The model first wants to run the tests. Commands wait for a decision:"),
-("code", "%grinta step"),
-("code", "%grinta approve"),
-("markdown", "One test fails. The model reads the method it suspects; reads run without asking:"),
-("code", "%grinta step"),
-("markdown", "Now it proposes the fix. The card shows the exact diff; nothing is written yet."),
-("code", "%grinta step"),
-("markdown", "**Edit** the proposal before approving: here we keep the fix but add a comment. The runtime re-resolves, re-stages and re-validates the edited call and shows the new diff:"),
-("code", """
-import json
+""",
+    ),
+    ("code", "%load_ext grinta_jupyter"),
+    ("code", "session = %grinta --manual fix the failing test in raft_kv"),
+    ("markdown", "The model first wants to run the tests. Commands wait for a decision:"),
+    ("code", "%grinta step"),
+    ("code", "%grinta approve"),
+    (
+        "markdown",
+        "One test fails. The model reads the method it suspects; reads run without asking:",
+    ),
+    ("code", "%grinta step"),
+    ("markdown", "Now it proposes the fix. The card shows the exact diff; nothing is written yet."),
+    ("code", "%grinta step"),
+    (
+        "markdown",
+        "**Edit** the proposal before approving: here we keep the fix but add a comment. The runtime re-resolves, re-stages and re-validates the edited call and shows the new diff:",
+    ),
+    (
+        "code",
+        """
+import json  # noqa: F401  (used by the magic below: $json.dumps(...))
+
 from grinta_jupyter.samples.tasks import DEMO_FIX
 
 edited = {**DEMO_FIX, "new_string": DEMO_FIX["new_string"] + "  # terms must match exactly"}
 %grinta edit $json.dumps(edited)
-"""),
-("code", "%grinta approve"),
-("markdown", "The model wants to run the tests again. **Veto** it, with a reason the model will read:"),
-("code", "%grinta step"),
-("code", "%grinta veto run them after lunch"),
-("markdown", "The demo model tries to finish, but it edited a file and never ran the tests since. The **finish guard** sends it back:"),
-("code", "%grinta step"),
-("code", "%grinta step"),
-("code", "%grinta approve"),
-("code", "%grinta step"),
-("code", "%grinta status"),
-("markdown", "Undo restores the last commit byte for byte (here: the fix). `%grinta log` re-displays the whole trace."),
-("code", "%grinta undo"),
-("code", "%grinta log"),
+""",
+    ),
+    ("code", "%grinta approve"),
+    (
+        "markdown",
+        "The model wants to run the tests again. **Veto** it, with a reason the model will read:",
+    ),
+    ("code", "%grinta step"),
+    ("code", "%grinta veto run them after lunch"),
+    (
+        "markdown",
+        "The demo model tries to finish, but it edited a file and never ran the tests since. The **finish guard** sends it back:",
+    ),
+    ("code", "%grinta step"),
+    ("code", "%grinta step"),
+    ("code", "%grinta approve"),
+    ("code", "%grinta step"),
+    ("code", "%grinta status"),
+    (
+        "markdown",
+        "Undo restores the last commit byte for byte (here: the fix). `%grinta log` re-displays the whole trace.",
+    ),
+    ("code", "%grinta undo"),
+    ("code", "%grinta log"),
 ]
 
 SYMBOLS = [
-("markdown", """
+    (
+        "markdown",
+        """
 # Symbols and diffs: resolution, ambiguity, candidates, a refused edit
 
 The runtime underneath the agent can be used directly. *Reads may search; writes must target*: a read of an ambiguous name returns candidates, a write to one is refused with candidates, never guessed.
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 import tempfile
 from pathlib import Path
 
@@ -116,53 +177,83 @@ from grinta_jupyter.samples.tasks import copy_workspace
 
 root = copy_workspace("raft_kv", Path(tempfile.mkdtemp()) / "raft_kv")
 rt = Runtime(root)
-"""),
-("markdown", "A unique name reads directly:"),
-("code", "print(rt.call('read', {'symbol': 'RaftNode.handle_append_entries', }).output[:900])"),
-("markdown", "`apply` is defined three times. A read returns the candidates:"),
-("code", "print(rt.call('read', {'symbol': 'apply'}).output)"),
-("markdown", "A write to the same name is refused, and nothing changes:"),
-("code", """
+""",
+    ),
+    ("markdown", "A unique name reads directly:"),
+    ("code", "print(rt.call('read', {'symbol': 'RaftNode.handle_append_entries', }).output[:900])"),
+    ("markdown", "`apply` is defined three times. A read returns the candidates:"),
+    ("code", "print(rt.call('read', {'symbol': 'apply'}).output)"),
+    ("markdown", "A write to the same name is refused, and nothing changes:"),
+    (
+        "code",
+        """
 p = rt.propose("edit_symbols", {"edits": [{"symbol": "apply", "action": "delete"}]})
 print(p.error.code)
 for c in p.error.candidates:
     print(f"  {c.path}:{c.line} {c.kind} {c.name}")
-"""),
-("markdown", "Targeting one candidate exactly works. `propose` stages the change and shows the diff; nothing is written until `commit`:"),
-("code", """
+""",
+    ),
+    (
+        "markdown",
+        "Targeting one candidate exactly works. `propose` stages the change and shows the diff; nothing is written until `commit`:",
+    ),
+    (
+        "code",
+        """
 p = rt.propose("edit_symbols", {"edits": [{
     "symbol": "raft_kv/state_machine.py::KVStateMachine.apply",
     "action": "insert_after",
     "new_source": "def keys(self) -> list[str]:\\n    \\"\\"\\"Every key, sorted.\\"\\"\\"\\n    return sorted(self._data)\\n",
 }]})
 print(p.diff)
-"""),
-("code", "print(rt.commit(p).output.splitlines()[0])"),
-("markdown", "An edit that would break the file is refused with the line, and the file stays as it was:"),
-("code", """
+""",
+    ),
+    ("code", "print(rt.commit(p).output.splitlines()[0])"),
+    (
+        "markdown",
+        "An edit that would break the file is refused with the line, and the file stays as it was:",
+    ),
+    (
+        "code",
+        """
 p = rt.propose("replace_string", {"path": "raft_kv/log.py", "old_string": "class RaftLog:", "new_string": "class RaftLog("})
 print(p.error.render())
-"""),
-("markdown", "So is code that arrives JSON-escaped, a classic transport failure of tool calls:"),
-("code", """
+""",
+    ),
+    (
+        "markdown",
+        "So is code that arrives JSON-escaped, a classic transport failure of tool calls:",
+    ),
+    (
+        "code",
+        """
 p = rt.propose("create", {"path": "raft_kv/extra.py", "content": "def f():\\\\n    return 1\\\\n"})
 print(p.error.code, "-", p.error.message)
-"""),
-("markdown", "And a near miss says what differs:"),
-("code", """
+""",
+    ),
+    ("markdown", "And a near miss says what differs:"),
+    (
+        "code",
+        """
 p = rt.propose("replace_string", {"path": "raft_kv/log.py", "old_string": "def last_index(self) -> int:\\n  return", "new_string": "x"})
 print(p.error.render())
-"""),
-("code", "print(rt.undo().output)"),
+""",
+    ),
+    ("code", "print(rt.undo().output)"),
 ]
 
 METRICS = [
-("markdown", """
+    (
+        "markdown",
+        """
 # Reading an event log and plotting the run
 
 Every session writes `.grinta/sessions/<id>.jsonl`: one event per line. Here we run the demo session (auto-approved), then read its log.
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 import tempfile
 from pathlib import Path
 
@@ -174,22 +265,31 @@ root = copy_workspace("raft_kv", Path(tempfile.mkdtemp()) / "raft_kv")
 session = Session("fix the failing test in raft_kv", model=DemoModel(), root=root, policy="auto", sample="raft_kv")
 await session.run()
 print(session.end_reason, session.log_path.name)
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 from grinta_jupyter.events.log import read_events
 
 events = read_events(session.log_path)
 for e in events[:12]:
     print(f"{e.seq:3} t={e.t:6.3f} step {e.step} {e.type}")
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 from grinta_jupyter.events.metrics import format_summary, summarize
 
 metrics = summarize(session.log_path)
 print(format_summary(metrics))
-"""),
-("markdown", "Context growth (prompt tokens per request) and where the time went:"),
-("code", """
+""",
+    ),
+    ("markdown", "Context growth (prompt tokens per request) and where the time went:"),
+    (
+        "code",
+        """
 import matplotlib
 
 matplotlib.use("Agg")
@@ -203,45 +303,69 @@ b.barh([f"{e.step} {e.tool}" for e in steps], [e.t for e in steps])
 b.set(title="time of each observation (s)")
 fig.tight_layout()
 plt.show()
-"""),
-("markdown", "Replaying the log re-runs every model turn and decision and checks that each proposal comes out the same:"),
-("code", """
+""",
+    ),
+    (
+        "markdown",
+        "Replaying the log re-runs every model turn and decision and checks that each proposal comes out the same:",
+    ),
+    (
+        "code",
+        """
 from grinta_jupyter.agent.replay import replay
 
 report = replay(session.log_path)
 print(report.identical, report.differences)
-"""),
+""",
+    ),
 ]
 
 HARNESS = [
-("markdown", """
+    (
+        "markdown",
+        """
 # Harness variants: does a simpler tool surface make an agent better?
 
 The same tasks, run under two toolsets: **intent** (8 tools, one per intent) and **broad** (14 tools with overlapping purposes: whole-file writes, patches, line edits, string replacement, AST edits, XML edit blocks, heredocs). Both run on the same runtime, so safety is equal and only the action space differs. Design and limits: `docs/experiment.md`.
 
 This notebook runs a small eval **offline with a scripted solver** so it runs anywhere. Its numbers exercise the pipeline; they are *not* evidence about models (the solver's tool choice is random by construction).
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 import tempfile
 from pathlib import Path
 
-from grinta_jupyter.experiment.suite import plan_runs, run_suite, select_tasks, summarize_results, write_report
+from grinta_jupyter.experiment.suite import (
+    plan_runs,
+    run_suite,
+    select_tasks,
+    summarize_results,
+    write_report,
+)
 from grinta_jupyter.tools import get_toolset
 from grinta_jupyter.tools.tokens import schema_tokens
 
 for name in ("intent", "broad"):
     toolset = get_toolset(name)
     print(f"{name}: {len(toolset.tools)} tools, {schema_tokens(toolset.schemas())} schema tokens")
-"""),
-("code", """
+""",
+    ),
+    (
+        "code",
+        """
 out = Path(tempfile.mkdtemp()) / "eval"
 tasks = select_tasks("raft_kv")[:2]
 specs = plan_runs(tasks, ["intent", "broad"], "scripted", runs=2)
 results = run_suite(specs, out, jobs=1, progress=print)
 print(write_report(results, ["intent", "broad"], out))
-"""),
-("markdown", "Per-toolset means with 95% bootstrap intervals:"),
-("code", """
+""",
+    ),
+    ("markdown", "Per-toolset means with 95% bootstrap intervals:"),
+    (
+        "code",
+        """
 import matplotlib
 
 matplotlib.use("Agg")
@@ -250,7 +374,7 @@ import matplotlib.pyplot as plt
 table = summarize_results(results, ["intent", "broad"])
 metrics = ["pass_rate", "tool_entropy_bits", "steps", "validation_failure_total", "edit_retries", "redundant_calls"]
 fig, axes = plt.subplots(1, len(metrics), figsize=(3 * len(metrics), 3))
-for ax, metric in zip(axes, metrics):
+for ax, metric in zip(axes, metrics, strict=True):
     for i, name in enumerate(["intent", "broad"]):
         e = table["toolsets"][name][metric]
         ax.bar(i, e.mean, color=["#1a7f37", "#9a6700"][i])
@@ -259,8 +383,11 @@ for ax, metric in zip(axes, metrics):
     ax.set_title(metric, fontsize=9)
 fig.tight_layout()
 plt.show()
-"""),
-("markdown", """
+""",
+    ),
+    (
+        "markdown",
+        """
 ## With a real model
 
 Set `GRINTA_MODEL` (any litellm model string) and run the whole suite, for instance from a terminal:
@@ -270,11 +397,16 @@ GRINTA_MODEL=openai/gpt-4o-mini grinta eval --tasks all --toolsets intent,broad 
 ```
 
 or from here, with `plan_runs(select_tasks("all"), ["intent", "broad"], "openai/gpt-4o-mini", runs=5)` and `run_suite(specs, "my-eval", jobs=2)`. An interrupted eval resumes where it stopped when run again with the same `--out`.
-"""),
+""",
+    ),
 ]
 
 out = Path(sys.argv[1])
-for name, cells in [("01-quickstart.ipynb", QUICK), ("02-step-approve-edit-veto.ipynb", STEP),
-                    ("03-symbols-and-diffs.ipynb", SYMBOLS), ("04-metrics.ipynb", METRICS),
-                    ("05-harness-variants.ipynb", HARNESS)]:
+for name, cells in [
+    ("01-quickstart.ipynb", QUICK),
+    ("02-step-approve-edit-veto.ipynb", STEP),
+    ("03-symbols-and-diffs.ipynb", SYMBOLS),
+    ("04-metrics.ipynb", METRICS),
+    ("05-harness-variants.ipynb", HARNESS),
+]:
     (out / name).write_text(json.dumps(nb(cells), indent=1) + "\n")

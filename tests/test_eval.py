@@ -139,7 +139,9 @@ def test_a_run_with_a_real_model_over_litellm(openai_server, tmp_path, monkeypat
     monkeypatch.setenv("GRINTA_API_KEY", "sk-local")
     fix = TASKS["raft_kv/fix-failing-test"].solution
     openai_server.queue(*[tool_reply(tool_call(name, args)) for name, args in fix])
-    result = run_one(RunSpec("raft_kv/fix-failing-test", "intent", "openai/local-model", seed=3), tmp_path)
+    result = run_one(
+        RunSpec("raft_kv/fix-failing-test", "intent", "openai/local-model", seed=3), tmp_path
+    )
     assert result["passed"], result["detail"]
     assert result["metrics"]["prompt_tokens"] > 0
     assert openai_server.requests[0].body["seed"] == 3

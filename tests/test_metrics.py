@@ -23,13 +23,21 @@ def log(*events: ev.Event) -> list[ev.Event]:
 
 
 def proposed(step, tool, args, kind="read", call_id=None):
-    return ev.ToolProposed(step=step, call_id=call_id or f"c{step}", tool=tool, arguments=json.dumps(args),
-                           kind=kind)
+    return ev.ToolProposed(
+        step=step, call_id=call_id or f"c{step}", tool=tool, arguments=json.dumps(args), kind=kind
+    )
 
 
 def observed(step, tool, ok, target=None, code=None, call_id=None):
-    return ev.Observed(step=step, call_id=call_id or f"c{step}", tool=tool, ok=ok, output="", target=target,
-                       code=code)
+    return ev.Observed(
+        step=step,
+        call_id=call_id or f"c{step}",
+        tool=tool,
+        ok=ok,
+        output="",
+        target=target,
+        code=code,
+    )
 
 
 def test_hand_computed_log():
@@ -43,11 +51,15 @@ def test_hand_computed_log():
         ev.ModelReplied(text="", tool_calls=[], prompt_tokens=200, completion_tokens=10, cost=0.02),
         proposed(2, "read", {"path": "a.py"}),  # repeated read, redundant call
         observed(2, "read", True, "a.py"),
-        proposed(3, "replace_string", {"path": "a.py", "old_string": "x", "new_string": "y"}, "write"),
+        proposed(
+            3, "replace_string", {"path": "a.py", "old_string": "x", "new_string": "y"}, "write"
+        ),
         ev.Validated(step=3, call_id="c3", ok=False, code="NOT_FOUND", target="a.py"),
         observed(3, "replace_string", False, "a.py", "NOT_FOUND"),
         ev.ModelRequest(messages=6, digest="d", tokens=330),
-        proposed(4, "replace_string", {"path": "a.py", "old_string": "z", "new_string": "y"}, "write"),
+        proposed(
+            4, "replace_string", {"path": "a.py", "old_string": "z", "new_string": "y"}, "write"
+        ),
         ev.Validated(step=4, call_id="c4", ok=True, target="a.py"),
         ev.UserDecision(step=4, call_id="c4", decision="approve"),
         ev.Committed(step=4, call_id="c4", ok=True, paths=["a.py"]),
@@ -81,14 +93,21 @@ def test_hand_computed_log():
 
 
 def test_empty_session_metrics():
-    m = summarize(log(ev.SessionStart(task="t", model="m", toolset="intent", root="/r", policy="ask")))
+    m = summarize(
+        log(ev.SessionStart(task="t", model="m", toolset="intent", root="/r", policy="ask"))
+    )
     assert m["steps"] == 0 and m["tool_entropy_bits"] == 0.0 and m["time_to_first_edit"] is None
 
 
 def demo_session(tmp_path) -> Session:
     root = copy_workspace("raft_kv", tmp_path / "raft_kv")
-    session = Session("fix the failing test in raft_kv", model=DemoModel(), root=root, policy="auto",
-                      sample="raft_kv")
+    session = Session(
+        "fix the failing test in raft_kv",
+        model=DemoModel(),
+        root=root,
+        policy="auto",
+        sample="raft_kv",
+    )
     asyncio.run(session.run())
     return session
 
@@ -107,17 +126,25 @@ def test_replay_reports_a_step_whose_proposal_differs(tmp_path):
     session = demo_session(tmp_path)
     other = copy_workspace("raft_kv", tmp_path / "changed")
     node = other / "raft_kv/node.py"
-    node.write_text(node.read_text().replace("        # Point the leader", "        # Tell the leader"))
+    node.write_text(
+        node.read_text().replace("        # Point the leader", "        # Tell the leader")
+    )
     report = replay(session.log_path, other)
     assert not report.identical
-    assert any(d.startswith("step 3: differs in diff") for d in report.differences), report.differences
+    assert any(d.startswith("step 3: differs in diff") for d in report.differences), (
+        report.differences
+    )
 
 
 def test_replay_with_decisions(tmp_path):
     root = copy_workspace("raft_kv", tmp_path / "a")
-    model = ScriptedModel([reply("", call("create", path="x.txt", content="1\n")),
-                           reply("", call("create", path="y.txt", content="2\n")),
-                           reply("", call("finish", summary="one file"))])
+    model = ScriptedModel(
+        [
+            reply("", call("create", path="x.txt", content="1\n")),
+            reply("", call("create", path="y.txt", content="2\n")),
+            reply("", call("finish", summary="one file")),
+        ]
+    )
     session = Session("t", model=model, root=root)
 
     async def go():
@@ -129,7 +156,11 @@ def test_replay_with_decisions(tmp_path):
 
     asyncio.run(go())
     report = replay(session.log_path, copy_workspace("raft_kv", tmp_path / "b"))
-    assert report.identical and (tmp_path / "b" / "x.txt").exists() and not (tmp_path / "b" / "y.txt").exists()
+    assert (
+        report.identical
+        and (tmp_path / "b" / "x.txt").exists()
+        and not (tmp_path / "b" / "y.txt").exists()
+    )
 
 
 def test_cli_demo_metrics_and_replay(tmp_path, capsys):
@@ -145,7 +176,9 @@ def test_cli_demo_metrics_and_replay(tmp_path, capsys):
     assert "every proposal identical" in capsys.readouterr().out
 
 
-def test_cli_run_without_a_model_explains_instead_of_running_the_demo(tmp_path, capsys, monkeypatch):
+def test_cli_run_without_a_model_explains_instead_of_running_the_demo(
+    tmp_path, capsys, monkeypatch
+):
     monkeypatch.delenv("GRINTA_MODEL", raising=False)
     assert main(["run", "fix my code", "--root", str(tmp_path)]) == 2
     assert "Set GRINTA_MODEL" in capsys.readouterr().err

@@ -146,6 +146,8 @@ def test_secrets_are_redacted_from_bundles(tmp_path, monkeypatch):
 
 
 def test_long_diffs_are_cut_with_a_note():
-    diff = "--- a/f\n+++ b/f\n@@ -1,200 +1,200 @@\n" + "".join(f"-a{i}\n+b{i}\n" for i in range(200))
+    diff = "--- a/f\n+++ b/f\n@@ -1,200 +1,200 @@\n" + "".join(
+        f"-a{i}\n+b{i}\n" for i in range(200)
+    )
     html = diff_rows_html(diff, max_lines=50)
     assert html.count("<tr") == 50 and "353 more diff lines" in html  # file, hunk, 47 lines, note

@@ -11,19 +11,27 @@ from grinta_jupyter.samples.tasks import DEMO_FIX, copy_workspace, get_task
 from tests.openai_server import error_reply, tool_call, tool_reply
 
 
-def test_session_over_litellm_with_split_chunks_rate_limit_and_malformed_json(openai_server, tmp_path):
+def test_session_over_litellm_with_split_chunks_rate_limit_and_malformed_json(
+    openai_server, tmp_path
+):
     root = copy_workspace("raft_kv", tmp_path / "raft_kv")
     openai_server.queue(
-        tool_reply(tool_call("run", {"command": "python -m pytest"}), text="Running the tests first.",
-                   chunk_size=2),
+        tool_reply(
+            tool_call("run", {"command": "python -m pytest"}),
+            text="Running the tests first.",
+            chunk_size=2,
+        ),
         error_reply(429, "slow down", retry_after="0"),
-        tool_reply(tool_call("replace_string", '{"path": "raft_kv/node.py", "old_string": '), chunk_size=4),
+        tool_reply(
+            tool_call("replace_string", '{"path": "raft_kv/node.py", "old_string": '), chunk_size=4
+        ),
         tool_reply(tool_call("replace_string", DEMO_FIX), chunk_size=5),
         tool_reply(tool_call("run", {"command": "python -m pytest"})),
         tool_reply(tool_call("finish", {"summary": "Fixed the prev_log_term check; 44 passed."})),
     )
-    model = LiteLLMModel("openai/test-model", api_base=openai_server.url, api_key="sk-local-test-key",
-                         backoff=0.01)
+    model = LiteLLMModel(
+        "openai/test-model", api_base=openai_server.url, api_key="sk-local-test-key", backoff=0.01
+    )
     streamed: list[str] = []
     session = Session("fix the failing test", model=model, root=root, policy="auto")
     session.on_text = streamed.append
@@ -41,7 +49,8 @@ def test_session_over_litellm_with_split_chunks_rate_limit_and_malformed_json(op
     assert bodies[1]["messages"] == bodies[2]["messages"]
     # Every request offered the toolset's schemas.
     assert [t["function"]["name"] for t in bodies[0]["tools"]] == [
-        s["function"]["name"] for s in session.runtime.tool_schemas()]
+        s["function"]["name"] for s in session.runtime.tool_schemas()
+    ]
     metrics = summarize(session.log_path)
     assert metrics["prompt_tokens"] > 0 and metrics["validation_failures"] == {"INVALID_ARGS": 1}
     assert "sk-local-test-key" not in session.log_path.read_text()

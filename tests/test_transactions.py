@@ -103,7 +103,9 @@ def test_no_temp_files_left_behind(rt, ws):
 
 
 def test_undo_refuses_a_damaged_backup(rt, ws):
-    assert rt.call("replace_string", {"path": "README.md", "old_string": "demo", "new_string": "x"}).ok
+    assert rt.call(
+        "replace_string", {"path": "README.md", "old_string": "demo", "new_string": "x"}
+    ).ok
     record = rt.journal.history()[-1]
     (record.folder / "0.old").write_bytes(b"garbage")
     obs = rt.undo()

@@ -262,7 +262,9 @@ class Journal:
             current = target.read_bytes() if target.exists() else None
             old = (record.folder / f"{i}.old").read_bytes() if entry["backup"] else None
             if old is not None and sha256(old) != entry["old_sha"]:
-                raise OSError(f"the undo record for {entry['path']} is damaged (its backup does not match)")
+                raise OSError(
+                    f"the undo record for {entry['path']} is damaged (its backup does not match)"
+                )
             prune = tuple(entry.get("new_dirs", [])) if old is None else ()
             writes.append(FileWrite(entry["path"], current, old, prune))
         return writes
