@@ -21,10 +21,9 @@ import json
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import asdict, dataclass, field
-from enum import Enum
+from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from grinta_jupyter.agent.context import Context, count_request_tokens, digest, one_line
 from grinta_jupyter.agent.guards import (
@@ -36,49 +35,13 @@ from grinta_jupyter.agent.guards import (
     StuckDetector,
 )
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
+from grinta_jupyter.agent.recorder import proposal_events, target_of
+from grinta_jupyter.agent.step import Policy, State, Step, Totals
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import EventLog
 from grinta_jupyter.runtime.proposal import Observation, Proposal
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
-
-
-class State(str, Enum):
-    THINKING = "thinking"
-    PROPOSED = "proposed"
-    COMMITTED = "committed"
-    OBSERVED = "observed"
-    FINISH_CHECK = "finish_check"
-    DONE = "done"
-
-
-# A policy decides whether a proposal runs without asking: "ask" (reads run,
-# writes and commands wait), "auto" (everything runs), or a callable returning
-# True (approve), False (ask), or ("veto", reason).
-Policy = Literal["ask", "auto"] | Callable[[Proposal], "bool | tuple[str, str]"]
-
-
-@dataclass
-class Step:
-    """One tool call and what became of it; front ends render these as cards."""
-
-    number: int
-    call: ToolCall
-    proposal: Proposal
-    text: str = ""  # the model's text that came with the call
-    decision: str | None = None  # approve | edit | veto | auto
-    reason: str | None = None
-    observation: Observation | None = None
-    guards: list[Firing] = field(default_factory=list)
-    edits: int = 0
-
-
-@dataclass
-class Totals:
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost: float = 0.0
-    cost_known: bool = True
 
 
 class Session:
@@ -423,7 +386,7 @@ class Session:
                 code=obs.error.code if obs.error else ("VETO" if vetoed else None),
                 output=output,
                 exit_code=obs.exit_code,
-                target=_target(proposal),
+                target=target_of(proposal),
             ),
             step.number,
         )
@@ -505,52 +468,8 @@ class Session:
         return self.pending
 
     def _record_proposal(self, step: Step, edited: bool = False) -> None:
-        p, call = step.proposal, step.call
-        self._emit(
-            ev.ToolProposed(
-                call_id=call.id,
-                tool=call.name,
-                arguments=call.arguments,
-                kind=p.kind,
-                summary=p.summary,
-                proposal=p.id,
-                edited=edited,
-            ),
-            step.number,
-        )
-        for r in p.resolutions:
-            self._emit(
-                ev.SymbolResolved(
-                    call_id=call.id,
-                    target=r.target,
-                    chosen=r.chosen,
-                    reason=r.reason,
-                    candidates=r.candidates,
-                ),
-                step.number,
-            )
-        if p.changes:
-            self._emit(
-                ev.DiffStaged(
-                    call_id=call.id,
-                    paths=p.paths,
-                    diff=p.diff,
-                    added=sum(c.added_lines for c in p.changes),
-                    removed=sum(c.removed_lines for c in p.changes),
-                ),
-                step.number,
-            )
-        if p.kind in ("write", "command") or not p.ok:
-            self._emit(
-                ev.Validated(
-                    call_id=call.id,
-                    ok=p.ok,
-                    code=p.error.code if p.error else None,
-                    message=p.error.message if p.error else None,
-                    target=_target(p),
-                ),
-                step.number,
-            )
+        for event in proposal_events(step, edited):
+            self._emit(event, step.number)
 
     def _fresh_read(self, proposal: Proposal) -> str:
         path = proposal.args.get("path") or (proposal.args.get("edits") or [{}])[0].get("path")
@@ -589,14 +508,3 @@ class Session:
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
         self._changed.set()
         return self.log.emit(event, step)
-
-
-def _target(proposal: Proposal) -> str | None:
-    args = proposal.args
-    if args.get("path"):
-        return str(args["path"])
-    edits = args.get("edits") or []
-    if edits:
-        first = edits[0]
-        return str(first.get("path") or first.get("symbol", "")).split("::")[0] or None
-    return None

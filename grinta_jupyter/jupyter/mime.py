@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 from grinta_jupyter.events.log import redact
 
 if TYPE_CHECKING:
-    from grinta_jupyter.agent.session import Session, Step
+    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.agent.step import Step
 
 STEP_MIME = "application/vnd.grinta.step+json"
 SESSION_MIME = "application/vnd.grinta.session+json"

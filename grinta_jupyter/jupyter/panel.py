@@ -20,7 +20,8 @@ from grinta_jupyter.jupyter.actions import ActionBar
 from grinta_jupyter.jupyter.mime import session_html, session_payload, step_html, step_payload
 
 if TYPE_CHECKING:
-    from grinta_jupyter.agent.session import Session, Step
+    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.agent.step import Step
     from grinta_jupyter.events.models import Event
 
 # Arguments that carry new text: shown in their own editor when a write is edited.

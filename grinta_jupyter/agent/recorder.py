@@ -1,0 +1,66 @@
+"""Turning what happens to a step into events (pure: the session emits them)."""
+
+from __future__ import annotations
+
+from grinta_jupyter.agent.step import Step
+from grinta_jupyter.events import models as ev
+from grinta_jupyter.runtime.proposal import Proposal
+
+
+def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
+    """The events that record a (re-)proposed step: the call, resolutions, diff, validation."""
+    p, call = step.proposal, step.call
+    events: list[ev.Event] = [
+        ev.ToolProposed(
+            call_id=call.id,
+            tool=call.name,
+            arguments=call.arguments,
+            kind=p.kind,
+            summary=p.summary,
+            proposal=p.id,
+            edited=edited,
+        ),
+        *(
+            ev.SymbolResolved(
+                call_id=call.id,
+                target=r.target,
+                chosen=r.chosen,
+                reason=r.reason,
+                candidates=r.candidates,
+            )
+            for r in p.resolutions
+        ),
+    ]
+    if p.changes:
+        events.append(
+            ev.DiffStaged(
+                call_id=call.id,
+                paths=p.paths,
+                diff=p.diff,
+                added=sum(c.added_lines for c in p.changes),
+                removed=sum(c.removed_lines for c in p.changes),
+            )
+        )
+    if p.kind in ("write", "command") or not p.ok:
+        events.append(
+            ev.Validated(
+                call_id=call.id,
+                ok=p.ok,
+                code=p.error.code if p.error else None,
+                message=p.error.message if p.error else None,
+                target=target_of(p),
+            )
+        )
+    return events
+
+
+def target_of(proposal: Proposal) -> str | None:
+    """The path (or symbol's file) a call aimed at, for recovery metrics."""
+    args = proposal.args
+    if args.get("path"):
+        return str(args["path"])
+    edits = args.get("edits") or []
+    if edits:
+        first = edits[0]
+        return str(first.get("path") or first.get("symbol", "")).split("::")[0] or None
+    return None

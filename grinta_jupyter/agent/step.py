@@ -1,0 +1,50 @@
+"""The pieces of a session a front end reads: its state, its steps, its totals, its policy."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import Literal
+
+from grinta_jupyter.agent.guards import Firing
+from grinta_jupyter.agent.models.base import ToolCall
+from grinta_jupyter.runtime.proposal import Observation, Proposal
+
+
+class State(str, Enum):
+    THINKING = "thinking"
+    PROPOSED = "proposed"
+    COMMITTED = "committed"
+    OBSERVED = "observed"
+    FINISH_CHECK = "finish_check"
+    DONE = "done"
+
+
+# A policy decides whether a proposal runs without asking: "ask" (reads run,
+# writes and commands wait), "auto" (everything runs), or a callable returning
+# True (approve), False (ask), or ("veto", reason).
+Policy = Literal["ask", "auto"] | Callable[[Proposal], "bool | tuple[str, str]"]
+
+
+@dataclass
+class Step:
+    """One tool call and what became of it; front ends render these as cards."""
+
+    number: int
+    call: ToolCall
+    proposal: Proposal
+    text: str = ""  # the model's text that came with the call
+    decision: str | None = None  # approve | edit | veto | auto
+    reason: str | None = None
+    observation: Observation | None = None
+    guards: list[Firing] = field(default_factory=list)
+    edits: int = 0
+
+
+@dataclass
+class Totals:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    cost_known: bool = True
