@@ -59,9 +59,10 @@ class NotebookSession:
         """The panel while the session runs, with the trace as its fallbacks; the trace alone once it ends.
 
         Dropping the widget view at the end makes the saved output the trace (a
-        widget view without a kernel shows nothing useful). Front ends apply a
-        display update to a cell that has finished running only through the
-        grinta labextension; elsewhere ``%grinta log`` keeps the trace.
+        widget view without a kernel shows nothing useful). Whether a front end
+        applies this update to a cell that finished running varies (JupyterLab
+        does until the page is reloaded; the grinta labextension does always;
+        nbclient never), so ``%grinta log`` remains the portable way to keep it.
         """
         from grinta_jupyter.jupyter.mime import trace_bundle
 

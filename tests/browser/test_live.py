@@ -27,7 +27,9 @@ from tests.browser.conftest import (
     screenshot,
     set_theme,
     wait_for_app,
+    wait_for_kernel,
 )
+from tests.browser.panel import STEP_TIMEOUT_MS, pending_card, wait_for_status
 
 pytestmark = pytest.mark.browser
 
@@ -36,7 +38,6 @@ SESSION_MIME = "application/vnd.grinta.session+json"
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 FIX = "!= request.prev_log_term"
 VETO_REASON = "Not now: I will run the suite myself."
-STEP_TIMEOUT_MS = 30_000
 # The demo's session with one veto: the finish guard refuses the first finish.
 TOOLS = ["run", "read", "replace_string", "run", "finish", "run", "finish"]
 
@@ -44,7 +45,7 @@ TOOLS = ["run", "read", "replace_string", "run", "finish", "run", "finish"]
 def test_quickstart_session_live_then_saved(page: Any, lab_server: LabServer) -> None:
     shutil.copy(REPO / "notebooks" / "01-quickstart.ipynb", lab_server.root / NOTEBOOK)
     notebook = open_notebook(page, NOTEBOOK)
-    _wait_for_kernel(page)
+    wait_for_kernel(page)
     # Cells 1 and 2: %load_ext grinta_jupyter, %grinta fix the failing test in raft_kv.
     page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 1; }")
     run_command(page, "notebook:run-cell-and-select-next")
@@ -53,31 +54,31 @@ def test_quickstart_session_live_then_saved(page: Any, lab_server: LabServer) ->
     panel = cell.locator(".grinta-panel")
     panel.wait_for(timeout=STEP_TIMEOUT_MS)
 
-    first = _pending(page, panel, "run")
+    first = pending_card(page, panel, "run")
     assert "python -m pytest" in first.inner_text()
     screenshot(page, "live-pending-run", panel)
     first.locator("button.grinta-approve").click()
 
     # The read runs by itself; the fix waits, with its diff.
-    fix = _pending(page, panel, "replace_string")
+    fix = pending_card(page, panel, "replace_string")
     assert FIX in fix.inner_text()
     screenshot(page, "live-pending-diff", panel)
     fix.locator("button.grinta-approve").click()
-    _status(fix, "committed")
+    wait_for_status(fix, "committed")
     node = lab_server.root / "raft_kv" / "raft_kv" / "node.py"
     assert FIX in node.read_text()
 
     # Veto the re-run from the keyboard (Escape on the focused bar), with a reason.
-    rerun = _pending(page, panel, "run")
+    rerun = pending_card(page, panel, "run")
     rerun.locator(".grinta-actions").press("Escape")
     rerun.get_by_placeholder("Why? The model reads this.").fill(VETO_REASON)
     screenshot(page, "live-veto-reason", rerun)
     rerun.get_by_role("button", name="Send veto").click()
-    _status(rerun, "vetoed")
+    wait_for_status(rerun, "vetoed")
     assert f"vetoed: {VETO_REASON}" in rerun.inner_text()
 
     # The demo tries to finish; the finish guard sends it back to run the tests.
-    last_run = _pending(page, panel, "run")
+    last_run = pending_card(page, panel, "run")
     refused_finish = panel.locator(".grinta-panel-step").nth(4)
     assert "premature_finish" in refused_finish.inner_text()
     screenshot(page, "live-vetoed", panel)
@@ -142,30 +143,6 @@ def _check_saved_trace(trace: Any) -> None:
     )
 
 
-def _pending(page: Any, panel: Any, tool: str) -> Any:
-    """The panel's card waiting for a decision, once it is a call of ``tool``.
-
-    The locator returned is the card's position, so it still finds the card
-    once it is decided.
-    """
-    cards = panel.locator(".grinta-panel-step")
-    pending = cards.filter(has=page.locator(".grinta-actions:visible")).filter(
-        has=page.locator("code", has_text=re.compile(f"^{tool}$"))
-    )
-    pending.wait_for(timeout=STEP_TIMEOUT_MS)
-    index = pending.evaluate(
-        "el => [...el.closest('.grinta-panel').querySelectorAll('.grinta-panel-step')].indexOf(el)"
-    )
-    return cards.nth(index)
-
-
-def _status(card: Any, status: str) -> None:
-    """Wait until the card's header says ``status``."""
-    card.locator(".grinta-step span", has_text=re.compile(f"^{status}")).first.wait_for(
-        timeout=STEP_TIMEOUT_MS
-    )
-
-
 def _screenshot_from(page: Any, name: str, first: Any, container: Any) -> None:
     """Save the part of ``container`` from ``first`` down to its end (or the window's)."""
     first.evaluate("el => el.scrollIntoView({block: 'start'})")
@@ -175,16 +152,6 @@ def _screenshot_from(page: Any, name: str, first: Any, container: Any) -> None:
     clip = {"x": box["x"], "y": top["y"], "width": box["width"], "height": bottom - top["y"]}
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), clip=clip)
-
-
-def _wait_for_kernel(page: Any) -> None:
-    page.wait_for_function(
-        """() => {
-          const ctx = window.jupyterapp.shell.currentWidget.sessionContext;
-          return !!(ctx.session && ctx.session.kernel) && ctx.kernelDisplayStatus === 'idle';
-        }""",
-        timeout=60_000,
-    )
 
 
 def _reload_without_kernels(page: Any) -> None:

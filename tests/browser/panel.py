@@ -1,0 +1,36 @@
+"""Locators for grinta's live panel (grinta_jupyter/jupyter/panel.py) in a browser.
+
+Shared by the live tests in JupyterLab (test_live.py) and Notebook 7
+(test_notebook7.py): both front ends draw the same ipywidgets panel.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+STEP_TIMEOUT_MS = 30_000
+
+
+def pending_card(page: Any, panel: Any, tool: str) -> Any:
+    """The panel's card waiting for a decision, once it is a call of ``tool``.
+
+    The locator returned is the card's position, so it still finds the card
+    once it is decided.
+    """
+    cards = panel.locator(".grinta-panel-step")
+    pending = cards.filter(has=page.locator(".grinta-actions:visible")).filter(
+        has=page.locator("code", has_text=re.compile(f"^{tool}$"))
+    )
+    pending.wait_for(timeout=STEP_TIMEOUT_MS)
+    index = pending.evaluate(
+        "el => [...el.closest('.grinta-panel').querySelectorAll('.grinta-panel-step')].indexOf(el)"
+    )
+    return cards.nth(index)
+
+
+def wait_for_status(card: Any, status: str) -> None:
+    """Wait until the card's header says ``status``."""
+    card.locator(".grinta-step span", has_text=re.compile(f"^{status}")).first.wait_for(
+        timeout=STEP_TIMEOUT_MS
+    )
