@@ -12,6 +12,18 @@ from typing import Any
 STEP_TIMEOUT_MS = 30_000
 
 
+def start_quickstart_session(page: Any, notebook: Any) -> Any:
+    """Run the quickstart's cells 1 and 2 (``%load_ext``, ``%grinta ...``); return the live panel."""
+    from tests.browser.conftest import run_command
+
+    page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 1; }")
+    run_command(page, "notebook:run-cell-and-select-next")
+    run_command(page, "notebook:run-cell-and-select-next")
+    panel = notebook.locator(".jp-Cell").nth(2).locator(".grinta-panel")
+    panel.wait_for(timeout=STEP_TIMEOUT_MS)
+    return panel
+
+
 def pending_card(page: Any, panel: Any, tool: str) -> Any:
     """The panel's card waiting for a decision, once it is a call of ``tool``.
 

@@ -29,7 +29,12 @@ from tests.browser.conftest import (
     wait_for_app,
     wait_for_kernel,
 )
-from tests.browser.panel import STEP_TIMEOUT_MS, pending_card, wait_for_status
+from tests.browser.panel import (
+    STEP_TIMEOUT_MS,
+    pending_card,
+    start_quickstart_session,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -46,13 +51,7 @@ def test_quickstart_session_live_then_saved(page: Any, lab_server: LabServer) ->
     shutil.copy(REPO / "notebooks" / "01-quickstart.ipynb", lab_server.root / NOTEBOOK)
     notebook = open_notebook(page, NOTEBOOK)
     wait_for_kernel(page)
-    # Cells 1 and 2: %load_ext grinta_jupyter, %grinta fix the failing test in raft_kv.
-    page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 1; }")
-    run_command(page, "notebook:run-cell-and-select-next")
-    run_command(page, "notebook:run-cell-and-select-next")
-    cell = notebook.locator(".jp-Cell").nth(2)
-    panel = cell.locator(".grinta-panel")
-    panel.wait_for(timeout=STEP_TIMEOUT_MS)
+    panel = start_quickstart_session(page, notebook)
 
     first = pending_card(page, panel, "run")
     assert "python -m pytest" in first.inner_text()
@@ -86,7 +85,11 @@ def test_quickstart_session_live_then_saved(page: Any, lab_server: LabServer) ->
     last_run.locator("button.grinta-approve").click()
     # When the session ends the kernel replaces the panel by the trace, and
     # the extension applies that to the finished cell (labextension/src/traceSync.ts).
-    trace = cell.locator('.grinta-output > .grinta-session[data-end-reason="finished"]')
+    trace = (
+        notebook.locator(".jp-Cell")
+        .nth(2)
+        .locator('.grinta-output > .grinta-session[data-end-reason="finished"]')
+    )
     trace.wait_for(timeout=STEP_TIMEOUT_MS)
     assert panel.count() == 0
     screenshot(page, "live-finished", trace)

@@ -26,7 +26,12 @@ from tests.browser.conftest import (
     screenshot,
     wait_for_idle,
 )
-from tests.browser.panel import STEP_TIMEOUT_MS, pending_card, wait_for_status
+from tests.browser.panel import (
+    STEP_TIMEOUT_MS,
+    pending_card,
+    start_quickstart_session,
+    wait_for_status,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -52,13 +57,7 @@ def test_quickstart_session_in_notebook7(notebook7_page: Any, notebook7_server: 
             "id => window.jupyterapp.isPluginActivated(id)", f"{EXTENSION}:{plugin}"
         ), plugin
 
-    # Cells 1 and 2: %load_ext grinta_jupyter, %grinta fix the failing test in raft_kv.
-    page.evaluate("() => { window.jupyterapp.shell.currentWidget.content.activeCellIndex = 1; }")
-    run_command(page, "notebook:run-cell-and-select-next")
-    run_command(page, "notebook:run-cell-and-select-next")
-    cell = notebook.locator(".jp-Cell").nth(2)
-    panel = cell.locator(".grinta-panel")
-    panel.wait_for(timeout=STEP_TIMEOUT_MS)
+    panel = start_quickstart_session(page, notebook)
 
     first = pending_card(page, panel, "run")
     assert "python -m pytest" in first.inner_text()
