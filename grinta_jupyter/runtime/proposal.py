@@ -23,8 +23,14 @@ class FileChange:
     new_bytes: bytes | None
     base_sha256: str | None  # sha256 of the bytes on disk when staged
     diff: str = ""
-    added_lines: int = 0
+    added: list[tuple[int, str]] = field(
+        default_factory=list
+    )  # (1-based new line, text) per added line
     removed_lines: int = 0
+
+    @property
+    def added_lines(self) -> int:
+        return len(self.added)
 
 
 @dataclass

@@ -9,7 +9,7 @@ from the model arrive with LF and are adapted to the file's style.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from grinta_jupyter.runtime.errors import BINARY_FILE, UNSUPPORTED_ENCODING, fail
 
@@ -29,6 +29,7 @@ class TextFile:
     bom: bool
     newline: str  # dominant line ending: "\n" or "\r\n"
     sha256: str  # of the bytes on disk
+    raw: bytes = field(default=b"", repr=False)  # those bytes: the base a commit compares against
 
     @classmethod
     def decode(cls, raw: bytes, path: str = "file") -> TextFile:
@@ -46,10 +47,12 @@ class TextFile:
             ) from None
         crlf = text.count("\r\n")
         lf = text.count("\n") - crlf
-        return cls(text=text, bom=bom, newline="\r\n" if crlf > lf else "\n", sha256=sha256(raw))
+        return cls(
+            text=text, bom=bom, newline="\r\n" if crlf > lf else "\n", sha256=sha256(raw), raw=raw
+        )
 
     @classmethod
-    def new(cls, text: str) -> TextFile:
+    def new(cls) -> TextFile:
         """Conventions for a file that does not exist yet: UTF-8, no BOM, LF."""
         return cls(text="", bom=False, newline="\n", sha256="")
 

@@ -61,7 +61,7 @@ class StagedFile:
 
     @property
     def conventions(self) -> TextFile:
-        return self.original or TextFile.new("")
+        return self.original or TextFile.new()
 
 
 class ToolContext:
@@ -169,12 +169,6 @@ class Toolset:
 
     def schemas(self) -> list[dict[str, Any]]:
         return [spec.schema() for spec in self.tools.values()]
-
-    def __contains__(self, name: object) -> bool:
-        return name in self.tools
-
-    def __getitem__(self, name: str) -> ToolSpec:
-        return self.tools[name]
 
 
 def compact_schema(model: type[BaseModel]) -> dict[str, Any]:

@@ -227,29 +227,28 @@ class Runtime:
             before = item.original.text if item.original else None
             if before == item.text:
                 continue
-            old_bytes = item.path.abs.read_bytes() if item.original else None
-            new_bytes = item.conventions.encode(item.text)
             diff = unified_diff(rel, before, item.text)
-            change = FileChange(
-                rel,
-                before,
-                item.text,
-                old_bytes,
-                new_bytes,
-                item.original.sha256 if item.original else None,
-                diff.text,
-                len(diff.added),
-                diff.removed,
+            changes.append(
+                FileChange(
+                    rel,
+                    before,
+                    item.text,
+                    # The bytes the text was decoded from: a commit refuses if the disk moved on.
+                    item.original.raw if item.original else None,
+                    item.conventions.encode(item.text),
+                    item.original.sha256 if item.original else None,
+                    diff.text,
+                    diff.added,
+                    diff.removed,
+                )
             )
-            change._added = diff.added  # type: ignore[attr-defined]
-            changes.append(change)
         return changes
 
     def _check(self, changes: list[FileChange]) -> ToolError | None:
         if not changes:
             return ToolError(NO_CHANGE, "the edit would not change any file")
         for change in changes:
-            added = change._added  # type: ignore[attr-defined]
+            added = change.added
             error = (
                 check_serialized("\n".join(line for _, line in added))
                 or check_placeholder(added, change.before or "")

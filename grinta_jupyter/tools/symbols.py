@@ -12,7 +12,6 @@ from grinta_jupyter.runtime.errors import (
     AMBIGUOUS_SYMBOL,
     SYMBOL_NOT_FOUND,
     Candidate,
-    ToolFailure,
     fail,
 )
 from grinta_jupyter.tools.base import StagedFile, ToolContext
@@ -74,35 +73,24 @@ def _label(symbol) -> str:  # type: ignore[no-untyped-def]
 
 def locate_in_staged(staged: StagedFile, symbol):  # type: ignore[no-untyped-def]
     """``symbol`` as it stands in the staged text (which earlier edits may have moved)."""
-    from grinta_jupyter.code.symbols import extract_symbols
-
     if staged.original is not None and staged.text == staged.original.text:
         return symbol
-    ctx_ordinal = symbol_ordinal(staged.original.text if staged.original else "", symbol)
-    same = [
-        s
-        for s in extract_symbols(staged.rel, staged.text.encode("utf-8"), symbol.language)
-        if s.qualname == symbol.qualname and s.kind == symbol.kind
-    ]
-    if ctx_ordinal >= len(same):
-        raise ToolFailure(
-            fail(
-                SYMBOL_NOT_FOUND, f"{symbol.qualname} is gone after an earlier edit in this call"
-            ).error
+    before = _same_named(staged.original.text if staged.original else "", symbol)
+    ordinal = next((i for i, s in enumerate(before) if s.start_byte == symbol.start_byte), 0)
+    now = _same_named(staged.text, symbol)
+    if ordinal >= len(now):
+        raise fail(
+            SYMBOL_NOT_FOUND, f"{symbol.qualname} is gone after an earlier edit in this call"
         )
-    return same[ctx_ordinal]
+    return now[ordinal]
 
 
-def symbol_ordinal(text: str, symbol) -> int:  # type: ignore[no-untyped-def]
-    """Which of the same-named definitions ``symbol`` is (overloads share a qualified name)."""
+def _same_named(text: str, symbol) -> list:  # type: ignore[no-untyped-def]
+    """The definitions in ``text`` sharing ``symbol``'s qualified name and kind (overloads), in order."""
     from grinta_jupyter.code.symbols import extract_symbols
 
-    same = [
+    return [
         s
         for s in extract_symbols(symbol.path, text.encode("utf-8"), symbol.language)
         if s.qualname == symbol.qualname and s.kind == symbol.kind
     ]
-    for i, s in enumerate(same):
-        if s.start_byte == symbol.start_byte:
-            return i
-    return 0
