@@ -1,13 +1,22 @@
-"""Unified diffs of staged changes, fast on large files.
+"""Unified diffs of staged changes, fast on large files, and reading them back by role.
 
 The common prefix and suffix are skipped before difflib sees the lines, so a
 one-line edit in a 100k-line file costs little more than in a small one.
+
+Lines are split at ``\n`` only (a ``\r``, form feed or U+2028 inside a line
+stays in it), and a path holding a control character, quote or backslash is
+written C-quoted as git does (``"b/a\nb.py"``), so nothing inside a file or a
+file name can make a line of the diff that is not what it says it is.
+``parse_unified`` reads hunks by their ``@@`` counts, never by the first
+characters of a line: a removed ``-- comment`` is a removed line.
 """
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
+from typing import Literal
 
 CONTEXT = 3
 _NO_NEWLINE = "\\ No newline at end of file"
@@ -24,16 +33,16 @@ class LineDiff:
 
 def unified_diff(path: str, old: str | None, new: str | None, context: int = CONTEXT) -> LineDiff:
     """A git-style unified diff of ``old`` -> ``new`` (None means the file is absent)."""
-    a = (old or "").splitlines(keepends=True)
-    b = (new or "").splitlines(keepends=True)
+    a = split_keepends(old or "")
+    b = split_keepends(new or "")
     prefix, suffix = common_affixes(a, b)
     start = max(0, prefix - context)
     a_mid = a[start : len(a) - max(0, suffix - context)]
     b_mid = b[start : len(b) - max(0, suffix - context)]
 
     header = [
-        f"--- {'a/' + path if old is not None else '/dev/null'}",
-        f"+++ {'b/' + path if new is not None else '/dev/null'}",
+        f"--- {quote_path('a/' + path) if old is not None else '/dev/null'}",
+        f"+++ {quote_path('b/' + path) if new is not None else '/dev/null'}",
     ]
     body: list[str] = []
     added: list[tuple[int, str]] = []
@@ -52,12 +61,168 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
             if tag in ("replace", "insert"):
                 body.extend(_lines("+", b_mid[bj1:bj2]))
                 added.extend(
-                    (start + bj1 + k + 1, line.rstrip("\r\n"))
+                    (start + bj1 + k + 1, line.removesuffix("\n").removesuffix("\r"))
                     for k, line in enumerate(b_mid[bj1:bj2])
                 )
     if not body:
         return LineDiff("", [], 0)
     return LineDiff("\n".join(header + body) + "\n", added, removed)
+
+
+def split_keepends(text: str) -> list[str]:
+    """Lines with their ``\n`` (CRLF stays whole); only ``\n`` ends a line."""
+    lines = text.split("\n")
+    last = lines.pop()
+    out = [line + "\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
+
+
+_NEEDS_QUOTING = re.compile(
+    r'[\x00-\x1f\x7f"\\]|[\x80-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]'
+)
+_C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
+
+
+def quote_path(path: str) -> str:
+    """``path`` as a diff header shows it: C-quoted when it holds anything unsafe."""
+    if not _NEEDS_QUOTING.search(path):
+        return path
+    body = _NEEDS_QUOTING.sub(lambda m: _C_ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), path)
+    return f'"{body}"'
+
+
+def unquote_path(text: str) -> str:
+    """The inverse of ``quote_path`` (a header path, quoted or not)."""
+    if len(text) < 2 or not (text.startswith('"') and text.endswith('"')):
+        return text
+    table = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
+    return re.sub(
+        r"\\(u[0-9a-fA-F]{4}|.)",
+        lambda m: (
+            chr(int(m.group(1)[1:], 16))
+            if len(m.group(1)) == 5
+            else table.get(m.group(1), m.group(1))
+        ),
+        text[1:-1],
+    )
+
+
+RowRole = Literal["context", "add", "del", "note"]
+
+
+@dataclass(frozen=True)
+class DiffRow:
+    """One line of a hunk, by its role; ``text`` is the line without its marker."""
+
+    role: RowRole
+    old_line: int | None
+    new_line: int | None
+    text: str
+
+
+@dataclass
+class DiffHunk:
+    header: str
+    rows: list[DiffRow] = field(default_factory=list)
+
+
+@dataclass
+class DiffFile:
+    """One file of a unified diff: paths (None for /dev/null) and hunks."""
+
+    old_path: str | None = None
+    new_path: str | None = None
+    hunks: list[DiffHunk] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # lines that are neither header nor row
+
+    @property
+    def path(self) -> str:
+        return self.new_path or self.old_path or ""
+
+    @property
+    def added(self) -> int:
+        return sum(r.role == "add" for h in self.hunks for r in h.rows)
+
+    @property
+    def removed(self) -> int:
+        return sum(r.role == "del" for h in self.hunks for r in h.rows)
+
+
+_HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+
+
+def parse_unified(text: str) -> list[DiffFile]:
+    """Files, hunks and rows of a unified diff, each row by the role its hunk counts give it."""
+    files: list[DiffFile] = []
+    current: DiffFile | None = None
+    hunk: DiffHunk | None = None
+    old_left = new_left = old_no = new_no = 0
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        i += 1
+        if hunk is not None and (old_left > 0 or new_left > 0):
+            mark, body = line[:1], line[1:]
+            if (mark == " " or line == "") and old_left > 0 and new_left > 0:
+                hunk.rows.append(DiffRow("context", old_no, new_no, body))
+                old_no, new_no, old_left, new_left = (
+                    old_no + 1,
+                    new_no + 1,
+                    old_left - 1,
+                    new_left - 1,
+                )
+                continue
+            if mark == "-" and old_left > 0:
+                hunk.rows.append(DiffRow("del", old_no, None, body))
+                old_no, old_left = old_no + 1, old_left - 1
+                continue
+            if mark == "+" and new_left > 0:
+                hunk.rows.append(DiffRow("add", None, new_no, body))
+                new_no, new_left = new_no + 1, new_left - 1
+                continue
+        if hunk is not None and line.startswith("\\"):
+            hunk.rows.append(DiffRow("note", None, None, line[1:].strip()))
+            continue
+        match = _HUNK.match(line)
+        if match:
+            if current is None:
+                current = DiffFile()
+                files.append(current)
+            old_no, new_no = int(match.group(1)), int(match.group(3))
+            old_left = 1 if match.group(2) is None else int(match.group(2))
+            new_left = 1 if match.group(4) is None else int(match.group(4))
+            # An empty range names the line before it.
+            old_no, new_no = (
+                max(old_no, 1) if old_left else old_no + 1,
+                max(new_no, 1) if new_left else new_no + 1,
+            )
+            hunk = DiffHunk(line)
+            current.hunks.append(hunk)
+            continue
+        if line.startswith("--- ") and i < len(lines) and lines[i].startswith("+++ "):
+            current = DiffFile(_header_path(line[4:], "a/"), _header_path(lines[i][4:], "b/"))
+            files.append(current)
+            hunk = None
+            i += 1
+            continue
+        if current is None:
+            current = DiffFile()
+            files.append(current)
+        current.notes.append(line)
+        hunk = None
+    return files
+
+
+def _header_path(raw: str, prefix: str) -> str | None:
+    path = unquote_path(raw.split("\t")[0] if not raw.startswith('"') else raw)
+    if path == "/dev/null":
+        return None
+    return path[len(prefix) :] if path.startswith(prefix) else path
 
 
 def common_affixes(a: list[str], b: list[str]) -> tuple[int, int]:
@@ -81,8 +246,9 @@ def _range(start: int, length: int) -> str:
 def _lines(mark: str, lines: list[str]) -> list[str]:
     out = []
     for line in lines:
-        stripped = line.rstrip("\r\n")
-        out.append(mark + stripped)
-        if stripped == line:
+        if line.endswith("\n"):  # a CRLF ending is shown as a line end, not as a "\r"
+            out.append(mark + line[:-2] if line.endswith("\r\n") else mark + line[:-1])
+        else:
+            out.append(mark + line)
             out.append(_NO_NEWLINE)
     return out

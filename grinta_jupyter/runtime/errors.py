@@ -37,10 +37,26 @@ COMMAND_TIMEOUT = "COMMAND_TIMEOUT"
 COMMAND_FAILED = "COMMAND_FAILED"
 IO_ERROR = "IO_ERROR"
 INTERNAL_ERROR = "INTERNAL_ERROR"
+# Added by the hardening work: hostile files, OS limits and faults get codes of their own.
+NOT_A_REGULAR_FILE = "NOT_A_REGULAR_FILE"  # a FIFO, socket or device: never opened for reading
+FILE_TOO_LARGE = "FILE_TOO_LARGE"
+PATH_TOO_LONG = "PATH_TOO_LONG"  # a name over 255 bytes, or a path over the OS limit
+SYMLINK_LOOP = "SYMLINK_LOOP"
+PERMISSION_DENIED = "PERMISSION_DENIED"
+READ_ONLY_FILE = "READ_ONLY_FILE"  # mode without write bits (e.g. 0444): respected, never written
+NO_SPACE = "NO_SPACE"  # the disk (or quota) is full
+SEARCH_TIMEOUT = "SEARCH_TIMEOUT"  # a regular expression ran past its time limit
+WORKSPACE_MISSING = "WORKSPACE_MISSING"  # the workspace folder was deleted or moved
 
 ALL_CODES = frozenset(
     value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)
 )
+
+
+# What one error may carry: a refusal with thousands of hits stays a short message.
+MAX_CANDIDATES = 20
+MAX_SNIPPET_CHARS = 1_000
+MAX_MESSAGE_CHARS = 2_000
 
 
 @dataclass(frozen=True)
@@ -71,18 +87,31 @@ class ToolError:
     message: str
     candidates: tuple[Candidate, ...] = field(default_factory=tuple)
     line: int | None = None  # 1-based line the error is about, when there is one
+    more: int = 0  # candidates left out beyond MAX_CANDIDATES
 
     def __post_init__(self) -> None:
         if self.code not in ALL_CODES:
             raise ValueError(f"unknown error code {self.code!r}")
+        candidates = tuple(self.candidates)
+        if len(candidates) > MAX_CANDIDATES:  # bounded whatever a tool hands over
+            object.__setattr__(self, "more", self.more + len(candidates) - MAX_CANDIDATES)
+            candidates = candidates[:MAX_CANDIDATES]
+        object.__setattr__(self, "candidates", candidates)
+        if len(self.message) > MAX_MESSAGE_CHARS:
+            cut = len(self.message) - MAX_MESSAGE_CHARS
+            object.__setattr__(
+                self, "message", self.message[:MAX_MESSAGE_CHARS] + f" [... {cut} more chars]"
+            )
 
     def render(self) -> str:
-        """The text the model reads: code, message, then candidates with snippets."""
+        """The text the model reads: code, message, then candidates with snippets (bounded)."""
         parts = [f"ERROR {self.code}: {self.message}"]
         for i, cand in enumerate(self.candidates, 1):
             parts.append(f"[{i}] {cand.describe()}")
             if cand.snippet:
-                parts.append(_indent(cand.snippet.rstrip("\n"), "    "))
+                parts.append(_indent(cand.snippet.rstrip("\n")[:MAX_SNIPPET_CHARS], "    "))
+        if self.more:
+            parts.append(f"[... and {self.more} more candidates not listed]")
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,6 +131,26 @@ class ToolFailure(Exception):
 def fail(code: str, message: str, candidates=(), line: int | None = None) -> ToolFailure:
     """Build a ToolFailure to ``raise`` from tool code."""
     return ToolFailure(ToolError(code, message, tuple(candidates), line))
+
+
+def os_error(exc: OSError, what: str) -> ToolError:
+    """A ToolError for an OS failure on ``what`` (a path or an action), by its errno."""
+    import errno
+
+    reason = exc.strerror or str(exc)
+    by_errno = {
+        errno.ENAMETOOLONG: (PATH_TOO_LONG, f"{what}: a name or the path is too long for the OS"),
+        errno.ELOOP: (SYMLINK_LOOP, f"{what}: a symbolic link loop (or a link where none may be)"),
+        errno.EACCES: (PERMISSION_DENIED, f"{what}: permission denied"),
+        errno.EPERM: (PERMISSION_DENIED, f"{what}: operation not permitted"),
+        errno.EROFS: (PERMISSION_DENIED, f"{what}: the file system is read-only"),
+        errno.ENOSPC: (NO_SPACE, f"{what}: no space left on the device"),
+        errno.EDQUOT: (NO_SPACE, f"{what}: the disk quota is exhausted"),
+        errno.ENOENT: (FILE_NOT_FOUND, f"{what} does not exist"),
+        errno.ENOTDIR: (FILE_NOT_FOUND, f"{what}: a part of the path is not a folder"),
+    }
+    code, message = by_errno.get(exc.errno or -1, (IO_ERROR, f"{what}: {reason}"))
+    return ToolError(code, message)
 
 
 def _indent(text: str, prefix: str) -> str:

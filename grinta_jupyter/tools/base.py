@@ -42,6 +42,18 @@ class Settings:
     run_timeout: float = 120.0
     run_max_timeout: float = 1_800.0
     run_output_chars: int = 12_000  # head and tail are kept, the middle elided
+    # What a command may print is read into a bounded buffer (head and tail, in bytes).
+    run_capture_bytes: int = 2_000_000
+    run_max_command_chars: int = 32_000
+    # Secret environment variables (runtime/secrets.py) are withheld from commands,
+    # except these, named on purpose (e.g. ("GITHUB_TOKEN",)).
+    run_pass_env: tuple[str, ...] = ()
+    # Files larger than this are refused by read and edit tools (FILE_TOO_LARGE).
+    max_file_bytes: int = 8_000_000
+    # search: files larger than this are skipped (and reported as skipped), and the
+    # whole search, regular expressions included, stops after this many seconds.
+    search_max_file_bytes: int = 2_000_000
+    search_timeout: float = 10.0
     # Glob patterns (matched against workspace-relative paths and file names) that no tool may
     # write; notebook sessions protect "*.ipynb" unless the user allows notebooks.
     protected: tuple[str, ...] = ()
