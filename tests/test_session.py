@@ -7,6 +7,7 @@ import json
 
 import pytest
 
+from grinta_jupyter.agent.context import unfence
 from grinta_jupyter.agent.guards import Limits
 from grinta_jupyter.agent.models import ScriptedModel, call, raw_call, reply
 from grinta_jupyter.agent.session import Session, State
@@ -121,7 +122,7 @@ def test_malformed_tool_arguments_go_back_as_a_structured_error(raft):
         ]
     )
     session = drive(Session("fix", model=model, root=raft), lambda s: s.approve())
-    content = model.requests[1]["messages"][-1]["content"]
+    content = unfence(model.requests[1]["messages"][-1]["content"])
     assert content.startswith("ERROR INVALID_ARGS") and "JSON" in content
     assert session.steps[0].decision is None, "an invalid call never asks the user"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from grinta_jupyter.agent.context import unfence
 from grinta_jupyter.agent.models import LiteLLMModel, resolve_model
 from grinta_jupyter.agent.session import Session
 from grinta_jupyter.events.metrics import summarize
@@ -43,7 +44,7 @@ def test_session_over_litellm_with_split_chunks_rate_limit_and_malformed_json(
     # The malformed call came back to the model as a structured error, not a crash.
     bodies = [r.body for r in openai_server.requests]
     tool_messages = [m for m in bodies[3]["messages"] if m["role"] == "tool"]
-    assert tool_messages[-1]["content"].startswith("ERROR INVALID_ARGS")
+    assert unfence(tool_messages[-1]["content"]).startswith("ERROR INVALID_ARGS")
     # The 429 was retried: one more HTTP request than model turns.
     assert len(bodies) == 6  # 5 model turns + the rate-limited attempt
     assert bodies[1]["messages"] == bodies[2]["messages"]

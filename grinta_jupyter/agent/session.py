@@ -36,10 +36,19 @@ from grinta_jupyter.agent.guards import (
 )
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
 from grinta_jupyter.agent.recorder import proposal_events, target_of
-from grinta_jupyter.agent.step import Policy, State, Step, Totals
+from grinta_jupyter.agent.step import (
+    Policy,
+    PolicyError,
+    State,
+    Step,
+    Totals,
+    check_policy_verdict,
+)
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import EventLog
+from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError
 from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.runtime.secrets import Secrets
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
 
@@ -74,8 +83,10 @@ class Session:
             if log_dir
             else self.root / ".grinta" / "sessions" / f"{self.id}.jsonl"
         )
-        self.log = EventLog(log_path, self.id)
-        self.context = Context.start(str(self.root), task, keep_observations)
+        # The model's own key is a secret even when it came from code, not from the environment.
+        self.secrets = Secrets.from_env(extra=[getattr(model, "api_key", None)])
+        self.log = EventLog(log_path, self.id, self.secrets)
+        self.context = Context.start(str(self.root), task, keep_observations, self.secrets)
         self.state = State.THINKING
         self.steps: list[Step] = []
         self.pending: Step | None = None
@@ -93,6 +104,7 @@ class Session:
         self._model_task: asyncio.Task[ModelReply] | None = None
         self._turns_without_tool = 0
         self._stuck_warnings = 0
+        self._log_failed = False
         self.stuck = StuckDetector(self.limits)
         self.breaker = CircuitBreaker(self.limits)
         self.budgets = Budgets(self.limits)
@@ -168,7 +180,7 @@ class Session:
 
     async def step(self) -> Step | None:
         """Do one unit of work; returns the step it worked on, if any."""
-        if self.done:
+        if self.done or self._stop_if_log_failed():
             return None
         if self.pending is not None:
             if self._decision is None:
@@ -286,11 +298,14 @@ class Session:
         self._turns_without_tool = 0
         self.queue = [(c, reply.text if i == 0 else "") for i, c in enumerate(reply.tool_calls)]
 
-    async def _next_call(self) -> Step:
+    async def _next_call(self) -> Step | None:
         call, text = self.queue.pop(0)
-        step = Step(
-            len(self.steps) + 1, call, self.runtime.propose(call.name, call.arguments), text
-        )
+        # Staging reads files, matches patterns and parses: off the event loop, so a slow read
+        # never freezes the kernel (the Stop button and every widget keep working).
+        proposal = await asyncio.to_thread(self.runtime.propose, call.name, call.arguments)
+        if self.done:  # stopped while staging: nothing is shown or committed
+            return None
+        step = Step(len(self.steps) + 1, call, proposal, text)
         self.steps.append(step)
         self._record_proposal(step)
         if step.proposal.kind == "finish" and step.proposal.ok:
@@ -298,7 +313,7 @@ class Session:
         if not step.proposal.ok:
             await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))  # type: ignore[arg-type]
             return step
-        verdict = self._policy_verdict(step.proposal)
+        verdict = self._policy_verdict(step)
         if verdict is True:
             step.decision = "auto"
             self._emit(ev.UserDecision(call_id=call.id, decision="auto"), step.number)
@@ -338,12 +353,17 @@ class Session:
         return step
 
     async def _commit(self, step: Step) -> None:
+        if self._stop_if_log_failed():  # nothing is committed that the log cannot record
+            return
         self.state = State.COMMITTED
         proposal = step.proposal
-        if proposal.kind == "command":  # commands may run for minutes: keep the event loop free
+        try:  # commands may run for minutes and commits fsync: keep the event loop free
             obs = await asyncio.to_thread(self.runtime.commit, proposal)
-        else:
-            obs = self.runtime.commit(proposal)
+        except Exception as exc:  # the runtime reports failures as values; a bug must not strand us
+            obs = Observation.failure(
+                ToolError(INTERNAL_ERROR, f"{proposal.tool} failed unexpectedly: {exc!r}"),
+                proposal.id,
+            )
         if proposal.kind == "write":
             self._emit(
                 ev.Committed(
@@ -371,7 +391,7 @@ class Session:
         for firing in firings:
             self._fire(firing, step)
             if firing.action == "force_read":
-                output += "\n\n" + self._fresh_read(proposal)
+                output += "\n\n" + await asyncio.to_thread(self._fresh_read, proposal)
             elif firing.action == "warn":
                 self._stuck_warnings += 1
                 output += f"\n\n[guard] {firing.message}"
@@ -440,7 +460,8 @@ class Session:
 
     # -- helpers ---------------------------------------------------------------------------
 
-    def _policy_verdict(self, proposal: Proposal) -> bool | tuple[str, str]:
+    def _policy_verdict(self, step: Step) -> bool | tuple[str, str]:
+        proposal = step.proposal
         if proposal.kind == "finish":
             return True
         if not proposal.needs_approval and (self.auto_reads or self.policy == "auto"):
@@ -449,7 +470,15 @@ class Session:
             return True
         if self.policy == "ask":
             return False
-        return self.policy(proposal)  # type: ignore[operator]
+        try:
+            return check_policy_verdict(self.policy(proposal))  # type: ignore[operator]
+        except Exception as exc:
+            # A developer's mistake: end the session cleanly (nothing pending, nothing half-done),
+            # then raise so whoever drives it sees exactly what was wrong.
+            message = str(exc) if isinstance(exc, PolicyError) else f"the policy raised {exc!r}"
+            self._emit(ev.ErrorEvent(code="POLICY_ERROR", message=message), step.number)
+            self._finish_session("policy_error")
+            raise PolicyError(message) from exc
 
     def _decide(self, kind: str, value: Any) -> None:
         self._require_pending()
@@ -507,4 +536,16 @@ class Session:
 
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
         self._changed.set()
-        return self.log.emit(event, step)
+        emitted = self.log.emit(event, step)
+        if self.log.error is not None and not self._log_failed:
+            # The session survives a failed log write (events stay in memory) and ends at the
+            # next unit of work, before anything else is committed: a session that cannot be
+            # recorded cannot be replayed or measured.
+            self._log_failed = True
+            self.log.emit(ev.ErrorEvent(code="LOG_WRITE_FAILED", message=self.log.error), step)
+        return emitted
+
+    def _stop_if_log_failed(self) -> bool:
+        if self._log_failed and not self.done:
+            self._finish_session("log_write_failed")
+        return self._log_failed

@@ -27,6 +27,27 @@ class State(str, Enum):
 Policy = Literal["ask", "auto"] | Callable[[Proposal], "bool | tuple[str, str]"]
 
 
+class PolicyError(TypeError):
+    """A policy callable returned something that is not a decision (a developer's mistake)."""
+
+
+def check_policy_verdict(value: object) -> bool | tuple[str, str]:
+    """``value`` if it is a decision a policy may return, else a PolicyError saying what it was."""
+    if value is True or value is False:
+        return value
+    if (
+        isinstance(value, tuple)
+        and len(value) == 2
+        and value[0] == "veto"
+        and isinstance(value[1], str)
+    ):
+        return ("veto", value[1] or "vetoed by policy")
+    raise PolicyError(
+        f"the policy returned {value!r} ({type(value).__name__}); expected True (approve), "
+        "False (ask the user) or ('veto', reason)"
+    )
+
+
 @dataclass
 class Step:
     """One tool call and what became of it; front ends render these as cards."""

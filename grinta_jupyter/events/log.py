@@ -1,52 +1,48 @@
-"""The JSONL event log: one event per line, flushed per event, secrets redacted."""
+"""The JSONL event log: one event per line, flushed per event, secrets redacted.
+
+The log file and its folders are created readable by the owner only (0600 and
+0700, whatever the umask): a log holds file contents and command output. A
+failed write (disk full, the folder removed) never raises into the session:
+the log keeps events in memory, stops writing, and says why in ``error``; the
+session then ends with reason ``log_write_failed``.
+"""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
 from grinta_jupyter.events.models import Event, parse_event
+from grinta_jupyter.runtime.secrets import REDACTED, Secrets, redact, secret_values
 
-# Environment variables whose values must never reach a log or an output.
-_SECRET_NAME = re.compile(r"(KEY|TOKEN|SECRET|PASSWORD|PASSWD|CREDENTIAL|AUTH)", re.IGNORECASE)
-_MIN_SECRET_LEN = 8
-REDACTED = "[REDACTED]"
+__all__ = ["REDACTED", "EventLog", "read_events", "redact", "secret_values"]
 
-
-def secret_values(environ: dict[str, str] | None = None) -> list[str]:
-    """Values of secret-looking environment variables, longest first."""
-    env = os.environ if environ is None else environ
-    values = {v for k, v in env.items() if _SECRET_NAME.search(k) and len(v) >= _MIN_SECRET_LEN}
-    return sorted(values, key=len, reverse=True)
-
-
-def redact(text: str, secrets: Iterable[str] | None = None) -> str:
-    """``text`` with every secret value from the environment replaced."""
-    for value in secret_values() if secrets is None else secrets:
-        if value in text:
-            text = text.replace(value, REDACTED)
-    return text
+_FILE_MODE = 0o600
+_DIR_MODE = 0o700
 
 
 class EventLog:
     """Appends events to ``path`` and to in-memory listeners (the notebook, tests)."""
 
-    def __init__(self, path: Path | None, session: str):
+    def __init__(self, path: Path | None, session: str, secrets: Secrets | None = None):
         self.path = path
         self.session = session
         self.events: list[Event] = []
         self.listeners: list[Callable[[Event], None]] = []
+        self.error: str | None = None  # why the file stopped being written, if it did
         self._started = time.monotonic()
-        self._secrets = secret_values()
+        self._secrets = secrets if secrets is not None else Secrets.from_env()
         self._file: IO[str] | None = None
         if path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = path.open("a", encoding="utf-8")
+            try:
+                self._file = _open_private(path)
+            except OSError as exc:
+                self.error = f"cannot create the event log {path}: {exc.strerror or exc}"
 
     def emit(self, event: Event, step: int = 0) -> Event:
         event.seq = len(self.events) + 1
@@ -54,21 +50,51 @@ class EventLog:
         event.t = round(time.monotonic() - self._started, 4)
         event.session = self.session
         event.step = step
-        line = redact(event.model_dump_json(), self._secrets)
-        if line != event.model_dump_json():
-            event = parse_event(line)
+        data = event.model_dump(mode="json")
+        # Redact string values, never keys or the event type, so the line still parses.
+        redacted = {k: v if k == "type" else self._secrets.redact_data(v) for k, v in data.items()}
+        if redacted != data:
+            # If it no longer parses, the event stays in memory as it was; the file gets the
+            # redacted line either way.
+            with contextlib.suppress(ValueError):
+                event = parse_event(redacted)
         self.events.append(event)
         if self._file is not None:
-            self._file.write(line + "\n")
-            self._file.flush()
+            try:
+                self._file.write(json.dumps(redacted, ensure_ascii=False) + "\n")
+                self._file.flush()
+            except OSError as exc:
+                self.error = f"writing the event log {self.path} failed: {exc.strerror or exc}"
+                self._close_quietly()
         for listener in list(self.listeners):
             listener(event)
         return event
 
     def close(self) -> None:
+        self._close_quietly()
+
+    def _close_quietly(self) -> None:
         if self._file is not None:
-            self._file.close()
+            try:
+                self._file.close()
+            except OSError as exc:  # the buffered tail could not be written
+                self.error = self.error or f"closing the event log {self.path} failed: {exc}"
             self._file = None
+
+
+def _open_private(path: Path) -> IO[str]:
+    """``path`` opened for appending, created 0600 in folders created 0700."""
+    missing = []
+    folder = path.parent
+    while not folder.exists():
+        missing.append(folder)
+        folder = folder.parent
+    for folder in reversed(missing):
+        folder.mkdir(mode=_DIR_MODE, exist_ok=True)
+        os.chmod(folder, _DIR_MODE)  # mkdir's mode is filtered by the umask
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
+    os.fchmod(fd, _FILE_MODE)
+    return os.fdopen(fd, "a", encoding="utf-8")
 
 
 def read_events(source: str | os.PathLike[str] | Iterable[Event | dict]) -> list[Event]:

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable
 
+from grinta_jupyter.agent.context import unfence
 from grinta_jupyter.agent.models.base import ModelReply
 from grinta_jupyter.agent.models.scripted import ScriptedModel, call, reply
 from grinta_jupyter.samples.tasks import DEMO_FIX
@@ -26,7 +27,7 @@ MAX_TURNS = 12
 def _history(messages: list[dict]) -> list[tuple[str, dict, str]]:
     """(tool name, arguments, result) for every tool call so far, in order."""
     results = {
-        m.get("tool_call_id"): str(m.get("content") or "")
+        m.get("tool_call_id"): unfence(str(m.get("content") or ""))
         for m in messages
         if m.get("role") == "tool"
     }
