@@ -75,7 +75,8 @@ def test_a_whole_session_stepped_with_magics(ip, tmp_path, capsys):
     magic(ip, "edit " + json.dumps(edited))
     out = capsys.readouterr().out
     assert (
-        "+        if self.log.term_at(request.prev_log_index) != request.prev_log_term:  # log matching"
+        # text/plain marks each added row "+ " by its role (docs/mime-schema.md)
+        "+         if self.log.term_at(request.prev_log_index) != request.prev_log_term:  # log matching"
         in out
     )
     assert "# log matching" not in (root / "raft_kv/node.py").read_text(), "edit only stages"

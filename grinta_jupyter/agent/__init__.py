@@ -8,15 +8,22 @@ if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
 
 
-def make_model(spec: Any = None) -> Any:
-    """The model a session should use: ``spec``, else ``$GRINTA_MODEL``, else the demo model."""
-    from grinta_jupyter.agent.models import resolve_model
+def make_model(spec: Any = None, *, require_key: bool = False) -> Any:
+    """The model a session should use: ``spec``, else ``$GRINTA_MODEL``, else the demo model.
+
+    With ``require_key``, a hosted model whose API key is plainly missing raises
+    ``ModelError("MISSING_KEY")`` here, in milliseconds, instead of when the
+    session's first model call fails: front ends pass it before they start one.
+    """
+    from grinta_jupyter.agent.models import LiteLLMModel, resolve_model
 
     model = resolve_model(spec)
     if model is None:
         from grinta_jupyter.agent.models.demo import DemoModel
 
         return DemoModel()
+    if require_key and isinstance(model, LiteLLMModel):
+        model.check_key()
     return model
 
 

@@ -4,6 +4,10 @@ The model turns come from the log (``ReplayModel``); the user's decisions are
 replayed too (approve, edit with the same arguments, veto with the same
 reason). Each replayed proposal is compared with the recorded one: the tool,
 its arguments, the staged diff and the validation result.
+
+A log that cannot be replayed (missing, not a session log, from an unknown
+sample or toolset, or not from a sample when no workspace is given) raises
+``LogError`` with one line saying why, before anything runs.
 """
 
 from __future__ import annotations
@@ -17,7 +21,8 @@ from grinta_jupyter.agent.blocking import run_blocking
 from grinta_jupyter.agent.models.replay import ReplayModel
 from grinta_jupyter.agent.session import Session
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.log import read_events
+from grinta_jupyter.events.metrics import LogError, read_log
+from grinta_jupyter.tools import TOOLSETS
 
 
 @dataclass
@@ -46,25 +51,41 @@ def _fingerprints(events: list[ev.Event]) -> dict[int, tuple]:
 
 def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> ReplayReport:
     """Replay ``log`` on ``root`` (default: a fresh copy of the sample it ran on)."""
-    events = read_events(log)
+    from grinta_jupyter.samples.core import sample_path
+
+    events = read_log(log)
     start = next(e for e in events if isinstance(e, ev.SessionStart))
+    if start.toolset not in TOOLSETS:
+        raise LogError(f"{os.fspath(log)} ran with an unknown toolset {start.toolset!r}")
+    if start.sample:
+        try:
+            sample_path(start.sample)
+        except ValueError as exc:
+            raise LogError(f"{os.fspath(log)} cannot be replayed: {exc}") from None
     if root is None:
         if not start.sample:
-            raise ValueError(
-                "this log did not run on a bundled sample; pass the workspace to replay on (--root)"
+            raise LogError(
+                f"{os.fspath(log)} did not run on a bundled sample: pass --root with the "
+                "workspace in its starting state"
             )
         from grinta_jupyter.samples.tasks import copy_workspace
 
         root = copy_workspace(
             start.sample, Path(tempfile.mkdtemp(prefix="grinta-replay-")) / start.sample
         )
+    try:
+        model = ReplayModel(events)
+    except (KeyError, TypeError) as exc:  # a model_reply whose tool calls lack a field
+        raise LogError(
+            f"{os.fspath(log)} holds a model_reply that cannot be replayed ({exc!r})"
+        ) from None
     decisions: dict[int, list[ev.UserDecision]] = {}
     for e in events:
         if isinstance(e, ev.UserDecision):
             decisions.setdefault(e.step, []).append(e)
     session = Session(
         start.task,
-        model=ReplayModel(events),
+        model=model,
         root=root,
         toolset=start.toolset,
         policy="ask",

@@ -35,6 +35,8 @@ from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
 from grinta_jupyter.code.symbols import SYMBOL_LANGUAGES, Symbol, extract_symbols
+from grinta_jupyter.runtime.errors import ToolFailure
+from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.grammars import language_for
 
 T = TypeVar("T")
@@ -102,19 +104,45 @@ def _has_symbols(path: str) -> bool:
 
 
 def walk_files(root: Path) -> Iterator[str]:
-    """Workspace-relative posix paths under ``root``, skipping VCS, caches, hidden dirs and venvs."""
+    """Workspace-relative posix paths under ``root``, skipping VCS, caches, hidden dirs and venvs.
+
+    Links to folders are not followed and link loops are left out (nothing can
+    trap the walk), and the walk keeps its own stack (a very deep tree cannot
+    exhaust recursion). Other entries that are not regular files (FIFOs,
+    sockets, broken links) are listed: ``SymbolIndex`` stats each path and
+    indexes regular files only.
+    """
     root = Path(root)
-    for directory, dirs, files in os.walk(root):
-        dirs[:] = sorted(
-            d
-            for d in dirs
-            if d not in SKIP_DIRS
-            and not d.startswith(".")
-            and not os.path.exists(os.path.join(directory, d, "pyvenv.cfg"))
-        )
+    pending = [str(root)]
+    while pending:
+        directory = pending.pop()
+        try:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:
+            continue
+        dirs = []
         relative = os.path.relpath(directory, root)
-        for name in sorted(files):
-            yield name if relative == "." else f"{relative}/{name}".replace(os.sep, "/")
+        for entry in entries:
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if not is_dir and entry.is_symlink() and entry.is_dir():
+                    continue  # a link to a folder: never followed
+            except OSError:  # a link loop
+                continue
+            if not is_dir:
+                yield (
+                    entry.name
+                    if relative == "."
+                    else f"{relative}/{entry.name}".replace(os.sep, "/")
+                )
+            elif (
+                entry.name not in SKIP_DIRS
+                and not entry.name.startswith(".")
+                and not os.path.exists(os.path.join(entry.path, "pyvenv.cfg"))
+            ):
+                dirs.append(entry.path)
+        pending.extend(reversed(dirs))  # walked in name order, as os.walk would
 
 
 @dataclass(slots=True)
@@ -460,10 +488,9 @@ _Result = tuple[str, "bytes | None", "list[_Row] | None"]
 def _parse_files(root: str, jobs: list[tuple[str, bytes]]) -> list[_Result]:
     results: list[_Result] = []
     for path, known_digest in jobs:
-        try:
-            with open(os.path.join(root, path), "rb") as handle:
-                source = handle.read()
-        except OSError:
+        try:  # regular files only, never a FIFO or device swapped in since the listing
+            source, _ = read_regular(os.path.join(root, path), path, MAX_FILE_BYTES)
+        except ToolFailure:
             results.append((path, None, None))
             continue
         digest = hashlib.sha256(source).digest()

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from grinta_jupyter.jupyter.magics import MagicUsageError, edit_arguments
+from grinta_jupyter.runtime.display import visible
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
@@ -122,37 +123,56 @@ class NotebookSession:
 
 
 def start(options: Any) -> Session:
+    """Start a session from parsed ``%grinta`` options.
+
+    Everything that can be wrong with the options (toolset, root, a missing API
+    key) raises MagicUsageError before anything starts, so the current session
+    keeps running and no panel appears for a session that cannot work.
+    """
     global _current
     from grinta_jupyter.agent import make_model
     from grinta_jupyter.agent.guards import Limits
     from grinta_jupyter.agent.models import ModelError
     from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.tools import TOOLSETS
     from grinta_jupyter.tools.base import Settings
 
+    if options.toolset not in TOOLSETS:
+        raise MagicUsageError(
+            f"unknown toolset {options.toolset!r}; known: {', '.join(sorted(TOOLSETS))}"
+        )
     try:
-        model = make_model(options.model)
+        model = make_model(options.model, require_key=True)
     except ModelError as exc:
-        raise MagicUsageError(exc.message) from None
+        raise MagicUsageError(f"{exc.code}: {exc.message}", usage=False) from None
     demo = getattr(model, "name", "") == "demo"
     if demo and options.root:
         raise MagicUsageError(
             "no model is configured, and the demo model only plays its scripted session on "
             "a copy of the raft_kv sample; drop --root, or set GRINTA_MODEL (or --model)"
         )
+    if not demo:
+        _check_root(options.root)
     root, sample = _workspace(options.root, demo)
     protected = () if options.allow_notebooks else ("*.ipynb",)
+    limits = Limits() if options.max_steps is None else Limits(max_steps=options.max_steps)
     if _current is not None and not _current.session.done:
         _current.session.stop("replaced by a new session")
-    session = Session(
-        options.task,
-        model=model,
-        root=root,
-        toolset=options.toolset,
-        policy="auto" if options.auto else "ask",
-        limits=Limits(max_steps=options.max_steps),
-        sample=sample,
-        settings=Settings(protected=protected),
-    )
+    try:
+        session = Session(
+            options.task,
+            model=model,
+            root=root,
+            toolset=options.toolset,
+            policy="auto" if options.auto else "ask",
+            limits=limits,
+            sample=sample,
+            settings=Settings(protected=protected),
+        )
+    except OSError as exc:
+        raise MagicUsageError(
+            f"cannot work in {root}: {exc.strerror or exc}", usage=False
+        ) from None
     view = NotebookSession(session, manual=options.manual)
     _current = view
     if sample:
@@ -181,14 +201,14 @@ def command(name: str, rest: str) -> Any:
     if name == "metrics":
         from grinta_jupyter.events.metrics import format_summary, summarize
 
-        print(format_summary(summarize(session.log.events)))
+        print(visible(format_summary(summarize(session.log.events))))
         return None
     if name == "stop":
         session.stop("stopped by the user")
         print(status_line(session))
         return None
     if name == "undo":
-        print(session.undo().output)
+        print(visible(session.undo().output))
         return None
     if name == "step":
         if not view.manual:
@@ -225,14 +245,17 @@ def command(name: str, rest: str) -> Any:
 
 
 def status_line(session: Session) -> str:
+    """One line on where the session is; what the model wrote in it is made ``visible``."""
     if session.done:
-        return (
+        line = (
             f"session {session.id}: ended ({session.end_reason}) after {len(session.steps)} steps"
         )
-    if session.waiting:
+    elif session.waiting:
         p = session.pending.proposal  # type: ignore[union-attr]
-        return f"session {session.id}: step {session.pending.number} waits for you: {p.tool} {p.summary}"  # type: ignore[union-attr]
-    return f"session {session.id}: {session.state.value}, {len(session.steps)} steps so far"
+        line = f"session {session.id}: step {session.pending.number} waits for you: {p.tool} {p.summary}"  # type: ignore[union-attr]
+    else:
+        line = f"session {session.id}: {session.state.value}, {len(session.steps)} steps so far"
+    return visible(line, keep_newlines=False)
 
 
 def show_log(session: Session) -> None:
@@ -255,6 +278,22 @@ def _show_steps(session: Session, numbers: list[int]) -> None:
         display(step_bundle(session.steps[number - 1], session.id), raw=True)
     if session.done:
         display(session_bundle(session), raw=True)
+
+
+def _check_root(root: str | None) -> None:
+    """MagicUsageError unless the workspace (--root, else $GRINTA_ROOT, else here) is a folder."""
+    if root is not None:
+        where, usage = f"--root {root}", True
+        path = Path(root).expanduser()
+        if not root.strip():
+            raise MagicUsageError("--root is empty; give a folder")
+    else:
+        env = os.environ.get("GRINTA_ROOT", ".")
+        where, usage, path = f"GRINTA_ROOT={env}", False, Path(env).expanduser()
+    if not path.exists():
+        raise MagicUsageError(f"{where} does not exist", usage=usage)
+    if not path.is_dir():
+        raise MagicUsageError(f"{where} is not a folder", usage=usage)
 
 
 def _workspace(root: str | None, demo: bool) -> tuple[Path, str | None]:

@@ -4,6 +4,19 @@ The JSON (``application/vnd.grinta.step+json``, docs/mime-schema.md) is what
 the labextension renders. The HTML is self-contained (inline styles, no
 script), so a saved notebook still reads on GitHub and nbviewer. Sizes are
 bounded so a notebook that ran a session stays small.
+
+What the reviewer sees is what will be written:
+
+- The payload keeps text as it is (secrets redacted); every renderer escapes.
+- The HTML and the text show each diff line by its role in its hunk, read by
+  the ``@@`` counts (``runtime.diffs.parse_unified``), never by its first
+  characters: a removed ``-- comment`` is a removed row, an added
+  ``+++ b/x`` is an added row, and a file name holding a newline is one
+  escaped name.
+- Control characters, terminal escapes, bidirectional overrides and invisible
+  characters are shown as escapes (``runtime.display.visible``), in HTML
+  inside a styled ``grinta-escape`` span so they read apart from literal text.
+  No raw control character reaches ``text/html`` or ``text/plain``.
 """
 
 from __future__ import annotations
@@ -12,7 +25,9 @@ import html
 import json
 from typing import TYPE_CHECKING, Any
 
-from grinta_jupyter.events.log import redact
+from grinta_jupyter.runtime.diffs import DiffFile, parse_unified
+from grinta_jupyter.runtime.display import visible, visible_parts
+from grinta_jupyter.runtime.secrets import Secrets
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
@@ -24,7 +39,12 @@ SCHEMA_VERSION = 1
 MAX_DIFF_CHARS = 8_000
 MAX_OUTPUT_CHARS = 4_000
 MAX_TEXT_DIFF_LINES = 60
+MAX_TEXT_OUTPUT_CHARS = 1_500
 MAX_ARG_CHARS = 2_000  # a create's content is also in the diff
+DIFF_CUT_NOTE = "the diff was cut short to keep the notebook small; the session log has all of it"
+# In text/plain, free text (output, messages) and stray diff lines start with this:
+# it can be mistaken neither for a step header nor for a diff header or row.
+TEXT_INDENT = "| "
 
 
 def step_status(step: Step) -> str:
@@ -42,18 +62,30 @@ def step_status(step: Step) -> str:
     return "committed" if p.kind == "command" else "done"
 
 
-def step_payload(step: Step, session_id: str) -> dict[str, Any]:
-    """The JSON payload of one step (schema version 1)."""
+def session_secrets(session: Session) -> Secrets:
+    """The secrets to keep out of a session's cards: the session's (its model's key too)."""
+    secrets = getattr(session, "secrets", None)
+    return secrets if isinstance(secrets, Secrets) else Secrets.from_env()
+
+
+def step_payload(step: Step, session_id: str, secrets: Secrets | None = None) -> dict[str, Any]:
+    """The JSON payload of one step (schema version 1): secrets redacted, sizes bounded.
+
+    Text is kept as it is (the renderers escape it). Secrets (the environment's
+    unless given) are redacted before anything is cut, so a cut never leaves a
+    piece of a secret that no longer matches. The diff is cut without a marker
+    (``diff_truncated`` says so), so its last line keeps its role.
+    """
+    secrets = secrets if secrets is not None else Secrets.from_env()
     p = step.proposal
     try:
         parsed = json.loads(step.call.arguments or "{}")
         arguments, raw = (parsed, None) if isinstance(parsed, dict) else (None, step.call.arguments)
     except ValueError:
         arguments, raw = None, step.call.arguments
-    diff = p.diff
     error = p.error
     obs = step.observation
-    payload = {
+    payload: dict[str, Any] = {
         "version": SCHEMA_VERSION,
         "session": session_id,
         "step": step.number,
@@ -61,8 +93,8 @@ def step_payload(step: Step, session_id: str) -> dict[str, Any]:
         "kind": p.kind,
         "status": step_status(step),
         "text": step.text,
-        "arguments": _bound_args(arguments) if arguments is not None else None,
-        "raw_arguments": _cut(raw, MAX_ARG_CHARS) if raw is not None else None,
+        "arguments": None if arguments is None else _redact_keys(arguments, secrets),
+        "raw_arguments": raw,
         "summary": p.summary,
         "resolutions": [
             {
@@ -73,8 +105,8 @@ def step_payload(step: Step, session_id: str) -> dict[str, Any]:
             }
             for r in p.resolutions
         ],
-        "diff": _cut(diff, MAX_DIFF_CHARS),
-        "diff_truncated": len(diff) > MAX_DIFF_CHARS,
+        "diff": p.diff,
+        "diff_truncated": False,
         "files": [
             {"path": c.path, "added": c.added_lines, "removed": c.removed_lines} for c in p.changes
         ],
@@ -99,14 +131,20 @@ def step_payload(step: Step, session_id: str) -> dict[str, Any]:
         "edits": step.edits,
         "observation": None
         if obs is None
-        else {
-            "ok": obs.ok,
-            "output": _cut(obs.output, MAX_OUTPUT_CHARS),
-            "exit_code": obs.exit_code,
-        },
+        else {"ok": obs.ok, "output": obs.output, "exit_code": obs.exit_code},
         "guards": [{"guard": g.guard, "detail": g.detail, "action": g.action} for g in step.guards],
     }
-    return json.loads(redact(json.dumps(payload)))
+    payload = secrets.redact_data(payload)
+    if payload["arguments"] is not None:
+        payload["arguments"] = _bound_args(payload["arguments"])
+    if payload["raw_arguments"] is not None:
+        payload["raw_arguments"] = _cut(payload["raw_arguments"], MAX_ARG_CHARS)
+    diff = payload["diff"]
+    payload["diff"], payload["diff_truncated"] = diff[:MAX_DIFF_CHARS], len(diff) > MAX_DIFF_CHARS
+    if payload["observation"] is not None:
+        output = payload["observation"]["output"]
+        payload["observation"]["output"] = _cut(output, MAX_OUTPUT_CHARS)
+    return payload
 
 
 def session_payload(session: Session) -> dict[str, Any]:
@@ -126,19 +164,20 @@ def session_payload(session: Session) -> dict[str, Any]:
         "metrics": metrics,
         "log": str(session.log_path) if session.log_path else None,
     }
-    return json.loads(redact(json.dumps(payload)))
+    redacted: dict[str, Any] = session_secrets(session).redact_data(payload)
+    return redacted
 
 
 def trace_bundle(session: Session) -> dict[str, Any]:
     """The whole session so far as one output: the session payload with its steps."""
+    secrets = session_secrets(session)
     payload = session_payload(session)
-    payload["steps"] = [step_payload(step, session.id) for step in session.steps]
+    payload["steps"] = [step_payload(step, session.id, secrets) for step in session.steps]
     body = "".join(step_html(p) for p in payload["steps"])
     if session.done:
         body += session_html(payload)
-    text = (
-        "\n\n".join(step_text(p) for p in payload["steps"])
-        or f"[grinta session {session.id}] starting"
+    text = "\n\n".join(step_text(p) for p in payload["steps"]) or (
+        f"[grinta session {line_text(session.id)}] starting"
     )
     return {
         SESSION_MIME: payload,
@@ -147,8 +186,8 @@ def trace_bundle(session: Session) -> dict[str, Any]:
     }
 
 
-def step_bundle(step: Step, session_id: str) -> dict[str, Any]:
-    payload = step_payload(step, session_id)
+def step_bundle(step: Step, session_id: str, secrets: Secrets | None = None) -> dict[str, Any]:
+    payload = step_payload(step, session_id, secrets)
     return {STEP_MIME: payload, "text/html": step_html(payload), "text/plain": step_text(payload)}
 
 
@@ -164,32 +203,80 @@ def session_bundle(session: Session) -> dict[str, Any]:
 # -- text ----------------------------------------------------------------------------
 
 
+def line_text(text: Any) -> str:
+    """One line of untrusted text for a terminal: every control character escaped, newlines too."""
+    return visible(str(text), keep_newlines=False)
+
+
+def block_text(text: str, label: str = TEXT_INDENT) -> str:
+    """Untrusted text of several lines for a terminal: escaped; after ``label``, lines indented."""
+    first, *rest = visible(text).split("\n")
+    return "\n".join([label + first, *(TEXT_INDENT + line for line in rest)])
+
+
+def diff_text_lines(diff: str) -> list[str]:
+    """A diff for a terminal, rebuilt from its rows by role: headers, then marked rows.
+
+    File headers are ``--- a/path`` and ``+++ b/path`` (paths unquoted, then
+    escaped on one line), hunk headers ``@@ ... @@``. A row's marker is followed
+    by a space (``- ``, ``+ ``, two spaces for context), as ``difflib.ndiff``
+    writes them, so no row can read as a header: a removed ``-- comment`` is
+    ``- -- comment``, an added ``++ x`` is ``+ ++ x``. Lines that are neither
+    header nor row (a diff cut through a header) start with ``TEXT_INDENT``.
+    """
+    out: list[str] = []
+    for file in parse_unified(diff):
+        if file.old_path is not None or file.new_path is not None:
+            out.append("--- " + _side(file.old_path, "a/"))
+            out.append("+++ " + _side(file.new_path, "b/"))
+        out.extend(TEXT_INDENT + line_text(note) for note in file.notes)
+        for hunk in file.hunks:
+            out.append(line_text(hunk.header))
+            for row in hunk.rows:
+                out.append(_TEXT_MARKS[row.role] + line_text(row.text))
+    return out
+
+
+_TEXT_MARKS = {"context": "  ", "add": "+ ", "del": "- ", "note": "\\ "}
+_HTML_MARKS = {"context": " ", "add": "+", "del": "-", "note": "\\ "}
+
+
+def _side(path: str | None, prefix: str) -> str:
+    return "/dev/null" if path is None else prefix + line_text(path)
+
+
 def step_text(payload: dict[str, Any]) -> str:
-    lines = [f"[grinta step {payload['step']}] {payload['tool']} ({payload['status']})"]
-    if payload.get("summary"):
-        lines.append(payload["summary"])
+    """The step as plain text (what a terminal client prints): every field escaped."""
+    head = f"[grinta step {payload['step']}] {line_text(payload['tool'])} ({payload['status']})"
+    # The summary shares the header line, as on the card: no free text starts a line above the diff.
+    summary = f" · {line_text(payload['summary'])}" if payload.get("summary") else ""
+    lines = [head + summary]
     for r in payload["resolutions"]:
-        lines.append(f"resolved {r['target']!r} -> {r['chosen'] or 'nothing'} ({r['reason']})")
+        chosen = line_text(r["chosen"]) if r["chosen"] else "nothing"
+        lines.append(f"resolved '{line_text(r['target'])}' -> {chosen} ({line_text(r['reason'])})")
     if payload["diff"]:
-        diff_lines = payload["diff"].rstrip().splitlines()
+        diff_lines = diff_text_lines(payload["diff"])
         lines.extend(diff_lines[:MAX_TEXT_DIFF_LINES])
         if len(diff_lines) > MAX_TEXT_DIFF_LINES:
             lines.append(f"... {len(diff_lines) - MAX_TEXT_DIFF_LINES} more diff lines")
+        if payload.get("diff_truncated"):
+            lines.append(f"... {DIFF_CUT_NOTE}")
     v = payload["validation"]
     if not v["ok"]:
-        lines.append(f"{v['code']}: {v['message']}")
+        lines.append(block_text(v["message"] or "", f"{line_text(v['code'])}: "))
     if payload.get("reason"):
-        lines.append(f"vetoed: {payload['reason']}")
+        lines.append(block_text(payload["reason"], "vetoed: "))
     obs = payload.get("observation")
-    if obs and not payload["diff"]:
-        lines.append(obs["output"][:1500])
+    if obs and not payload["diff"] and obs["output"]:
+        lines.append(block_text(obs["output"][:MAX_TEXT_OUTPUT_CHARS]))
     return "\n".join(lines)
 
 
 def session_text(payload: dict[str, Any]) -> str:
     m = payload["metrics"]
     return (
-        f"[grinta session {payload['session']}] {payload['end_reason']}: {payload['summary'] or ''}\n"
+        f"[grinta session {line_text(payload['session'])}] {line_text(payload['end_reason'])}: "
+        f"{line_text(payload['summary'] or '')}\n"
         f"steps {m['steps']}, commits {m['commits']}, entropy {m['tool_entropy_bits']} bits, "
         f"tokens {m['prompt_tokens'] + m['completion_tokens']}"
     )
@@ -208,70 +295,115 @@ _CARD = (
     "border:1px solid #d0d7de;border-radius:6px;margin:6px 0;font-family:sans-serif;font-size:13px"
 )
 _MONO = "font-family:SFMono-Regular,Menlo,Consolas,monospace;font-size:12px"
+# An escape is boxed and coloured so it reads apart from the same characters typed literally;
+# the colour keeps its contrast on light and dark backgrounds alike.
+_ESCAPE = "color:#d63384;border:1px solid;border-radius:3px"
+_ROW_STYLES = {"add": "background:#e6ffec", "del": "background:#ffebe9", "context": "", "note": ""}
+_NUM = "color:#8c959f;text-align:right;padding:0 4px;user-select:none"
+_MUTED_ROW = "color:#57606a;padding:0 6px"
 
 
-def _esc(text: Any) -> str:
-    return html.escape(str(text), quote=True)
+MAX_STYLED_ESCAPES = 64  # per text: a styled escape costs ~90 bytes of saved notebook
+
+
+def text_html(text: Any, *, keep_newlines: bool = True) -> str:
+    """Untrusted text as HTML: markup escaped, control characters as styled escapes.
+
+    Past ``MAX_STYLED_ESCAPES`` runs of escapes in one text, the rest are still
+    escaped but not styled, so hostile text cannot swell a saved notebook.
+    """
+    out, styled = [], 0
+    for part, escaped in visible_parts(str(text), keep_newlines=keep_newlines):
+        if escaped and styled < MAX_STYLED_ESCAPES:
+            out.append(f'<span class="grinta-escape" style="{_ESCAPE}">{part}</span>')
+            styled += 1
+        else:
+            out.append(html.escape(part, quote=True))
+    return "".join(out)
+
+
+def line_html(text: Any) -> str:
+    """One line of untrusted text as HTML (a newline is shown as ``\\n``)."""
+    return text_html(text, keep_newlines=False)
 
 
 MAX_HTML_DIFF_LINES = 80  # inline styles cost ~200 bytes a row: keep saved notebooks small
+MAX_HTML_DIFF_CHARS = 48_000  # and rows full of styled escapes cost more
 
 
 def diff_rows_html(diff: str, max_lines: int = MAX_HTML_DIFF_LINES) -> str:
-    """A unified diff as table rows with old and new line numbers."""
-    rows = []
-    old = new = 0
-    lines = diff.splitlines()
-    if len(lines) > max_lines:
-        lines, hidden = lines[:max_lines], len(lines) - max_lines
-    else:
-        hidden = 0
-    for line in lines:
-        if line.startswith("--- ") or line.startswith("+++ "):
-            if line.startswith("+++ "):
-                name = line[4:].removeprefix("b/")
-                rows.append(
-                    f'<tr><td colspan="3" style="background:#f6f8fa;font-weight:600;padding:2px 6px">'
-                    f"{_esc(name)}</td></tr>"
-                )
-            continue
-        if line.startswith("@@"):
-            try:
-                parts = line.split(" ")
-                old = int(parts[1][1:].split(",")[0])
-                new = int(parts[2][1:].split(",")[0])
-            except (IndexError, ValueError):
-                pass
-            rows.append(
-                f'<tr><td colspan="3" style="color:#57606a;background:#ddf4ff;padding:0 6px">'
-                f"{_esc(line)}</td></tr>"
-            )
-            continue
-        if line.startswith("\\"):
-            rows.append(f'<tr><td></td><td></td><td style="color:#57606a">{_esc(line)}</td></tr>')
-            continue
-        mark, body = line[:1], line[1:]
-        if mark == "+":
-            style, cells = "background:#e6ffec", ("", str(new))
-            new += 1
-        elif mark == "-":
-            style, cells = "background:#ffebe9", (str(old), "")
-            old += 1
-        else:
-            style, cells = "", (str(old), str(new))
-            old += 1
-            new += 1
-        num = "color:#8c959f;text-align:right;padding:0 4px;user-select:none"
-        rows.append(
-            f'<tr style="{style}"><td style="{num}">{cells[0]}</td><td style="{num}">{cells[1]}</td>'
-            f'<td style="white-space:pre;padding:0 6px">{_esc(mark + body)}</td></tr>'
-        )
+    """A unified diff as table rows, each by its role in its hunk, with old and new line numbers.
+
+    ``max_lines`` counts lines of the diff text (a file header is two); rows stop
+    there or at ``MAX_HTML_DIFF_CHARS`` of HTML, and the rest is summed up in a
+    last row.
+    """
+    items: list[tuple[int, str]] = []  # (lines of the diff it stands for, row)
+    for file in parse_unified(diff):
+        items.extend(_file_rows(file))
+    rows, used, size = [], 0, 0
+    for cost, row in items:
+        if used + cost > max_lines or size + len(row) > MAX_HTML_DIFF_CHARS:
+            break
+        rows.append(row)
+        used += cost
+        size += len(row)
+    hidden = sum(cost for cost, _ in items) - used
     if hidden:
         rows.append(
-            f'<tr><td colspan="3" style="color:#57606a;padding:2px 6px">… {hidden} more diff lines '
-            "(the full diff is in the event log)</td></tr>"
+            f'<tr class="grinta-diff-more"><td colspan="3" style="{_MUTED_ROW}">… {hidden} more '
+            "diff lines (the full diff is in the event log)</td></tr>"
         )
     return "".join(rows)
+
+
+def _file_rows(file: DiffFile) -> list[tuple[int, str]]:
+    items: list[tuple[int, str]] = []
+    if file.old_path is not None or file.new_path is not None:
+        status = "new file" if file.old_path is None else "deleted" if file.new_path is None else ""
+        if status:
+            status = f' <span style="font-weight:normal;color:#57606a">({status})</span>'
+        items.append(
+            (
+                2,
+                '<tr class="grinta-diff-file"><td colspan="3" '
+                'style="background:#f6f8fa;font-weight:600;padding:2px 6px">'
+                f"{line_html(file.path)}{status}</td></tr>",
+            )
+        )
+    for note in file.notes:
+        items.append(
+            (
+                1,
+                f'<tr class="grinta-diff-note"><td colspan="3" style="{_MUTED_ROW}">'
+                f"{line_html(note)}</td></tr>",
+            )
+        )
+    for hunk in file.hunks:
+        items.append(
+            (
+                1,
+                '<tr class="grinta-diff-hunk"><td colspan="3" '
+                f'style="color:#57606a;background:#ddf4ff;padding:0 6px">{line_html(hunk.header)}'
+                "</td></tr>",
+            )
+        )
+        for row in hunk.rows:
+            old = "" if row.old_line is None else str(row.old_line)
+            new = "" if row.new_line is None else str(row.new_line)
+            code = "white-space:pre;padding:0 6px" + (
+                ";color:#57606a" if row.role == "note" else ""
+            )
+            items.append(
+                (
+                    1,
+                    f'<tr class="grinta-diff-row grinta-diff-{row.role}" '
+                    f'style="{_ROW_STYLES[row.role]}"><td style="{_NUM}">{old}</td>'
+                    f'<td style="{_NUM}">{new}</td><td style="{code}">'
+                    f"{html.escape(_HTML_MARKS[row.role])}{line_html(row.text)}</td></tr>",
+                )
+            )
+    return items
 
 
 def step_html(payload: dict[str, Any]) -> str:
@@ -281,41 +413,48 @@ def step_html(payload: dict[str, Any]) -> str:
     parts = [
         f'<div class="grinta-step" style="{_CARD}">',
         f'<div style="padding:6px 10px;border-bottom:1px solid #d0d7de;background:#f6f8fa">'
-        f'<b>Step {payload["step"]}</b> · <code style="{_MONO}">{_esc(payload["tool"])}</code> '
-        f'<span style="color:{color};font-weight:600">{_esc(status)}{_esc(decision)}</span> '
-        f'<span style="color:#57606a">{_esc(payload.get("summary") or "")}</span></div>',
+        f'<b>Step {payload["step"]}</b> · <code style="{_MONO}">{line_html(payload["tool"])}'
+        f'</code> <span style="color:{color};font-weight:600">{line_html(status + decision)}'
+        f'</span> <span style="color:#57606a">{line_html(payload.get("summary") or "")}</span>'
+        "</div>",
         '<div style="padding:6px 10px">',
     ]
     if payload.get("text"):
         parts.append(
-            f'<div style="white-space:pre-wrap;margin-bottom:6px">{_esc(payload["text"])}</div>'
+            '<div style="white-space:pre-wrap;margin-bottom:6px">'
+            f"{text_html(payload['text'])}</div>"
         )
     args = (
         payload["arguments"] if payload["arguments"] is not None else payload.get("raw_arguments")
     )
+    shown = json.dumps(args, indent=2, ensure_ascii=False) if isinstance(args, dict) else args
     parts.append(
         f'<details><summary>call arguments</summary><pre style="{_MONO};white-space:pre-wrap">'
-        f"{_esc(json.dumps(args, indent=2) if isinstance(args, dict) else args)}</pre></details>"
+        f"{text_html(shown)}</pre></details>"
     )
     for r in payload["resolutions"]:
         parts.append(
-            f'<div>resolved <code style="{_MONO}">{_esc(r["target"])}</code> → '
-            f'<b>{_esc(r["chosen"] or "nothing")}</b> <span style="color:#57606a">({_esc(r["reason"])})</span>'
+            f'<div>resolved <code style="{_MONO}">{line_html(r["target"])}</code> → '
+            f"<b>{line_html(r['chosen'] or 'nothing')}</b> "
+            f'<span style="color:#57606a">({line_html(r["reason"])})</span>'
             + "".join(
-                f'<div style="{_MONO};margin-left:1em">· {_esc(c)}</div>' for c in r["candidates"]
+                f'<div style="{_MONO};margin-left:1em">· {line_html(c)}</div>'
+                for c in r["candidates"]
             )
             + "</div>"
         )
     if payload["diff"]:
-        cut = " (truncated)" if payload.get("diff_truncated") else ""
         parts.append(
             f'<table style="{_MONO};border-collapse:collapse;width:100%;margin:6px 0">'
-            f"{diff_rows_html(payload['diff'])}</table>{_esc(cut)}"
+            f"{diff_rows_html(payload['diff'])}</table>"
         )
+        if payload.get("diff_truncated"):
+            parts.append(f'<div style="color:#57606a">{html.escape(DIFF_CUT_NOTE)}</div>')
     v = payload["validation"]
     if not v["ok"]:
         parts.append(
-            f'<div style="color:#cf222e;margin:4px 0"><b>{_esc(v["code"])}</b>: {_esc(v["message"])}</div>'
+            f'<div style="color:#cf222e;margin:4px 0"><b>{line_html(v["code"])}</b>: '
+            f'<span style="white-space:pre-wrap">{text_html(v["message"] or "")}</span></div>'
         )
         for c in v["candidates"]:
             label = (
@@ -324,26 +463,30 @@ def step_html(payload: dict[str, Any]) -> str:
                 + (f" ({c['note']})" if c.get("note") else "")
             )
             parts.append(
-                f'<div style="margin-left:1em">{_esc(label)}'
+                f'<div style="margin-left:1em">{line_html(label)}'
                 + (
-                    f'<pre style="{_MONO};margin:2px 0">{_esc(c["snippet"])}</pre>'
+                    f'<pre style="{_MONO};margin:2px 0">{text_html(c["snippet"])}</pre>'
                     if c.get("snippet")
                     else ""
                 )
                 + "</div>"
             )
     if payload.get("reason"):
-        parts.append(f'<div style="color:#cf222e">vetoed: {_esc(payload["reason"])}</div>')
+        parts.append(
+            '<div style="color:#cf222e;white-space:pre-wrap">'
+            f"vetoed: {text_html(payload['reason'])}</div>"
+        )
     for g in payload["guards"]:
         parts.append(
-            f'<div style="color:#9a6700">guard {_esc(g["guard"])}: {_esc(g["detail"])} '
-            f"({_esc(g['action'])})</div>"
+            f'<div style="color:#9a6700">guard {line_html(g["guard"])}: {text_html(g["detail"])} '
+            f"({line_html(g['action'])})</div>"
         )
     obs = payload.get("observation")
     if obs and not payload["diff"]:
+        exit_code = f" (exit {obs['exit_code']})" if obs.get("exit_code") is not None else ""
         parts.append(
-            f"<details><summary>result{' (exit ' + str(obs['exit_code']) + ')' if obs.get('exit_code') is not None else ''}"
-            f'</summary><pre style="{_MONO};white-space:pre-wrap">{_esc(obs["output"])}</pre></details>'
+            f"<details><summary>result{html.escape(exit_code)}</summary>"
+            f'<pre style="{_MONO};white-space:pre-wrap">{text_html(obs["output"])}</pre></details>'
         )
     parts.append("</div></div>")
     return "".join(parts)
@@ -369,14 +512,19 @@ def session_html(payload: dict[str, Any]) -> str:
         "cost",
     ]
     rows = "".join(
-        f'<tr><td style="padding:0 8px;color:#57606a">{_esc(k)}</td><td>{_esc(m.get(k))}</td></tr>'
+        f'<tr><td style="padding:0 8px;color:#57606a">{html.escape(k)}</td>'
+        f"<td>{line_html(m.get(k))}</td></tr>"
         for k in keys
     )
     return (
-        f'<div class="grinta-session" style="{_CARD}"><div style="padding:6px 10px;background:#f6f8fa">'
-        f"<b>grinta session</b> · {_esc(payload['model'])} · ended: <b>{_esc(payload['end_reason'])}</b></div>"
-        f'<div style="padding:6px 10px"><div>Task: {_esc(payload["task"])}</div>'
-        f'<div style="white-space:pre-wrap">Summary: {_esc(payload["summary"] or "(none)")}</div>'
+        f'<div class="grinta-session" style="{_CARD}">'
+        '<div style="padding:6px 10px;background:#f6f8fa">'
+        f"<b>grinta session</b> · {line_html(payload['model'])} · ended: "
+        f"<b>{line_html(payload['end_reason'])}</b></div>"
+        f'<div style="padding:6px 10px"><div style="white-space:pre-wrap">Task: '
+        f"{text_html(payload['task'])}</div>"
+        '<div style="white-space:pre-wrap">Summary: '
+        f"{text_html(payload['summary'] or '(none)')}</div>"
         f'<table style="{_MONO};margin-top:6px">{rows}</table></div></div>'
     )
 
@@ -389,3 +537,12 @@ def _cut(text: str, limit: int) -> str:
 
 def _bound_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {k: _cut(v, MAX_ARG_CHARS) if isinstance(v, str) else v for k, v in arguments.items()}
+
+
+def _redact_keys(data: Any, secrets: Secrets) -> Any:
+    """``data`` with secrets redacted from its keys too: a model's arguments are all its text."""
+    if isinstance(data, dict):
+        return {secrets.redact(str(k)): _redact_keys(v, secrets) for k, v in data.items()}
+    if isinstance(data, list):
+        return [_redact_keys(v, secrets) for v in data]
+    return data

@@ -4,6 +4,10 @@ The panel listens to the session's events and redraws the affected card.
 It never drives the model itself: clicks record decisions on the session
 (``approve``, ``edit``, ``veto``), and whatever drives the session (the
 background task, or ``%grinta step``) acts on them.
+
+Its cards are the saved notebook's HTML (``mime.step_html``). Any other text
+it shows goes through ``mime.text_html`` / ``line_html`` (control characters
+as visible escapes) after the session's secrets are redacted.
 """
 
 from __future__ import annotations
@@ -15,9 +19,17 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
-from grinta_jupyter.events.log import redact
 from grinta_jupyter.jupyter.actions import ActionBar
-from grinta_jupyter.jupyter.mime import session_html, session_payload, step_html, step_payload
+from grinta_jupyter.jupyter.mime import (
+    line_html,
+    session_html,
+    session_payload,
+    session_secrets,
+    step_html,
+    step_payload,
+    text_html,
+)
+from grinta_jupyter.runtime.display import visible
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
@@ -66,7 +78,7 @@ class StepCard:
         self.refresh()
 
     def refresh(self) -> None:
-        payload = step_payload(self.step, self.panel.session.id)
+        payload = step_payload(self.step, self.panel.session.id, self.panel.secrets)
         self.view.value = step_html(payload)
         pending = self.panel.session.pending is self.step and not self.panel.session.done
         self.actions.enabled = pending
@@ -100,7 +112,7 @@ class StepCard:
             None,
         )
         if field is not None:
-            self.text_label.value = f"<b>{html.escape(field)}</b> (the proposed new text)"
+            self.text_label.value = f"<b>{line_html(field)}</b> (the proposed new text)"
             self.text_editor.value = args.pop(field)
             self.text_editor.layout.display = "block"
         else:
@@ -119,7 +131,7 @@ class StepCard:
             args = json.loads(self.args_editor.value)
         except ValueError as exc:
             self.edit_message.value = (
-                f'<span style="color:#cf222e">not valid JSON: {html.escape(str(exc))}</span>'
+                f'<span style="color:#cf222e">not valid JSON: {line_html(exc)}</span>'
             )
             return
         if getattr(self, "_field", None) and isinstance(args, dict):
@@ -131,9 +143,10 @@ class StepCard:
             )
             self._show_editor(False)
         else:
+            message = self.panel.secrets.redact(proposal.error.message)
             self.edit_message.value = (
-                f'<span style="color:#cf222e">{html.escape(proposal.error.code)}: '
-                f"{html.escape(proposal.error.message)}</span>"
+                '<span style="color:#cf222e;white-space:pre-wrap">'
+                f"{line_html(proposal.error.code)}: {text_html(message)}</span>"
             )
         self.refresh()
 
@@ -146,6 +159,7 @@ class SessionPanel:
 
     def __init__(self, session: Session, on_decision: Callable[[], None] | None = None):
         self.session = session
+        self.secrets = session_secrets(session)  # kept out of every card and of the model's stream
         self.on_decision = on_decision
         self.header = w.HTML()
         self.stop_button = w.Button(
@@ -197,7 +211,7 @@ class SessionPanel:
 
     def _on_text(self, piece: str) -> None:
         self._stream += piece
-        self.thinking.value = _thinking_html(redact(self._stream))
+        self.thinking.value = _thinking_html(self.secrets.redact(self._stream))
 
     def _on_event(self, event: Event) -> None:
         kind = event.type
@@ -242,16 +256,18 @@ class SessionPanel:
         tokens = s.totals.prompt_tokens + s.totals.completion_tokens
         cost = f"${s.totals.cost:.4f}" if s.totals.cost_known else "cost unknown"
         state = s.end_reason if s.done else ("waiting for you" if s.waiting else s.state.value)
+        redact = self.secrets.redact
+        root = visible(redact(str(s.root)), keep_newlines=False)
         self.header.value = (
             f'<div style="font-family:sans-serif;font-size:13px;line-height:1.4"><b>grinta</b> · '
-            f"{html.escape(getattr(s.model, 'name', 'model'))} · "
-            f'<code title="{html.escape(str(s.root))}">{html.escape(s.root.name)}</code> · '
-            f"step {len(s.steps)} · {tokens} tokens · {cost} · <i>{html.escape(str(state))}</i></div>"
+            f"{line_html(redact(str(getattr(s.model, 'name', 'model'))))} · "
+            f'<code title="{html.escape(root)}">{line_html(redact(s.root.name))}</code> · '
+            f"step {len(s.steps)} · {tokens} tokens · {cost} · <i>{line_html(state)}</i></div>"
         )
 
 
 def _thinking_html(text: str) -> str:
-    body = html.escape(text[-2000:])
+    body = text_html(text[-2000:])
     return (
         '<div class="grinta-thinking" style="font-family:sans-serif;font-size:13px;color:#57606a">'
         f'<span style="color:#0969da">●</span> thinking… <div style="white-space:pre-wrap">{body}</div></div>'

@@ -13,6 +13,7 @@ characters of a line: a removed ``-- comment`` is a removed line.
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import re
 from dataclasses import dataclass, field
@@ -47,8 +48,7 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
     body: list[str] = []
     added: list[tuple[int, str]] = []
     removed = 0
-    matcher = difflib.SequenceMatcher(None, a_mid, b_mid, autojunk=False)
-    for group in matcher.get_grouped_opcodes(context):
+    for group in group_opcodes(line_opcodes(a_mid, b_mid), context):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
         body.append(f"@@ -{_range(start + i1, i2 - i1)} +{_range(start + j1, j2 - j1)} @@")
         for tag, ai1, ai2, bj1, bj2 in group:
@@ -67,6 +67,144 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
     if not body:
         return LineDiff("", [], 0)
     return LineDiff("\n".join(header + body) + "\n", added, removed)
+
+
+# Above this many cells (lines of one side times lines of the other) difflib's matcher is not
+# run on a region directly: on many repeated lines (a replace_all in a lock file) it is far
+# worse than quadratic. Such regions are cut at lines unique to both sides (the anchors of a
+# patience diff) first; what stays too large is paired line by line, or replaced whole.
+MATCHER_CELLS = 250_000
+_MAX_DEPTH = 8
+
+Opcode = tuple[str, int, int, int, int]  # difflib's (tag, i1, i2, j1, j2)
+
+
+def line_opcodes(a: list[str], b: list[str], cells: int = MATCHER_CELLS) -> list[Opcode]:
+    """Edit operations turning ``a`` into ``b``, in time bounded by the sizes, not their product."""
+    ops: list[Opcode] = []
+    _diff_region(a, 0, len(a), b, 0, len(b), ops, 0, cells)
+    merged: list[Opcode] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if i1 == i2 and j1 == j2:
+            continue
+        if merged and merged[-1][0] == tag:
+            last = merged.pop()
+            merged.append((tag, last[1], i2, last[3], j2))
+        else:
+            merged.append((tag, i1, i2, j1, j2))
+    return merged
+
+
+def _diff_region(
+    a: list[str],
+    alo: int,
+    ahi: int,
+    b: list[str],
+    blo: int,
+    bhi: int,
+    ops: list[Opcode],
+    depth: int,
+    cells: int,
+) -> None:
+    start_a, start_b = alo, blo
+    while alo < ahi and blo < bhi and a[alo] == b[blo]:
+        alo, blo = alo + 1, blo + 1
+    ops.append(("equal", start_a, alo, start_b, blo))
+    end_a, end_b = ahi, bhi
+    while ahi > alo and bhi > blo and a[ahi - 1] == b[bhi - 1]:
+        ahi, bhi = ahi - 1, bhi - 1
+    n, m = ahi - alo, bhi - blo
+    if n == 0 or m == 0:
+        ops.append(("delete" if n else "insert", alo, ahi, blo, bhi))
+    elif n * m <= cells:
+        matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
+        ops.extend(
+            (tag, alo + i1, alo + i2, blo + j1, blo + j2)
+            for tag, i1, i2, j1, j2 in matcher.get_opcodes()
+        )
+    else:
+        anchors = _unique_anchors(a, alo, ahi, b, blo, bhi) if depth < _MAX_DEPTH else []
+        if anchors:
+            i, j = alo, blo
+            for ai, bj in anchors:
+                _diff_region(a, i, ai, b, j, bj, ops, depth + 1, cells)
+                ops.append(("equal", ai, ai + 1, bj, bj + 1))
+                i, j = ai + 1, bj + 1
+            _diff_region(a, i, ahi, b, j, bhi, ops, depth + 1, cells)
+        elif n == m:  # same length: pair the lines (a replace_all that keeps lines does this)
+            ops.extend(
+                (
+                    "equal" if a[alo + k] == b[blo + k] else "replace",
+                    alo + k,
+                    alo + k + 1,
+                    blo + k,
+                    blo + k + 1,
+                )
+                for k in range(n)
+            )
+        else:
+            ops.append(("replace", alo, ahi, blo, bhi))
+    ops.append(("equal", ahi, end_a, bhi, end_b))
+
+
+def _unique_anchors(
+    a: list[str], alo: int, ahi: int, b: list[str], blo: int, bhi: int
+) -> list[tuple[int, int]]:
+    """Lines occurring once in each side, in the longest order both sides agree on."""
+    counts: dict[str, list[int]] = {}
+    for i in range(alo, ahi):
+        entry = counts.setdefault(a[i], [0, 0, i, -1])
+        entry[0] += 1
+    for j in range(blo, bhi):
+        entry = counts.get(b[j])
+        if entry is not None:
+            entry[1] += 1
+            entry[3] = j
+    pairs = sorted((e[2], e[3]) for e in counts.values() if e[0] == 1 and e[1] == 1)
+    # Longest increasing subsequence of the b positions (patience sorting).
+    tails: list[int] = []
+    tail_index: list[int] = []
+    previous = [-1] * len(pairs)
+    for k, (_, j) in enumerate(pairs):
+        at = bisect.bisect_left(tails, j)
+        if at == len(tails):
+            tails.append(j)
+            tail_index.append(k)
+        else:
+            tails[at] = j
+            tail_index[at] = k
+        previous[k] = tail_index[at - 1] if at else -1
+    chain = []
+    k = tail_index[-1] if tail_index else -1
+    while k != -1:
+        chain.append(pairs[k])
+        k = previous[k]
+    return chain[::-1]
+
+
+def group_opcodes(ops: list[Opcode], context: int = CONTEXT) -> list[list[Opcode]]:
+    """Opcodes cut into hunks with ``context`` equal lines around each change."""
+    if not ops or all(op[0] == "equal" for op in ops):
+        return []
+    ops = list(ops)
+    tag, i1, i2, j1, j2 = ops[0]
+    if tag == "equal":
+        ops[0] = (tag, max(i1, i2 - context), i2, max(j1, j2 - context), j2)
+    tag, i1, i2, j1, j2 = ops[-1]
+    if tag == "equal":
+        ops[-1] = (tag, i1, min(i2, i1 + context), j1, min(j2, j1 + context))
+    groups: list[list[Opcode]] = []
+    group: list[Opcode] = []
+    for tag, i1, i2, j1, j2 in ops:
+        if tag == "equal" and i2 - i1 > 2 * context:
+            group.append((tag, i1, i1 + context, j1, j1 + context))
+            groups.append(group)
+            group = []
+            i1, j1 = i2 - context, j2 - context
+        group.append((tag, i1, i2, j1, j2))
+    if group and not (len(group) == 1 and group[0][0] == "equal"):
+        groups.append(group)
+    return groups
 
 
 def split_keepends(text: str) -> list[str]:

@@ -9,6 +9,7 @@ from the model arrive with LF and are adapted to the file's style.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from grinta_jupyter.runtime.errors import BINARY_FILE, UNSUPPORTED_ENCODING, fail
@@ -74,6 +75,12 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
-def line_of(text: str, offset: int) -> int:
-    """1-based line number of character ``offset``."""
-    return text.count("\n", 0, offset) + 1
+def line_numbers(text: str, offsets: Iterable[int]) -> list[int]:
+    """1-based line numbers of ascending ``offsets``: newlines are counted once, not per offset."""
+    numbers = []
+    line, at = 1, 0
+    for offset in offsets:
+        line += text.count("\n", at, offset)
+        at = offset
+        numbers.append(line)
+    return numbers

@@ -1,42 +1,103 @@
-"""Atomic multi-file commits with a journal, crash recovery and undo.
+"""Atomic multi-file commits with a journal, locks, crash recovery and undo.
+
+State lives in ``.grinta/``; everything the journal creates there is owner-only
+(folders 0700, files 0600, whatever the umask): ``lock`` (the workspace lock),
+``journal/<txid>/`` (one commit in flight: ``lock``, ``manifest.json``, the
+backups ``<i>.old``) and ``undo/<txid>/`` (finished commits, the last 50).
+
+Locks are ``flock``s, so the OS releases them when their process dies:
+
+- The *workspace lock* ``.grinta/lock`` serialises, across processes, threads
+  and ``Runtime`` objects, the moments that decide what a file holds: making a
+  journal folder, and a commit's last check, decision and renames. It is
+  waited for at most ``LOCK_WAIT`` seconds (then CommitError, nothing written).
+- Each transaction holds its *own lock* ``journal/<txid>/lock`` from the
+  moment its folder is made (under the workspace lock) until the folder is
+  gone. So whoever holds the workspace lock tells an orphan (own lock free:
+  its process died) from a commit in progress (held), and touches only orphans.
 
 A commit of N files runs in phases, each made durable before the next:
 
-1. ``prepare``: the journal folder ``.grinta/journal/<txid>/`` gets a manifest
-   naming every file, its old and new sha256 and its temp file; then backups
-   of the old bytes and, beside each target, a temp file with the new bytes
-   (fsynced, mode copied).
-2. ``commit``: the manifest is atomically replaced by one whose state is
-   ``commit``. From here on the transaction is decided.
+0. ``check`` (no lock): each target still holds the bytes the proposal was
+   staged from (else StaleError) and may be written (else ReadOnlyError: a
+   mode without write bits, or an immutable file). Nothing is created yet.
+1. ``prepare`` (own lock): the folder gets a manifest naming every file, its
+   old and new sha256 and size, its temp file and the folders made for it;
+   then backups of the old bytes and, beside each target, a temp file with
+   the new bytes (fsynced, the target's mode).
+2. ``commit`` (workspace lock, held through step 4): orphans are recovered
+   first (below); every target is checked again, its folder must be the one
+   its temp file was staged in, and the manifest is atomically replaced by one
+   whose state is ``commit`` and which records each folder's identity. From
+   here on the transaction is decided.
 3. Every temp file is renamed over its target (or the target is removed).
 4. The journal folder moves to ``.grinta/undo/``, where it serves ``undo``.
 
-Opening a workspace recovers any journal left by a killed process: a
-``prepare`` journal is rolled back (targets were never touched), a ``commit``
-journal is rolled forward (temp files still present are renamed; the rest are
-already in place). Either way every file ends all-old or all-new.
+A failure before the decision (a stale file, a full disk, a read-only
+folder, an unwritable ``.grinta``) removes the temp files, the folders made
+for them and the journal folder at once; no target byte changes. A fault
+after it leaves the journal for the next recovery to finish (CommitError with
+``decided``). A journal folder loses its manifest last, an undo record first,
+so a crash while deleting one leaves nothing that looks damaged. Undo is one
+more commit, of the backups, with the same locks, checks and path walk.
+
+Targets are reached only through folder descriptors opened one component at a
+time from the root with ``O_NOFOLLOW|O_DIRECTORY`` (``mkdir``, ``open``,
+``rename`` and ``unlink`` relative to them), and read with
+``O_NOFOLLOW|O_NONBLOCK``. A folder that became a symlink or a file, a
+symlink, FIFO or folder where a file was, or a folder replaced since its
+temp file was staged is a StaleError, so no write lands outside the
+workspace. Recovery and undo walk paths the same way.
+
+Recovery runs when a ``Runtime`` opens (if the workspace lock is free; else
+its holder does it) and at the start of every commit's step 2, on orphans only:
+a ``prepare`` journal is rolled back (targets were never touched); a
+``commit`` journal is rolled forward (temp files still present are renamed
+after checking their folder's identity; the rest are already in place).
+Either way every file ends all-old or all-new. A folder holding nothing but
+its lock and a half-written manifest (the owner died before the manifest was
+durable, so no temp file exists) is discarded. Anything else that cannot be
+read for certain (a damaged manifest, an unknown state, a decided commit that
+cannot finish) is left in place with a ``note.txt`` and reported, never guessed.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
+import fcntl
 import json
 import os
+import re
 import shutil
+import stat
+import struct
+import sys
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from grinta_jupyter.runtime.textfile import sha256
 
 MANIFEST = "manifest.json"
 UNDO_KEEP = 50
+LOCK_WAIT = 5.0  # seconds a commit waits for another process's commit to finish
 
 # Called with a label at every durable step of a commit; tests use it to kill
 # the process at each point. None in production.
 StepHook = Callable[[str], None] | None
+
+_OWN_LOCK = "lock"
+_NOTE = "note.txt"
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO must not block
+_LOCK = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+# grinta's own files: never through a link, and a FIFO planted there fails (ENXIO), not hangs.
+_PRIVATE = os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_NAME_MAX = 255
 
 
 @dataclass(frozen=True)
@@ -63,20 +124,51 @@ class CommitRecord:
 
 
 class StaleError(Exception):
-    """A file changed on disk since it was staged."""
+    """A file (or a folder on its path) changed on disk since it was staged."""
 
     def __init__(self, path: str):
         super().__init__(path)
         self.path = path
 
 
+class ReadOnlyError(Exception):
+    """A target may not be written: ``why`` says so (read-only mode, immutable)."""
+
+    def __init__(self, path: str, why: str):
+        super().__init__(f"{path} is {why}")
+        self.path = path
+        self.why = why
+
+
+class CommitError(OSError):
+    """An OS fault stopped a commit or an undo; ``cause`` is the OSError.
+
+    ``what`` names where: a workspace path or grinta's state folder. Unless
+    ``decided``, nothing was written and nothing was left behind; a decided
+    commit is completed by the next recovery (next commit or next open).
+    """
+
+    def __init__(self, what: str, cause: OSError, *, decided: bool = False):
+        super().__init__(cause.errno, f"{what}: {cause.strerror or cause}")
+        self.what = what
+        self.cause = cause
+        self.decided = decided
+
+
+class DamagedJournal(Exception):
+    """A journal or undo record cannot be trusted (a bad manifest or backup)."""
+
+
 class Journal:
     """Commits, recovers and undoes transactions for one workspace root."""
 
-    def __init__(self, root: Path, state_dir: Path):
+    def __init__(self, root: Path, state_dir: Path, *, lock_wait: float = LOCK_WAIT):
         self.root = root
+        self.state_dir = state_dir
         self.journal_dir = state_dir / "journal"
         self.undo_dir = state_dir / "undo"
+        self.lock_path = state_dir / "lock"
+        self.lock_wait = lock_wait
 
     # -- commit ---------------------------------------------------------------
 
@@ -89,34 +181,133 @@ class Journal:
         undoes: str | None = None,
         hook: StepHook = None,
     ) -> CommitRecord:
-        """Write every file in ``writes`` or none of them. Raises StaleError."""
-        step = hook or (lambda _label: None)
-        for write in writes:
-            if _current_sha(self.root / write.path) != _sha_or_none(write.old):
-                raise StaleError(write.path)
+        """Write every file in ``writes`` or none of them.
+
+        Raises StaleError or ReadOnlyError (nothing written) and CommitError.
+        """
+        step = hook or _no_step
         txid = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
-        folder = self.journal_dir / txid
-        folder.mkdir(parents=True)
+        with _faults("the workspace folder"):
+            tree = _Tree(self.root)  # checks and stages through these folder descriptors
+        try:
+            modes = [self._check(tree, write).mode for write in writes]
+            manifest = self._manifest(txid, label, writes, modes, tree, keep_undo, undoes)
+            own_lock = self._begin(txid)
+            try:
+                return self._prepare_and_decide(manifest, writes, tree, step)
+            finally:
+                os.close(own_lock)  # after the folder is gone or in undo/
+        finally:
+            tree.close()
+
+    def _prepare_and_decide(
+        self,
+        manifest: dict[str, Any],
+        writes: list[FileWrite],
+        tree: _Tree,
+        step: Callable[[str], None],
+    ) -> CommitRecord:
+        folder = self.journal_dir / manifest["id"]
+        staged: dict[int, tuple[int, tuple[int, int], int]] = {}  # i: (folder fd, id, temp inode)
+        decided = False
+        try:
+            with _faults(".grinta/journal"):
+                _write_json(folder / MANIFEST, manifest)
+                _fsync_dir(folder)
+            step("prepared-manifest")
+            for i, (write, entry) in enumerate(zip(writes, manifest["files"], strict=True)):
+                if write.old is not None:
+                    # Backups serve only undo, which checks their sha256 before using one,
+                    # so they need not be forced to disk before the commit decides.
+                    with _faults(".grinta/journal"):
+                        _write_private(folder / entry["backup"], write.old, durable=False)
+                if write.new is not None:
+                    with _faults(write.path):
+                        staged[i] = _stage(tree, write, entry["tmp"], entry["mode"])
+                step(f"staged-{i}")
+            with _faults("the workspace folder"):
+                for parent in {fd for fd, _, _ in staged.values()}:
+                    os.fsync(parent)  # the temp files' names must survive a crash, too
+
+            with _faults(".grinta (grinta's state folder)"), self._workspace_lock():
+                self._recover_orphans(skip=manifest["id"])
+                with _faults("the workspace folder"), _Tree(self.root) as fresh:
+                    for i, (write, entry) in enumerate(zip(writes, manifest["files"], strict=True)):
+                        entry["folder"] = self._check_again(fresh, write, entry, staged.get(i))
+                    manifest["state"] = "commit"
+                    with _faults(".grinta/journal"):
+                        _write_json(folder / MANIFEST, manifest)
+                        decided = True  # from here on, recovery rolls forward
+                        _fsync_dir(folder)
+                    step("decided")
+                    return self._roll_forward(folder, manifest, step, fresh)
+        except CommitError as exc:
+            exc.decided = exc.decided or decided
+            raise
+        finally:
+            if not decided:
+                self._roll_back(folder, manifest, tree)
+
+    def _check(self, tree: _Tree, write: FileWrite) -> _Found:
+        """The target as it is now; raise StaleError or ReadOnlyError."""
+        with _faults(write.path):
+            found = _look(tree, write.path, -1 if write.old is None else len(write.old))
+        if found.sha != _sha_or_none(write.old):
+            raise StaleError(write.path)
+        if found.locked:
+            raise ReadOnlyError(write.path, found.locked)
+        return found
+
+    def _check_again(
+        self,
+        tree: _Tree,
+        write: FileWrite,
+        entry: dict[str, Any],
+        staged: tuple[int, tuple[int, int], int] | None,
+    ) -> list[int] | None:
+        """The last look before the decision; the identity of the target's folder."""
+        found = self._check(tree, write)
+        if staged is not None:
+            staged_fd, staged_id, temp_inode = staged
+            if found.folder != staged_id:
+                raise StaleError(write.path)  # the folder was replaced since staging
+            try:
+                temp = os.stat(entry["tmp"], dir_fd=staged_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                raise StaleError(write.path) from None
+            if temp.st_ino != temp_inode:
+                raise StaleError(write.path)
+            if found.mode is not None and found.mode != entry["mode"]:
+                _chmod_temp(staged_fd, entry["tmp"], found.mode)  # chmod'ed since staging
+        return None if found.folder is None else list(found.folder)
+
+    def _manifest(
+        self,
+        txid: str,
+        label: str,
+        writes: list[FileWrite],
+        modes: list[int | None],
+        tree: _Tree,
+        keep_undo: bool,
+        undoes: str | None,
+    ) -> dict[str, Any]:
         entries = []
-        for i, write in enumerate(writes):
-            target = self.root / write.path
+        for i, (write, mode) in enumerate(zip(writes, modes, strict=True)):
+            parent, name = _split(write.path)
             entries.append(
                 {
                     "path": write.path,
                     "old_sha": _sha_or_none(write.old),
                     "new_sha": _sha_or_none(write.new),
+                    "old_size": None if write.old is None else len(write.old),
+                    "new_size": None if write.new is None else len(write.new),
+                    "mode": mode,
                     "backup": f"{i}.old" if write.old is not None else None,
-                    "tmp": _tmp_name(target, txid) if write.new is not None else None,
-                    "new_dirs": [
-                        *write.prune_dirs,
-                        *(
-                            p.relative_to(self.root).as_posix()
-                            for p in _missing_dirs(target.parent, self.root)
-                        ),
-                    ],
+                    "tmp": _tmp_name(name, txid, i) if write.new is not None else None,
+                    "new_dirs": [*write.prune_dirs, *tree.missing(parent)],
                 }
             )
-        manifest = {
+        return {
             "id": txid,
             "label": label,
             "state": "prepare",
@@ -125,84 +316,172 @@ class Journal:
             "undoes": undoes,
             "files": entries,
         }
-        _write_json(folder / MANIFEST, manifest)
-        _fsync_dir(folder)
-        step("prepared-manifest")
 
-        staged_dirs: set[Path] = set()
-        for i, (write, entry) in enumerate(zip(writes, entries, strict=True)):
-            target = self.root / write.path
-            if write.old is not None:
-                # Backups serve only undo, which checks their sha256 before using one,
-                # so they need not be forced to disk before the commit decides.
-                _write_plain(folder / f"{i}.old", write.old)
-            if write.new is not None:
-                target.parent.mkdir(parents=True, exist_ok=True)
-                tmp = target.parent / entry["tmp"]
-                _write_durable(tmp, write.new, mode=_mode(target))
-                staged_dirs.add(tmp.parent)
-            step(f"staged-{i}")
-        for directory in staged_dirs:  # the temp files' names must survive a crash, too
-            _fsync_dir(directory)
+    def _begin(self, txid: str) -> int:
+        """Make the journal folder and take its own lock, under the workspace lock."""
+        folder = self.journal_dir / txid
+        with _faults(".grinta (grinta's state folder)"):
+            for directory in (self.state_dir, self.journal_dir, self.undo_dir):
+                _private_dir(directory)
+            with self._workspace_lock():
+                _private_dir(folder, exist_ok=False)
+                try:
+                    fd = _open_private(folder / _OWN_LOCK, os.O_RDWR | os.O_EXCL)
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except BaseException:
+                    shutil.rmtree(folder, ignore_errors=True)
+                    raise
+        return fd
 
-        for write in writes:  # last look before the point of no return
-            if _current_sha(self.root / write.path) != _sha_or_none(write.old):
-                self._roll_back(folder, manifest)
-                raise StaleError(write.path)
-        manifest["state"] = "commit"
-        _write_json(folder / MANIFEST, manifest)
-        _fsync_dir(folder)
-        step("decided")
-
-        return self._roll_forward(folder, manifest, step)
+    @contextlib.contextmanager
+    def _workspace_lock(self) -> Iterator[None]:
+        fd = _open_private(self.lock_path, os.O_RDWR)
+        try:
+            if not _flock(fd, self.lock_wait):
+                raise CommitError(
+                    ".grinta/lock",
+                    TimeoutError(
+                        errno.ETIMEDOUT,
+                        f"another process has been committing in this workspace for "
+                        f"{self.lock_wait:g} s; try again",
+                    ),
+                )
+            yield
+        finally:
+            os.close(fd)  # releases the lock
 
     # -- recovery -------------------------------------------------------------
 
     def recover(self) -> list[str]:
-        """Finish or undo transactions interrupted by a crash; return what was done."""
-        done = []
-        if not self.journal_dir.is_dir():
-            return done
-        for folder in sorted(p for p in self.journal_dir.iterdir() if p.is_dir()):
-            try:
-                manifest = json.loads((folder / MANIFEST).read_text("utf-8"))
-            except (OSError, ValueError):
-                # Killed before the manifest was durable: no temp file exists yet.
-                shutil.rmtree(folder, ignore_errors=True)
-                done.append(f"discarded {folder.name}")
-                continue
-            if manifest.get("state") == "commit":
-                self._roll_forward(folder, manifest, lambda _label: None)
-                done.append(f"completed {folder.name}")
-            else:
-                self._roll_back(folder, manifest)
-                done.append(f"rolled back {folder.name}")
-        return done
+        """Finish or undo the orphaned transactions; return what was done.
 
-    def _roll_back(self, folder: Path, manifest: dict) -> None:
+        Never raises for an OS fault: a problem is one more line of the result.
+        Returns at once, doing nothing, while another process holds the
+        workspace lock (it recovers orphans itself before committing).
+        """
+        try:
+            with os.scandir(self.journal_dir) as entries:
+                if next(entries, None) is None:
+                    return []
+        except (FileNotFoundError, NotADirectoryError):
+            return []
+        except OSError as exc:
+            return [f"recovery skipped: {self.journal_dir} cannot be read ({exc.strerror})"]
+        try:
+            fd = _open_private(self.lock_path, os.O_RDWR)
+        except OSError as exc:
+            return [f"recovery skipped: {self.lock_path} cannot be opened ({exc.strerror})"]
+        try:
+            return self._recover_orphans() if _flock(fd, 0) else []
+        finally:
+            os.close(fd)
+
+    def _recover_orphans(self, skip: str | None = None) -> list[str]:
+        """Recover every journal whose own lock is free. Call with the workspace lock held."""
+        try:
+            names = sorted(os.listdir(self.journal_dir))
+        except OSError as exc:
+            return [f"recovery skipped: {self.journal_dir} cannot be read ({exc.strerror})"]
+        notes = []
+        for name in names:
+            if name == skip:
+                continue
+            folder = self.journal_dir / name
+            try:
+                note = self._recover_if_orphan(folder)
+            except OSError as exc:
+                note = _leave(folder, f"it cannot be read ({exc.strerror or exc})")
+            if note:
+                notes.append(note)
+        return notes
+
+    def _recover_if_orphan(self, folder: Path) -> str | None:
+        try:
+            if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                return None  # not a journal
+        except FileNotFoundError:
+            return None  # finished meanwhile
+        try:
+            fd: int | None = os.open(folder / _OWN_LOCK, _LOCK)
+        except FileNotFoundError:
+            fd = None  # its owner died before making the lock, or after dropping it
+        try:
+            if fd is not None and not _flock(fd, 0):
+                return None  # a commit in progress in a live process
+            return self._recover_one(folder)
+        finally:
+            if fd is not None:
+                os.close(fd)
+
+    def _recover_one(self, folder: Path) -> str:
+        try:
+            manifest = _load_manifest(folder)
+        except FileNotFoundError:
+            # Killed before the manifest was durable: no temp file exists yet.
+            extra = set(os.listdir(folder)) - {_OWN_LOCK, "manifest.tmp"}
+            if extra:
+                return _leave(folder, f"it has no manifest but holds {', '.join(sorted(extra))}")
+            _remove(folder, manifest_first=False)
+            return f"discarded {folder.name}"
+        except DamagedJournal as exc:
+            return _leave(folder, str(exc))
+        if manifest["state"] == "commit":
+            try:
+                with _Tree(self.root) as tree:
+                    self._roll_forward(folder, manifest, _no_step, tree)
+            except StaleError as exc:
+                return _leave(folder, f"decided, but {exc.path} moved or its folder changed")
+            except CommitError as exc:
+                return _leave(folder, f"decided, but it could not finish ({exc})")
+            return f"completed {folder.name}"
+        if manifest["state"] == "prepare":
+            with _Tree(self.root) as tree:
+                missed = self._roll_back(folder, manifest, tree)
+            where = f" (temp files left: {', '.join(missed)})" if missed else ""
+            return f"rolled back {folder.name}{where}"
+        return _leave(folder, f"its state {manifest['state']!r} is unknown")
+
+    def _roll_back(self, folder: Path, manifest: dict[str, Any], tree: _Tree) -> list[str]:
+        """Remove the temp files, the folders made for them and the journal; never raises."""
+        missed = []
         for entry in manifest["files"]:
             if entry["tmp"]:
-                (self.root / entry["path"]).parent.joinpath(entry["tmp"]).unlink(missing_ok=True)
-            for new_dir in reversed(entry.get("new_dirs", [])):
-                _rmdir_if_empty(self.root / new_dir)
-        shutil.rmtree(folder, ignore_errors=True)
+                parent, _ = _split(entry["path"])
+                try:
+                    os.unlink(entry["tmp"], dir_fd=tree.folder(parent, for_path=entry["path"]))
+                except FileNotFoundError:
+                    pass
+                except (OSError, StaleError):
+                    missed.append(f"{parent}/{entry['tmp']}".lstrip("/"))
+            for new_dir in reversed(entry["new_dirs"]):
+                _rmdir_if_empty(tree, new_dir)
+        _remove(folder, manifest_first=False)
+        return missed
 
     def _roll_forward(
-        self, folder: Path, manifest: dict, step: Callable[[str], None]
+        self, folder: Path, manifest: dict[str, Any], step: Callable[[str], None], tree: _Tree
     ) -> CommitRecord:
         for i, entry in enumerate(manifest["files"]):
-            target = self.root / entry["path"]
-            if entry["tmp"]:
-                tmp = target.parent / entry["tmp"]
-                if tmp.exists():
-                    os.replace(tmp, target)
-                    _fsync_dir(target.parent)
-            else:
-                if target.exists() and _current_sha(target) == entry["old_sha"]:
-                    target.unlink()
-                    _fsync_dir(target.parent)
-                for new_dir in reversed(entry.get("new_dirs", [])):
-                    _rmdir_if_empty(self.root / new_dir)
+            path = entry["path"]
+            parent_rel, name = _split(path)
+            with _faults(path, decided=True):
+                if entry["tmp"]:
+                    parent = tree.folder(parent_rel, for_path=path)
+                    if entry.get("folder") not in (None, list(_identity(parent))):
+                        raise StaleError(path)  # not the folder the temp file was staged in
+                    with contextlib.suppress(FileNotFoundError):  # renamed before a crash
+                        os.replace(entry["tmp"], name, src_dir_fd=parent, dst_dir_fd=parent)
+                    os.fsync(parent)
+                else:
+                    found = _look(tree, path, entry.get("old_size"))
+                    if found.sha is not None and found.sha == entry["old_sha"]:
+                        parent = tree.folder(parent_rel, for_path=path)
+                        if entry.get("folder") not in (None, list(_identity(parent))):
+                            raise StaleError(path)
+                        os.unlink(name, dir_fd=parent)
+                        os.fsync(parent)
+                    for new_dir in reversed(entry["new_dirs"]):
+                        _rmdir_if_empty(tree, new_dir)
             step(f"renamed-{i}")
         record = CommitRecord(
             manifest["id"],
@@ -210,31 +489,38 @@ class Journal:
             [e["path"] for e in manifest["files"]],
             manifest["created"],
         )
-        if manifest.get("undoes"):
-            shutil.rmtree(self.undo_dir / manifest["undoes"], ignore_errors=True)
-        if manifest.get("keep_undo", True):
-            self.undo_dir.mkdir(parents=True, exist_ok=True)
-            destination = self.undo_dir / manifest["id"]
-            os.replace(folder, destination)
-            _fsync_dir(self.undo_dir)
-            record.folder = destination
-            self._prune()
-        else:
-            shutil.rmtree(folder, ignore_errors=True)
+        # Every file is in place: a fault from here on costs the undo record, not the commit
+        # (the journal folder stays, and the next recovery moves it on).
+        with contextlib.suppress(OSError):
+            if manifest["undoes"]:
+                _remove(self.undo_dir / manifest["undoes"], manifest_first=True)
+            if manifest["keep_undo"]:
+                _private_dir(self.undo_dir)
+                (folder / _OWN_LOCK).unlink(missing_ok=True)
+                destination = self.undo_dir / manifest["id"]
+                os.replace(folder, destination)
+                _fsync_dir(self.undo_dir)
+                record.folder = destination
+                self._prune()
+            else:
+                _remove(folder, manifest_first=False)
         step("done")
         return record
 
     # -- undo -----------------------------------------------------------------
 
     def history(self) -> list[CommitRecord]:
-        """Commits that can be undone, oldest first."""
-        if not self.undo_dir.is_dir():
+        """Commits that can be undone, oldest first (unreadable records are skipped)."""
+        try:
+            names = sorted(os.listdir(self.undo_dir))
+        except OSError:
             return []
         records = []
-        for folder in sorted(p for p in self.undo_dir.iterdir() if p.is_dir()):
+        for name in names:
+            folder = self.undo_dir / name
             try:
-                manifest = json.loads((folder / MANIFEST).read_text("utf-8"))
-            except (OSError, ValueError):
+                manifest = _load_manifest(folder)
+            except (OSError, DamagedJournal):
                 continue
             records.append(
                 CommitRecord(
@@ -250,24 +536,43 @@ class Journal:
     def undo_writes(self, record: CommitRecord) -> list[FileWrite]:
         """The writes that restore ``record``'s files to their old bytes.
 
-        Raises StaleError when a file no longer holds what the commit wrote.
+        Raises StaleError when a file no longer holds what the commit wrote (or
+        the record was undone meanwhile), DamagedJournal, and CommitError.
         """
-        assert record.folder is not None
-        manifest = json.loads((record.folder / MANIFEST).read_text("utf-8"))
+        if record.folder is None:
+            raise ValueError("this commit has no undo record")
+        try:
+            manifest = _load_manifest(record.folder)
+        except FileNotFoundError:  # undone meanwhile, by another session
+            raise StaleError(record.files[0] if record.files else record.id) from None
+        except OSError as exc:
+            raise CommitError("the undo record", exc) from exc
         writes = []
-        for i, entry in enumerate(manifest["files"]):
-            target = self.root / entry["path"]
-            if _current_sha(target) != entry["new_sha"]:
-                raise StaleError(entry["path"])
-            current = target.read_bytes() if target.exists() else None
-            old = (record.folder / f"{i}.old").read_bytes() if entry["backup"] else None
-            if old is not None and sha256(old) != entry["old_sha"]:
-                raise OSError(
-                    f"the undo record for {entry['path']} is damaged (its backup does not match)"
-                )
-            prune = tuple(entry.get("new_dirs", [])) if old is None else ()
-            writes.append(FileWrite(entry["path"], current, old, prune))
+        with _faults("the workspace folder"), _Tree(self.root) as tree:
+            for entry in manifest["files"]:
+                size = -1 if entry["new_sha"] is None else entry.get("new_size")
+                with _faults(entry["path"]):
+                    found = _look(tree, entry["path"], size)
+                if found.sha != entry["new_sha"]:
+                    raise StaleError(entry["path"])
+                old = self._backup(record.folder, entry) if entry["backup"] else None
+                prune = tuple(entry["new_dirs"]) if old is None else ()
+                writes.append(FileWrite(entry["path"], found.data, old, prune))
         return writes
+
+    def _backup(self, folder: Path, entry: dict[str, Any]) -> bytes:
+        damaged = DamagedJournal(
+            f"the undo record for {entry['path']} is damaged (its backup does not match)"
+        )
+        try:
+            old = _read_private(folder / entry["backup"])
+        except (FileNotFoundError, DamagedJournal):
+            raise damaged from None
+        except OSError as exc:
+            raise CommitError("the undo record", exc) from exc
+        if sha256(old) != entry["old_sha"]:
+            raise damaged
+        return old
 
     def undo(self, record: CommitRecord, hook: StepHook = None) -> CommitRecord:
         """Restore ``record``'s files byte-for-byte, as one more atomic transaction."""
@@ -277,73 +582,391 @@ class Journal:
         )
 
     def _prune(self) -> None:
-        folders = sorted(p for p in self.undo_dir.iterdir() if p.is_dir())
-        for folder in folders[:-UNDO_KEEP]:
-            shutil.rmtree(folder, ignore_errors=True)
+        names = sorted(os.listdir(self.undo_dir))  # txids: oldest first
+        for name in names[:-UNDO_KEEP]:
+            _remove(self.undo_dir / name, manifest_first=True)
 
 
-def _tmp_name(target: Path, txid: str) -> str:
-    return f".{target.name}.grinta-{txid}.tmp"
+# -- the path walk --------------------------------------------------------------
 
 
-def _missing_dirs(directory: Path, root: Path) -> list[Path]:
-    missing = []
-    while directory != root and not directory.exists():
-        missing.append(directory)
-        directory = directory.parent
-    return list(reversed(missing))
+@dataclass(frozen=True)
+class _Found:
+    """What a target's path holds now."""
+
+    sha: str | None  # None when absent; "size N" when the size alone tells it differs
+    data: bytes | None
+    mode: int | None
+    locked: str | None  # why it may not be written, or None
+    folder: tuple[int, int] | None  # (st_dev, st_ino) of its folder; None when that is missing
 
 
-def _rmdir_if_empty(directory: Path) -> None:
-    with contextlib.suppress(OSError):
-        directory.rmdir()
+class _Tree:
+    """Folders under the root, opened one component at a time without following links."""
+
+    def __init__(self, root: Path):
+        self._fds: dict[str, int] = {"": os.open(root, _DIR)}
+
+    def __enter__(self) -> _Tree:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def folder(self, rel: str, *, create: bool = False, for_path: str = "") -> int:
+        """A descriptor of folder ``rel`` ("" is the root).
+
+        Raises StaleError(for_path) when a component is a symlink or not a
+        folder, FileNotFoundError when one is missing (unless ``create``).
+        """
+        fd = self._fds.get(rel)
+        if fd is not None:
+            return fd
+        head, _, name = rel.rpartition("/")
+        parent = self.folder(head, create=create, for_path=for_path)
+        try:
+            fd = _open_dir(name, parent, for_path or rel)
+        except FileNotFoundError:
+            if not create:
+                raise
+            with contextlib.suppress(FileExistsError):
+                os.mkdir(name, 0o777, dir_fd=parent)
+            fd = _open_dir(name, parent, for_path or rel)
+        self._fds[rel] = fd
+        return fd
+
+    def missing(self, rel: str) -> list[str]:
+        """The folders of ``rel`` (itself included) that do not exist, outermost first."""
+        prefixes = [rel.rsplit("/", k)[0] for k in range(rel.count("/"), -1, -1)] if rel else []
+        for i, prefix in enumerate(prefixes):
+            try:
+                self.folder(prefix)
+            except (FileNotFoundError, StaleError):
+                return prefixes[i:]
+        return []
+
+
+def _open_dir(name: str, parent: int, for_path: str) -> int:
+    try:
+        return os.open(name, _DIR, dir_fd=parent)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink, or a file, where a folder was
+            raise StaleError(for_path) from None
+        raise
+
+
+def _look(tree: _Tree, rel: str, size: int | None) -> _Found:
+    """What ``rel`` holds. ``size``: read only a file of that size (-1: none expected).
+
+    Raises StaleError for anything but a regular file (never opened blocking).
+    """
+    parent_rel, name = _split(rel)
+    try:
+        parent = tree.folder(parent_rel, for_path=rel)
+    except FileNotFoundError:
+        return _Found(None, None, None, None, None)
+    folder = _identity(parent)
+    try:
+        if not stat.S_ISREG(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
+            raise StaleError(rel)  # a symlink, FIFO, socket, device or folder: never opened
+        fd = os.open(name, _READ, dir_fd=parent)
+    except FileNotFoundError:
+        return _Found(None, None, None, None, folder)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENXIO):  # swapped since the stat
+            raise StaleError(rel) from None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StaleError(rel)
+        mode = stat.S_IMODE(info.st_mode)
+        locked = _why_locked(fd, mode)
+        if size is not None and info.st_size != size:
+            return _Found(f"size {info.st_size}", None, mode, locked, folder)
+        data = _read_fd(fd, info.st_size if size is None else size)
+        return _Found(sha256(data), data, mode, locked, folder)
+    finally:
+        os.close(fd)
+
+
+def _stage(
+    tree: _Tree, write: FileWrite, tmp: str, mode: int | None
+) -> tuple[int, tuple[int, int], int]:
+    """Write the temp file beside the target; its folder's fd and id, and its inode."""
+    parent_rel, _ = _split(write.path)
+    parent = tree.folder(parent_rel, create=True, for_path=write.path)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(tmp, flags, 0o644 if mode is None else mode, dir_fd=parent)
+    try:
+        if mode is not None:
+            os.fchmod(fd, mode)
+        _write_fd(fd, write.new or b"")
+        os.fsync(fd)
+        inode = os.fstat(fd).st_ino
+    finally:
+        os.close(fd)
+    return parent, _identity(parent), inode
+
+
+def _chmod_temp(parent: int, tmp: str, mode: int) -> None:
+    fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+    try:
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _rmdir_if_empty(tree: _Tree, rel: str) -> None:
+    head, name = _split(rel)
+    with contextlib.suppress(OSError, StaleError):
+        os.rmdir(name, dir_fd=tree.folder(head))
+
+
+# FS_IOC_GETFLAGS and the inode flags that make rename and unlink fail (Linux).
+_GETFLAGS = 0x80086601 if struct.calcsize("l") == 8 else 0x80046601
+_IMMUTABLE, _APPEND_ONLY = 0x10, 0x20
+
+
+def _why_locked(fd: int, mode: int) -> str | None:
+    if not mode & 0o222:
+        return f"read-only (mode {mode:04o})"
+    if sys.platform.startswith("linux"):
+        try:
+            flags = struct.unpack("i", fcntl.ioctl(fd, _GETFLAGS, bytes(8))[:4])[0]
+        except OSError:  # a file system without inode flags
+            return None
+        if flags & _IMMUTABLE:
+            return "marked immutable (chattr +i)"
+        if flags & _APPEND_ONLY:
+            return "marked append-only (chattr +a)"
+    return None
+
+
+def _split(rel: str) -> tuple[str, str]:
+    head, _, name = rel.rpartition("/")
+    return head, name
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _tmp_name(name: str, txid: str, index: int) -> str:
+    tmp = f".{name}.grinta-{txid}.tmp"
+    if len(os.fsencode(tmp)) > _NAME_MAX:  # a long target name must not make its temp fail
+        tmp = f".grinta-{txid}-{index}.tmp"
+    return tmp
 
 
 def _sha_or_none(data: bytes | None) -> str | None:
     return None if data is None else sha256(data)
 
 
-def _current_sha(path: Path) -> str | None:
+# -- grinta's own files (owner-only whatever the umask) ---------------------------
+
+
+def _private_dir(path: Path, *, exist_ok: bool = True) -> None:
     try:
-        return sha256(path.read_bytes())
-    except FileNotFoundError:
-        return None
+        os.mkdir(path, 0o700)
+    except FileExistsError:
+        if not exist_ok:
+            raise
+        return
+    os.chmod(path, 0o700)
 
 
-def _mode(target: Path) -> int | None:
+def _open_private(path: Path, flags: int) -> int:
+    fd = os.open(path, flags | _PRIVATE, 0o600)
+    if stat.S_IMODE(os.fstat(fd).st_mode) != 0o600:
+        with contextlib.suppress(OSError):  # not ours to change: then leave it
+            os.fchmod(fd, 0o600)
+    return fd
+
+
+def _write_private(path: Path, data: bytes, *, durable: bool) -> None:
+    fd = _open_private(path, os.O_WRONLY | os.O_TRUNC)
     try:
-        return target.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        return None
-
-
-def _write_durable(path: Path, data: bytes, mode: int | None = None) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644 if mode is None else mode)
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        view = memoryview(data)
-        while view:
-            written = os.write(fd, view)
-            view = view[written:]
-        os.fsync(fd)
+        _write_fd(fd, data)
+        if durable:
+            os.fsync(fd)
     finally:
         os.close(fd)
 
 
-def _write_plain(path: Path, data: bytes) -> None:
-    with open(path, "wb") as handle:
-        handle.write(data)
+def _read_private(path: Path) -> bytes:
+    """A manifest or a backup; DamagedJournal when it is not a regular file."""
+    fd = os.open(path, _READ)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise DamagedJournal(
+                f"{path.parent.name} is damaged: {path.name} is not a regular file"
+            )
+        return _read_fd(fd, info.st_size)
+    finally:
+        os.close(fd)
 
 
-def _write_json(path: Path, data: dict) -> None:
+def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
-    _write_durable(tmp, json.dumps(data, indent=1).encode("utf-8"))
+    _write_private(tmp, json.dumps(data, indent=1).encode("utf-8"), durable=True)
     os.replace(tmp, path)
 
 
+def _load_manifest(folder: Path) -> dict[str, Any]:
+    """A manifest checked for shape; raises FileNotFoundError or DamagedJournal."""
+    try:
+        manifest = json.loads(_read_private(folder / MANIFEST))
+    except ValueError:
+        raise DamagedJournal(f"{folder.name}: its manifest is not valid JSON") from None
+    if not _valid_manifest(manifest):
+        raise DamagedJournal(f"{folder.name}: its manifest is damaged")
+    return manifest
+
+
+def _valid_manifest(manifest: Any) -> bool:
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
+        return False
+    if not all(isinstance(manifest.get(key), str) for key in ("id", "label", "state")):
+        return False
+    manifest.setdefault("keep_undo", True)
+    manifest.setdefault("undoes", None)
+    if not isinstance(manifest.setdefault("created", 0.0), (int, float)):
+        return False
+    if manifest["undoes"] is not None and not _plain_name(manifest["undoes"]):
+        return False
+    for entry in manifest["files"]:
+        if not isinstance(entry, dict) or not _relative(entry.get("path")):
+            return False
+        entry.setdefault("new_dirs", [])
+        if not all(_relative(d) for d in entry["new_dirs"]):
+            return False
+        for key in ("old_sha", "new_sha", "backup", "tmp"):
+            if entry.get(key) is not None and not isinstance(entry[key], str):
+                return False
+        if entry.get("tmp") is not None and not _plain_name(entry["tmp"]):
+            return False
+        if entry.get("backup") is not None and not re.fullmatch(r"\d+\.old", entry["backup"]):
+            return False
+        for key in ("old_size", "new_size", "mode"):
+            if entry.get(key) is not None and not _natural(entry[key]):
+                return False
+        identity = entry.get("folder")
+        if identity is not None and not (
+            isinstance(identity, list) and len(identity) == 2 and all(map(_natural, identity))
+        ):
+            return False
+        entry.setdefault("tmp", None)
+        entry.setdefault("backup", None)
+    return True
+
+
+def _relative(path: Any) -> bool:
+    """A workspace-relative POSIX path that stays inside (no "..", no absolute path)."""
+    return (
+        isinstance(path, str)
+        and "\x00" not in path
+        and all(part not in ("", ".", "..") for part in path.split("/"))
+    )
+
+
+def _natural(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def _plain_name(name: Any) -> bool:
+    return _relative(name) and "/" not in name
+
+
+def _remove(folder: Path, *, manifest_first: bool) -> None:
+    """Delete a journal or undo folder so that a crash midway leaves nothing misleading.
+
+    A journal keeps its manifest to the end (recovery reads it and finishes the
+    job); an undo record loses it first (it is no longer listed, not damaged).
+    """
+    manifest = folder / MANIFEST
+    with contextlib.suppress(OSError):
+        if manifest_first:
+            manifest.unlink(missing_ok=True)
+        for name in os.listdir(folder):
+            if name != MANIFEST:
+                (folder / name).unlink()
+        manifest.unlink(missing_ok=True)
+        folder.rmdir()
+    shutil.rmtree(folder, ignore_errors=True)  # whatever a fault left
+
+
+def _leave(folder: Path, reason: str) -> str:
+    """Keep a journal folder we cannot read for certain, with a note saying why."""
+    with contextlib.suppress(OSError):
+        _write_private(
+            folder / _NOTE, f"left in place by recovery: {reason}\n".encode(), durable=False
+        )
+    return f"left {folder.name} in place: {reason}"
+
+
+# -- low level ---------------------------------------------------------------------
+
+
+def _no_step(_label: str) -> None:
+    return None
+
+
+@contextlib.contextmanager
+def _faults(what: str, *, decided: bool = False) -> Iterator[None]:
+    """Turn an OSError into a CommitError naming ``what`` (the innermost name wins)."""
+    try:
+        yield
+    except CommitError:
+        raise
+    except OSError as exc:
+        raise CommitError(what, exc, decided=decided) from exc
+
+
+def _flock(fd: int, wait: float) -> bool:
+    """Take an exclusive flock on ``fd``, waiting up to ``wait`` seconds; False if not."""
+    deadline = time.monotonic() + wait
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)
+
+
+def _read_fd(fd: int, size: int) -> bytes:
+    """Up to ``size`` + 1 bytes (one more shows the file grew meanwhile)."""
+    chunks = []
+    left = size + 1
+    while left > 0:
+        chunk = os.read(fd, min(left, 1 << 20))
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _write_fd(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
 def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         os.fsync(fd)
     finally:

@@ -1,15 +1,24 @@
 """The workspace: one root folder, and every path the model names resolved inside it.
 
 Paths are checked lexically (no ``..`` escape, no absolute path elsewhere, no
-NUL byte) and then physically (a symlink must not lead outside the root).
-Writes into ``.git/`` and ``.grinta/`` are refused, case-insensitively, since a
-case-insensitive file system would treat ``.GIT`` as ``.git``.
+NUL byte, no name over the OS's limit) and then physically (a symlink must not
+lead outside the root). Writes into ``.git/`` and ``.grinta/`` and to the
+user's protected patterns are refused, case-insensitively, since a
+case-insensitive file system would treat ``.GIT`` as ``.git`` and ``A.IPYNB``
+as a notebook.
+
+Walking the tree (``files``, ``walk``) never follows a link to a folder (so a
+link loop cannot trap it), never opens anything but ``.gitignore`` files
+(through the safe reader), and reports what it passed over (FIFOs, sockets,
+devices, link loops, broken links, unreadable folders) as ``Skipped`` entries.
 """
 
 from __future__ import annotations
 
+import errno
 import fnmatch
 import os
+import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -20,8 +29,13 @@ from grinta_jupyter.runtime.errors import (
     INVALID_ARGS,
     PATH_FORBIDDEN,
     PATH_OUTSIDE_WORKSPACE,
+    PATH_TOO_LONG,
+    WORKSPACE_MISSING,
+    ToolFailure,
     fail,
+    os_error,
 )
+from grinta_jupyter.runtime.files import file_kind, read_regular
 
 STATE_DIR = ".grinta"
 FORBIDDEN_DIRS = frozenset({".git", STATE_DIR})
@@ -42,6 +56,24 @@ SKIPPED_DIRS = frozenset(
         ".hypothesis",
     }
 )
+# A .gitignore larger than this is not honoured (real ones are a few KB; every
+# pattern costs time for every file walked).
+GITIGNORE_MAX_BYTES = 256_000
+
+
+def _os_limit(name: str, default: int) -> int:
+    try:
+        return os.pathconf("/", name)
+    except (OSError, ValueError, AttributeError):
+        return default
+
+
+NAME_MAX = _os_limit("PC_NAME_MAX", 255)  # bytes in one file name
+PATH_MAX = _os_limit("PC_PATH_MAX", 4096)  # bytes in a whole path
+_MISSING = "the workspace folder {root} was deleted or moved; nothing can be read or written"
+
+# (folder relative to the root, "" for the root; its .gitignore), outermost first
+_Specs = list[tuple[str, pathspec.GitIgnoreSpec]]
 
 
 @dataclass(frozen=True)
@@ -52,6 +84,23 @@ class WorkspacePath:
     abs: Path
 
 
+@dataclass(frozen=True)
+class Skipped:
+    """A path a walk passed over without reading it, and why (for reports like search's)."""
+
+    rel: str
+    reason: str  # e.g. "a FIFO (named pipe), not a regular file", "a symbolic link loop"
+
+
+def skipped_note(first: list[Skipped], count: int) -> str:
+    """'2 files: big.log (48.0 MB, ...), pipe (a FIFO ...)': the first few by name, then a count."""
+    named = ", ".join(f"{item.rel} ({item.reason})" for item in first)
+    rest = count - len(first)
+    return f"{count} file{'s' if count != 1 else ''}: {named}" + (
+        f" and {rest} more" if rest > 0 else ""
+    )
+
+
 class Workspace:
     """Resolves and lists paths under one root directory."""
 
@@ -60,6 +109,7 @@ class Workspace:
         if not path.is_dir():
             raise NotADirectoryError(f"workspace root {path} is not a directory")
         self.root = path.resolve()
+        self._root_str = str(self.root)
         self.protected = protected
 
     @property
@@ -78,6 +128,9 @@ class Workspace:
         lexical = Path(os.path.normpath(candidate))
         if not _is_within(lexical, self.root):
             raise fail(PATH_OUTSIDE_WORKSPACE, f"{path!r} is outside the workspace")
+        _check_length(lexical, path)
+        if not os.path.isdir(self._root_str):
+            raise fail(WORKSPACE_MISSING, _MISSING.format(root=self.root))
         real = Path(os.path.realpath(lexical))
         if not _is_within(real, self.root):
             raise fail(
@@ -93,7 +146,7 @@ class Workspace:
                         PATH_FORBIDDEN, f"{path!r} is inside a protected folder (.git or .grinta)"
                     )
             for pattern in self.protected:
-                if any(fnmatch.fnmatch(name, pattern) for name in (rel, PurePosixPath(rel).name)):
+                if _protected_by(pattern, rel, lexical_rel):
                     raise fail(
                         PATH_FORBIDDEN,
                         f"{path!r} is protected ({pattern}): the user has not allowed "
@@ -108,65 +161,172 @@ class Workspace:
 
     def files(self, under: str = "") -> Iterator[str]:
         """Workspace-relative POSIX paths of regular files, honouring .gitignore files."""
-        start = self.resolve(under).abs if under else self.root
-        if start.is_file():
-            yield self.display(start)
-            return
-        yield from self._walk(start, self._ignores_above(start))
+        for item in self.walk(under):
+            if isinstance(item, str):
+                yield item
 
-    def _ignores_above(self, start: Path) -> list[tuple[Path, pathspec.GitIgnoreSpec]]:
-        """The .gitignore specs of the folders between the root and ``start`` (exclusive)."""
+    def walk(self, under: str = "") -> Iterator[str | Skipped]:
+        """Regular files (as in ``files``) and, as ``Skipped``, what was passed over and why.
+
+        Folders and files that .gitignore or ``SKIPPED_DIRS`` exclude are left
+        out silently; links to folders are not followed (nor reported).
+        """
+        start = self.resolve(under).abs if under else self.root
+        try:
+            status = os.stat(start)
+        except OSError as exc:
+            if not under and exc.errno == errno.ENOENT:
+                raise fail(WORKSPACE_MISSING, _MISSING.format(root=self.root)) from None
+            raise ToolFailure(
+                os_error(exc, repr(under) if under else "the workspace folder")
+            ) from None
+        if not stat.S_ISDIR(status.st_mode):
+            rel = self.display(start)
+            yield rel if stat.S_ISREG(status.st_mode) else Skipped(rel, _not_regular(status))
+            return
+        # Depth-first with an explicit stack: a very deep tree cannot exhaust recursion.
+        # Paths stay strings: pathlib parsing per entry costs time in the depth of the tree.
+        top = self.display(start) if start != self.root else ""
+        pending = [self._scan(top, self._ignores_above(top))]
+        while pending:
+            item = next(pending[-1], None)
+            if item is None:
+                pending.pop()
+            elif isinstance(item, tuple):
+                pending.append(self._scan(*item))
+            else:
+                yield item
+
+    def _ignores_above(self, top: str) -> _Specs:
+        """The .gitignore specs of the folders from the root down to ``top`` (exclusive)."""
         specs = []
-        for directory in reversed(start.parents):
-            if _is_within(directory, self.root):
-                spec = _load_gitignore(directory)
-                if spec is not None:
-                    specs.append((directory, spec))
+        parts = top.split("/") if top else []
+        for depth in range(len(parts)):
+            base = "/".join(parts[:depth])
+            spec = _load_gitignore(os.path.join(self._root_str, base))
+            if spec is not None:
+                specs.append((base, spec))
         return specs
 
-    def _walk(
-        self, directory: Path, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]
-    ) -> Iterator[str]:
+    def _scan(self, folder: str, specs: _Specs) -> Iterator[str | Skipped | tuple[str, _Specs]]:
+        """One folder's entries in name order: files, skips, and sub-folders to walk next."""
+        directory = os.path.join(self._root_str, folder) if folder else self._root_str
         own = _load_gitignore(directory)
         if own is not None:
-            specs = [*specs, (directory, own)]
+            specs = [*specs, (folder, own)]
         try:
-            entries = sorted(os.scandir(directory), key=lambda e: e.name)
-        except OSError:
+            with os.scandir(directory) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError as exc:
+            yield Skipped(folder + "/", _why(exc))
             return
         for entry in entries:
-            path = Path(entry.path)
-            is_dir = entry.is_dir(follow_symlinks=False)
-            if is_dir and entry.name in SKIPPED_DIRS:
-                continue
-            if _ignored(path, is_dir, specs):
-                continue
-            if is_dir:
-                yield from self._walk(path, specs)
-            elif entry.is_file():
-                real = Path(os.path.realpath(path))
-                if _is_within(real, self.root):
-                    yield path.relative_to(self.root).as_posix()
+            rel = f"{folder}/{entry.name}" if folder else entry.name
+            try:
+                is_dir = entry.is_dir(follow_symlinks=False)
+                if is_dir and entry.name in SKIPPED_DIRS:
+                    continue
+                if _ignored(rel, is_dir, specs):
+                    continue
+                if is_dir:
+                    yield rel, specs
+                elif entry.is_symlink():
+                    yield from self._link(entry.path, rel)
+                elif entry.is_file(follow_symlinks=False):
+                    yield rel
+                else:
+                    yield Skipped(rel, _not_regular(entry.stat(follow_symlinks=False)))
+            except OSError as exc:
+                yield Skipped(rel, _why(exc))
+
+    def _link(self, path: str, rel: str) -> Iterator[str | Skipped]:
+        """A symbolic link: its target file if regular and inside the root, else why not."""
+        try:
+            status = os.stat(path)  # follows the link; a loop raises ELOOP (reported by _scan)
+        except FileNotFoundError:
+            yield Skipped(rel, "a broken symbolic link")
+            return
+        if stat.S_ISDIR(status.st_mode):
+            return  # links to folders are never followed: no loops, no duplicates
+        if not _is_within(Path(os.path.realpath(path)), self.root):
+            yield Skipped(rel, "a link to outside the workspace")
+        elif stat.S_ISREG(status.st_mode):
+            yield rel
+        else:
+            yield Skipped(rel, _not_regular(status))
 
 
-def _load_gitignore(directory: Path) -> pathspec.GitIgnoreSpec | None:
-    ignore = directory / ".gitignore"
-    try:
-        lines = ignore.read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
+def _load_gitignore(directory: str) -> pathspec.GitIgnoreSpec | None:
+    ignore = os.path.join(directory, ".gitignore")
+    if not os.path.lexists(ignore):
         return None
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    try:
+        raw, _ = read_regular(ignore, ".gitignore", GITIGNORE_MAX_BYTES)
+    except ToolFailure:  # a FIFO, a loop, too large, unreadable: walk as if it were absent
+        return None
+    lines = raw.decode("utf-8", errors="replace").splitlines()
+    try:
+        return pathspec.GitIgnoreSpec.from_lines(lines)
+    except (ValueError, TypeError):  # a pattern pathspec cannot compile
+        return None
 
 
-def _ignored(path: Path, is_dir: bool, specs: list[tuple[Path, pathspec.GitIgnoreSpec]]) -> bool:
+def _ignored(rel: str, is_dir: bool, specs: _Specs) -> bool:
     for base, spec in specs:
-        rel = path.relative_to(base).as_posix()
+        below = rel[len(base) + 1 :] if base else rel  # the path as seen from the spec's folder
         if is_dir:
-            rel += "/"
-        if spec.match_file(rel):
+            below += "/"
+        if spec.match_file(below):
             return True
     return False
 
 
 def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
+
+
+def _check_length(path: Path, named: str) -> None:
+    """PATH_TOO_LONG for a name or a path the OS would refuse, before touching the disk."""
+    try:
+        encoded = os.fsencode(path)
+    except UnicodeError:  # a lone surrogate: no file can have this name
+        raise fail(PATH_FORBIDDEN, f"{named!r} is not a valid file name") from None
+    shown = repr(named) if len(named) <= 80 else repr(named[:80]) + "..."
+    longest = max((len(part) for part in encoded.split(b"/")), default=0)
+    if longest > NAME_MAX:
+        raise fail(
+            PATH_TOO_LONG,
+            f"a name in {shown} is {longest} bytes long, over the OS limit of {NAME_MAX}",
+        )
+    if len(encoded) >= PATH_MAX:
+        raise fail(
+            PATH_TOO_LONG,
+            f"{shown} is {len(encoded)} bytes long as a full path, over the OS limit of {PATH_MAX}",
+        )
+
+
+def _protected_by(pattern: str, *paths: str) -> bool:
+    """Whether ``pattern`` matches any of ``paths`` or its file name, ignoring case."""
+    folded = pattern.casefold()
+    for path in paths:
+        for name in (path, PurePosixPath(path).name):
+            if fnmatch.fnmatchcase(name.casefold(), folded):
+                return True
+    return False
+
+
+def _not_regular(status: os.stat_result) -> str:
+    return f"{file_kind(status.st_mode)}, not a regular file"
+
+
+def _why(exc: OSError) -> str:
+    """Why a walk could not look at a path, in a few words."""
+    if exc.errno == errno.ELOOP:
+        return "a symbolic link loop"
+    if exc.errno == errno.ENOENT:
+        return "removed while walking"
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return "permission denied"
+    if exc.errno == errno.ENAMETOOLONG:
+        return "path too long"
+    return (exc.strerror or "unreadable").lower()

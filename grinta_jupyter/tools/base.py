@@ -10,13 +10,15 @@ summary (writes), and raises ``ToolFailure`` for anything the model must fix.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from grinta_jupyter.runtime.errors import FILE_NOT_FOUND, INVALID_ARGS, fail
+from grinta_jupyter.runtime.errors import READ_ONLY_FILE, fail
+from grinta_jupyter.runtime.files import TOO_LARGE_ADVICE, read_regular
 from grinta_jupyter.runtime.proposal import Observation, Proposal, Resolution, ToolKind
 from grinta_jupyter.runtime.textfile import TextFile
 from grinta_jupyter.runtime.workspace import Workspace, WorkspacePath
@@ -102,14 +104,23 @@ class ToolContext:
     def read_file(self, path: str) -> tuple[WorkspacePath, TextFile]:
         """Resolve and decode an existing file for reading."""
         where = self.workspace.resolve(path)
-        return where, _decode(where, path)
+        return where, _decode(where, self.settings)[0]
 
     def open(self, path: str) -> StagedFile:
-        """An existing file for editing; edits within one proposal build on each other."""
+        """An existing file for editing; edits within one proposal build on each other.
+
+        A file without write bits (e.g. mode 0444) is refused: the user made it read-only.
+        """
         where = self.workspace.resolve(path, write=True)
         if where.rel in self.staged:
             return self.staged[where.rel]
-        original = _decode(where, path)
+        original, status = _decode(where, self.settings, _EDIT_ADVICE)
+        if status.st_mode & 0o222 == 0:
+            raise fail(
+                READ_ONLY_FILE,
+                f"{where.rel} is read-only (mode {status.st_mode & 0o7777:04o}); the agent does "
+                "not change a file you protected; make it writable first",
+            )
         staged = StagedFile(where, original, original.text)
         self.staged[where.rel] = staged
         return staged
@@ -129,16 +140,16 @@ class ToolContext:
         self.resolutions.append(Resolution(target, chosen, reason, list(candidates)))
 
 
-def _decode(where: WorkspacePath, path: str) -> TextFile:
-    if where.abs.is_dir():
-        raise fail(INVALID_ARGS, f"{path!r} is a folder, not a file")
-    try:
-        raw = where.abs.read_bytes()
-    except FileNotFoundError:
-        raise fail(FILE_NOT_FOUND, f"{path!r} does not exist") from None
-    except OSError as exc:
-        raise fail(FILE_NOT_FOUND, f"{path!r} cannot be read: {exc.strerror}") from None
-    return TextFile.decode(raw, where.rel)
+_EDIT_ADVICE = "edit it with run (e.g. `sed -i`) instead, after finding the lines with `grep -n`"
+
+
+def _decode(
+    where: WorkspacePath, settings: Settings, advice: str = TOO_LARGE_ADVICE
+) -> tuple[TextFile, os.stat_result]:
+    """The decoded file and its status, read by the safe reader (regular files, bounded size)."""
+    name = where.rel or "."
+    raw, status = read_regular(where.abs, name, settings.max_file_bytes, advice)
+    return TextFile.decode(raw, name), status
 
 
 StageFn = Callable[[Any, ToolContext], str]

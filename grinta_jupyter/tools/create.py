@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import FILE_EXISTS, NOT_SUPPORTED, fail
+from grinta_jupyter.runtime.errors import FILE_EXISTS, FILE_TOO_LARGE, NOT_SUPPORTED, fail
+from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
 
@@ -27,8 +28,15 @@ def stage(args: CreateArgs, ctx: ToolContext) -> str:
         raise fail(
             FILE_EXISTS, f"{staged.rel} already exists; edit it, or add a definition with 'into'"
         )
+    size = len(args.content.encode("utf-8", errors="surrogatepass"))
+    if size > ctx.settings.max_file_bytes:
+        raise fail(
+            FILE_TOO_LARGE,
+            f"{staged.rel}: the content is {size:,} bytes, over the {ctx.settings.max_file_bytes:,}"
+            "-byte limit for files the agent writes",
+        )
     staged.text = args.content
-    return f"created {staged.rel} ({len(args.content.splitlines())} lines)"
+    return f"created {staged.rel} ({len(split_lines(args.content))} lines)"
 
 
 def _add_definition(args: CreateArgs, ctx: ToolContext) -> str:

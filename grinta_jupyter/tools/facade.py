@@ -24,16 +24,30 @@ from grinta_jupyter.runtime.errors import (
     INVALID_ARGS,
     IO_ERROR,
     NO_CHANGE,
+    NO_SPACE,
     NOTHING_TO_UNDO,
+    PATH_TOO_LONG,
+    PERMISSION_DENIED,
+    READ_ONLY_FILE,
     STALE_FILE,
     UNKNOWN_TOOL,
+    WORKSPACE_MISSING,
     Candidate,
     ToolError,
     ToolFailure,
+    os_error,
 )
 from grinta_jupyter.runtime.guards import check_placeholder, check_serialized
 from grinta_jupyter.runtime.proposal import FileChange, Observation, Proposal
-from grinta_jupyter.runtime.transaction import FileWrite, Journal, StaleError, StepHook
+from grinta_jupyter.runtime.transaction import (
+    CommitError,
+    DamagedJournal,
+    FileWrite,
+    Journal,
+    ReadOnlyError,
+    StaleError,
+    StepHook,
+)
 from grinta_jupyter.runtime.validation import check_syntax
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools import get_toolset
@@ -57,6 +71,7 @@ class Runtime:
         self.root: Path = self.workspace.root
         self.toolset = get_toolset(toolset) if isinstance(toolset, str) else toolset
         self.journal = Journal(self.root, self.workspace.state_dir)
+        # What recovery did (or could not do) when opening; it never raises.
         self.recovered: list[str] = self.journal.recover()
         self._symbols: Any = None
 
@@ -154,9 +169,9 @@ class Runtime:
                 ),
                 proposal.id,
             )
-        except OSError as exc:
+        except Exception as exc:  # OS faults, and a bug of ours: never through the session
             return Observation.failure(
-                ToolError(IO_ERROR, f"commit failed: {exc}; nothing was written"), proposal.id
+                self._failure(exc, "commit", "nothing was written"), proposal.id
             )
         proposal.state = "committed"
         self._refresh_symbols(proposal.paths)
@@ -187,10 +202,8 @@ class Runtime:
                     "was restored",
                 )
             )
-        except OSError as exc:
-            return Observation.failure(
-                ToolError(IO_ERROR, f"undo failed: {exc}; nothing was restored")
-            )
+        except Exception as exc:  # OS faults, a damaged record, a bug of ours
+            return Observation.failure(self._failure(exc, "undo", "nothing was restored"))
         self._refresh_symbols(record.files)
         return Observation(
             True, f"undid {record.label}: restored {', '.join(record.files)}", commit_id=record.id
@@ -272,6 +285,33 @@ class Runtime:
                     )
                 return ToolError(error.code, message, error.candidates or where, error.line)
         return None
+
+    def _failure(self, exc: Exception, action: str, nothing: str) -> ToolError:
+        """The ToolError for a commit or an undo that failed other than by a stale file."""
+        if isinstance(exc, ReadOnlyError):
+            return ToolError(
+                READ_ONLY_FILE,
+                f"{exc.path} is {exc.why}, so grinta does not write it; {nothing}. "
+                "Ask the user to make it writable, or leave it alone",
+            )
+        if isinstance(exc, DamagedJournal):
+            return ToolError(IO_ERROR, f"{action} failed: {exc}; {nothing}")
+        if not isinstance(exc, CommitError | OSError):
+            return ToolError(INTERNAL_ERROR, f"{action} failed unexpectedly: {exc!r}")
+        cause, what = (exc.cause, exc.what) if isinstance(exc, CommitError) else (exc, action)
+        error = os_error(cause, what)
+        # A missing folder on the way is not the model's FILE_NOT_FOUND: the OS refused.
+        code = (
+            error.code if error.code in (NO_SPACE, PERMISSION_DENIED, PATH_TOO_LONG) else IO_ERROR
+        )
+        if not os.path.isdir(self.root):
+            code = WORKSPACE_MISSING
+        if isinstance(exc, CommitError) and exc.decided:
+            nothing = (
+                "the change was decided and is completed by the next commit or when the "
+                "workspace is next opened"
+            )
+        return ToolError(code, f"{action} failed: {error.message}; {nothing}")
 
     def _refused(self, tool: str, args: dict[str, Any], kind: Any, error: ToolError) -> Proposal:
         return Proposal(tool, args, kind, error=error, summary=error.message, state="refused")

@@ -3,31 +3,63 @@
 Writes must target: ``old_string`` has to occur exactly once (or the caller
 asks for every occurrence). When it occurs nowhere, the closest near misses
 are reported with what differs (whitespace, indentation, line endings,
-escapes); when it occurs several times, every occurrence is a candidate.
+escapes); when it occurs several times, the first occurrences are candidates
+and the rest are counted.
+
+Every failure costs time linear in the file, whatever the model sends: the
+occurrences are counted in one pass and only the first few are located (line
+numbers counted incrementally, snippets cut from around each offset); the
+near-miss search looks at the first ``NEAR_MISS_MAX_LINES`` lines for at most
+``NEAR_MISS_SECONDS`` and says so when it stopped early.
 """
 
 from __future__ import annotations
 
 import difflib
+import heapq
 import re
+import time
+from collections.abc import Iterator
 
 from grinta_jupyter.runtime.errors import (
     AMBIGUOUS_MATCH,
+    FILE_TOO_LARGE,
     INVALID_ARGS,
     NO_CHANGE,
     NOT_FOUND,
     Candidate,
+    ToolError,
+    ToolFailure,
     fail,
 )
-from grinta_jupyter.runtime.textfile import line_of, split_lines
+from grinta_jupyter.runtime.files import size_text
+from grinta_jupyter.runtime.textfile import line_numbers
 from grinta_jupyter.tools.base import StagedFile
 
 MAX_NEAR_MISSES = 3
+MAX_LISTED = 10  # occurrences of an ambiguous old_string named; the rest are counted
+MAX_SNIPPETS = 5  # of which this many show their surrounding lines
+SNIPPET_LINE_CHARS = 160  # a minified line in a snippet is cut here
+NEAR_MISS_MAX_LINES = 200_000
+NEAR_MISS_SECONDS = 2.0
+_MAX_ANCHORS = 400  # windows scored for similarity
+_MAX_COMPARED_CHARS = 4_000  # of a window and of old_string, per similarity score
+_MAX_CLOSE_KEYS = 2_000  # distinct lines difflib compares one old line with
 _ESCAPES = {"\\n": "\n", "\\t": "\t", '\\"': '"', "\\'": "'", "\\\\": "\\"}
 
 
-def replace_in(staged: StagedFile, old: str, new: str, replace_all: bool = False) -> int:
-    """Replace ``old`` with ``new`` in the staged text; return how many were replaced."""
+def replace_in(
+    staged: StagedFile,
+    old: str,
+    new: str,
+    replace_all: bool = False,
+    *,
+    max_chars: int | None = None,
+) -> int:
+    """Replace ``old`` with ``new`` in the staged text; return how many were replaced.
+
+    ``max_chars`` bounds the text a ``replace_all`` may produce (FILE_TOO_LARGE past it).
+    """
     if old == "":
         raise fail(INVALID_ARGS, "old_string is empty; to write a new file use create")
     if old == new:
@@ -35,97 +67,182 @@ def replace_in(staged: StagedFile, old: str, new: str, replace_all: bool = False
     text = staged.text
     conventions = staged.conventions
     needle, replacement = conventions.adapt(old), conventions.adapt(new)
-    offsets = find_all(text, needle)
-    if not offsets and needle != old:  # a file with mixed line endings
+    count = text.count(needle)  # non-overlapping, as str.replace counts them
+    if not count and needle != old:  # a file with mixed line endings
         needle, replacement = old, new
-        offsets = find_all(text, needle)
-    if not offsets:
-        raise fail(NOT_FOUND, f"old_string was not found in {staged.rel}", near_misses(staged, old))
-    if len(offsets) > 1 and not replace_all:
-        lines = [line_of(text, o) for o in offsets]
-        raise fail(
-            AMBIGUOUS_MATCH,
-            f"old_string occurs {len(offsets)} times in {staged.rel} (lines "
-            f"{', '.join(map(str, lines[:20]))}); add surrounding lines to make it unique, "
-            "or set replace_all",
-            [Candidate(staged.rel, line, snippet(text, line)) for line in lines],
+        count = text.count(needle)
+    if not count:
+        found, partial = near_misses(staged, old)
+        note = (
+            f" (near misses were looked for in part of the file only: {partial})" if partial else ""
         )
-    staged.text = (
-        text.replace(needle, replacement)
-        if replace_all
-        else (text[: offsets[0]] + replacement + text[offsets[0] + len(needle) :])
+        raise fail(NOT_FOUND, f"old_string was not found in {staged.rel}{note}", found)
+    if count > 1 and not replace_all:
+        raise _ambiguous(staged.rel, text, needle, count)
+    if replace_all and max_chars is not None:
+        size = len(text) + count * (len(replacement) - len(needle))
+        if size > max_chars:
+            raise fail(
+                FILE_TOO_LARGE,
+                f"replacing all {count} occurrences would make {staged.rel} about "
+                f"{size_text(size)}, over the {size_text(max_chars)} limit; nothing was changed",
+            )
+    staged.text = text.replace(needle, replacement, -1 if replace_all else 1)
+    return count
+
+
+def _ambiguous(rel: str, text: str, needle: str, count: int) -> ToolFailure:
+    """AMBIGUOUS_MATCH naming the first occurrences (with context) and counting the rest."""
+    offsets = list(first_offsets(text, needle, MAX_LISTED))
+    lines = line_numbers(text, offsets)
+    candidates = [
+        Candidate(rel, line, _snippet_at(text, offset, line) if i < MAX_SNIPPETS else "")
+        for i, (offset, line) in enumerate(zip(offsets, lines, strict=True))
+    ]
+    listed = ", ".join(map(str, lines)) + (", ..." if count > len(lines) else "")
+    return ToolFailure(
+        ToolError(
+            AMBIGUOUS_MATCH,
+            f"old_string occurs {count} times in {rel} (lines {listed}); add surrounding "
+            "lines to make it unique, or set replace_all",
+            tuple(candidates),
+            more=count - len(candidates),
+        )
     )
-    return len(offsets)
 
 
-def find_all(text: str, needle: str) -> list[int]:
-    """Start offsets of non-overlapping occurrences of ``needle``."""
-    offsets = []
+def first_offsets(text: str, needle: str, limit: int) -> Iterator[int]:
+    """Start offsets of the first ``limit`` non-overlapping occurrences of ``needle``."""
+    found = 0
     start = text.find(needle)
-    while start != -1:
-        offsets.append(start)
+    while start != -1 and found < limit:
+        yield start
+        found += 1
         start = text.find(needle, start + len(needle))
-    return offsets
 
 
 def snippet(text: str, line: int, around: int = 2, lines: list[str] | None = None) -> str:
     """Lines ``line - around`` .. ``line + around``, numbered like ``read`` numbers them."""
-    all_lines = lines if lines is not None else split_lines(text)
     first = max(1, line - around)
-    last = min(len(all_lines), line + around)
-    return "\n".join(f"{n:6}\t{all_lines[n - 1]}" for n in range(first, last + 1))
+    if lines is not None:
+        last = min(len(lines), line + around)
+        return "\n".join(_row(n, lines[n - 1]) for n in range(first, last + 1))
+    start = 0
+    for _ in range(first - 1):  # to the start of line ``first``, without splitting the file
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return ""
+    return _rows(text, start, first, line + around - first + 1)
 
 
-def near_misses(staged: StagedFile, old: str) -> list[Candidate]:
-    """Up to three places that almost match ``old``, each saying what differs."""
+def _snippet_at(text: str, offset: int, line: int, around: int = 2) -> str:
+    """The lines around character ``offset`` (on ``line``), cut from the text in place."""
+    start = text.rfind("\n", 0, offset) + 1
+    first = line
+    while first > 1 and first > line - around:
+        start = text.rfind("\n", 0, start - 1) + 1
+        first -= 1
+    return _rows(text, start, first, line + around - first + 1)
+
+
+def _rows(text: str, start: int, first: int, count: int) -> str:
+    """``count`` numbered lines of ``text`` from offset ``start`` (line ``first``)."""
+    rows = []
+    for n in range(first, first + count):
+        if start >= len(text):
+            break  # past the end (a final newline adds no line)
+        end = text.find("\n", start)
+        rows.append(_row(n, text[start : len(text) if end == -1 else end].removesuffix("\r")))
+        if end == -1:
+            break
+        start = end + 1
+    return "\n".join(rows)
+
+
+def _row(number: int, line: str) -> str:
+    if len(line) > SNIPPET_LINE_CHARS:
+        line = line[:SNIPPET_LINE_CHARS] + f" [... {len(line) - SNIPPET_LINE_CHARS} more chars]"
+    return f"{number:6}\t{line}"
+
+
+def near_misses(staged: StagedFile, old: str) -> tuple[list[Candidate], str]:
+    """Up to three places that almost match ``old``, each saying what differs.
+
+    The second value says where the search stopped early ("" when it looked at
+    everything): past ``NEAR_MISS_MAX_LINES`` lines, or ``NEAR_MISS_SECONDS``.
+    """
     text = staged.text
-    file_lines = split_lines(text)
+    deadline = time.monotonic() + NEAR_MISS_SECONDS
     found: list[Candidate] = []
 
     unescaped = _unescape(old)
     if unescaped != old:
-        for offset in find_all(text, staged.conventions.adapt(unescaped))[:MAX_NEAR_MISSES]:
-            line = line_of(text, offset)
+        needle = staged.conventions.adapt(unescaped)
+        offsets = list(first_offsets(text, needle, MAX_NEAR_MISSES))
+        for offset, line in zip(offsets, line_numbers(text, offsets), strict=True):
             found.append(
                 Candidate(
                     staged.rel,
                     line,
-                    snippet(text, line, lines=file_lines),
+                    _snippet_at(text, offset, line),
                     note='escapes: old_string has literal \\n or \\" sequences; '
                     "send real newlines and quotes",
                 )
             )
     if found:
-        return found
+        return found, ""
 
-    old_lines = split_lines(old.replace("\r\n", "\n")) or [old]
+    parts = text.split("\n", NEAR_MISS_MAX_LINES)
+    partial = ""
+    if len(parts) > NEAR_MISS_MAX_LINES:
+        parts.pop()  # the unsplit rest of the file
+        partial = f"its first {NEAR_MISS_MAX_LINES:,} lines"
+    elif parts and parts[-1] == "":
+        parts.pop()  # a final newline adds no line
+    file_lines = [line.removesuffix("\r") for line in parts]
+    del parts
+    old_lines = [line.removesuffix("\r") for line in old.replace("\r\n", "\n").split("\n")]
+    if len(old_lines) > 1 and old_lines[-1] == "":
+        old_lines.pop()
     width = len(old_lines)
     seen: set[int] = set()
-    for start in _normalized_matches(file_lines, old_lines):
-        seen.add(start)
-        note = _whitespace_note(file_lines[start : start + width], old_lines)
-        found.append(
-            Candidate(staged.rel, start + 1, snippet(text, start + 1, lines=file_lines), note=note)
-        )
+    try:
+        for start in _normalized_matches(file_lines, old_lines, deadline):
+            seen.add(start)
+            note = _whitespace_note(file_lines[start : start + width], old_lines)
+            found.append(
+                Candidate(
+                    staged.rel, start + 1, snippet(text, start + 1, lines=file_lines), note=note
+                )
+            )
+            if len(found) == MAX_NEAR_MISSES:
+                return found, ""
+        scored = []
+        for start in sorted(_anchors(file_lines, old_lines, deadline) - seen):
+            _check(deadline)
+            score = _similarity(file_lines[start : start + width], old_lines)
+            if score >= 0.5:
+                scored.append((score, -start))
+    except _OutOfTime:
+        return found, f"what {NEAR_MISS_SECONDS:g} s allowed"
+    for score, neg_start in sorted(scored, reverse=True):
         if len(found) == MAX_NEAR_MISSES:
-            return found
-
-    scored = sorted(
-        (
-            (_similarity(file_lines[s : s + width], old_lines), s)
-            for s in _anchors(file_lines, old_lines)
-            if s not in seen
-        ),
-        reverse=True,
-    )
-    for score, start in scored:
-        if score < 0.5 or len(found) == MAX_NEAR_MISSES:
             break
+        start = -neg_start
         note = _first_difference(file_lines[start : start + width], old_lines, score)
         found.append(
             Candidate(staged.rel, start + 1, snippet(text, start + 1, lines=file_lines), note=note)
         )
-    return found
+    return found, partial
+
+
+class _OutOfTime(Exception):
+    """The near-miss search ran past its time budget."""
+
+
+def _check(deadline: float) -> None:
+    if time.monotonic() > deadline:
+        raise _OutOfTime
 
 
 def _unescape(text: str) -> str:
@@ -136,18 +253,25 @@ def _squash(line: str) -> str:
     return " ".join(line.split())
 
 
-def _normalized_matches(file_lines: list[str], old_lines: list[str]) -> list[int]:
+def _normalized_matches(
+    file_lines: list[str], old_lines: list[str], deadline: float
+) -> Iterator[int]:
     """Starts where the lines match once whitespace is ignored."""
     target = [_squash(line) for line in old_lines]
     first = target[0]
-    starts = []
+    # A cheap test first: the line must contain the first word of old_string's first line.
+    word = first.split(" ", 1)[0]
     for i, line in enumerate(file_lines):
-        if (
-            _squash(line) == first
-            and [_squash(x) for x in file_lines[i : i + len(target)]] == target
+        if i % 1024 == 0:
+            _check(deadline)
+        if word not in line or _squash(line) != first:
+            continue
+        _check(deadline)
+        window = file_lines[i : i + len(target)]
+        if len(window) == len(target) and all(
+            _squash(have) == want for have, want in zip(window, target, strict=True)
         ):
-            starts.append(i)
-    return starts
+            yield i
 
 
 def _whitespace_note(found: list[str], wanted: list[str]) -> str:
@@ -169,31 +293,61 @@ def _whitespace_note(found: list[str], wanted: list[str]) -> str:
     return "whitespace differs"
 
 
-def _anchors(file_lines: list[str], old_lines: list[str]) -> set[int]:
+def _anchors(file_lines: list[str], old_lines: list[str], deadline: float) -> set[int]:
     """Window starts worth scoring: where some line of ``old`` (nearly) appears."""
-    stripped = {}
-    for i, line in enumerate(file_lines):
-        stripped.setdefault(line.strip(), []).append(i)
-    starts: set[int] = set()
+    wanted: dict[str, list[int]] = {}  # a line of old, stripped -> where it is in old
     for k, line in enumerate(old_lines):
         key = line.strip()
-        if len(key) < 3:
-            continue
-        for i in stripped.get(key, ())[:50]:
-            starts.add(max(0, i - k))
-    if not starts:  # no line survives intact: look for lines that are close
-        keys = [k for k in stripped if k]
-        for k, line in enumerate(old_lines[:5]):
-            for close in difflib.get_close_matches(line.strip(), keys, n=5, cutoff=0.6):
-                for i in stripped[close][:10]:
-                    starts.add(max(0, i - k))
+        if len(key) >= 3:
+            wanted.setdefault(key, []).append(k)
+    starts: set[int] = set()
+    seen: dict[str, int] = {}
+    for i, line in enumerate(file_lines):
+        if i % 4096 == 0:
+            _check(deadline)
+        key = line.strip()
+        if key in wanted and seen.get(key, 0) < 50:
+            seen[key] = seen.get(key, 0) + 1
+            starts.update(max(0, i - k) for k in wanted[key])
+            if len(starts) >= _MAX_ANCHORS:
+                return starts
+    if starts:
+        return starts
+    # No line survives intact: look for lines that are close.
+    _check(deadline)
+    distinct = list(dict.fromkeys(line.strip() for line in file_lines))
+    close: dict[str, int] = {}  # a close file line -> the line of old it resembles
+    for k, line in enumerate(old_lines[:5]):
+        _check(deadline)
+        key = line.strip()
+        for match in difflib.get_close_matches(key, _close_keys(distinct, key), n=5, cutoff=0.6):
+            close.setdefault(match, k)
+    found: dict[str, int] = {}
+    for i, line in enumerate(file_lines):
+        key = line.strip()
+        if key in close and found.get(key, 0) < 10:
+            found[key] = found.get(key, 0) + 1
+            starts.add(max(0, i - close[key]))
     return starts
 
 
+def _close_keys(distinct: list[str], key: str) -> list[str]:
+    """Distinct lines difflib could find close to ``key``: similar length, a bounded number."""
+    low, high = len(key) * 0.6, len(key) / 0.6 + 1
+    keys = [k for k in distinct if k and low <= len(k) <= high][: _MAX_CLOSE_KEYS * 10]
+    if len(keys) <= _MAX_CLOSE_KEYS:
+        return keys
+    letters = set(key)
+    return heapq.nlargest(_MAX_CLOSE_KEYS, keys, key=lambda k: len(letters.intersection(k)))
+
+
 def _similarity(found: list[str], wanted: list[str]) -> float:
-    return difflib.SequenceMatcher(
-        None, "\n".join(found), "\n".join(wanted), autojunk=False
-    ).ratio()
+    a = "\n".join(found)[:_MAX_COMPARED_CHARS]
+    b = "\n".join(wanted)[:_MAX_COMPARED_CHARS]
+    matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+    if matcher.real_quick_ratio() < 0.5 or matcher.quick_ratio() < 0.5:
+        return 0.0  # an upper bound below the threshold: not worth the full comparison
+    return matcher.ratio()
 
 
 def _first_difference(found: list[str], wanted: list[str], score: float) -> str:

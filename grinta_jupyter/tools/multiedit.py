@@ -1,12 +1,18 @@
-"""multiedit: several exact replacements, across files, as one transaction."""
+"""multiedit: several exact replacements, across files, as one transaction.
+
+Each edit costs time linear in its file, so the number of edits in one call is
+bounded (``MAX_EDITS``); a larger change is several calls, or replace_all.
+"""
 
 from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import ToolError, ToolFailure
+from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolError, ToolFailure, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
 from grinta_jupyter.tools.matching import replace_in
+
+MAX_EDITS = 200
 
 
 class StringEdit(Args):
@@ -25,10 +31,22 @@ class MultiEditArgs(Args):
 
 def stage(args: MultiEditArgs, ctx: ToolContext) -> str:
     total = len(args.edits)
+    if total > MAX_EDITS:
+        raise fail(
+            INVALID_ARGS,
+            f"{total} edits in one call; at most {MAX_EDITS}: split them over several calls, "
+            "or use replace_all for a repeated change",
+        )
     for number, edit in enumerate(args.edits, 1):
         try:
             staged = ctx.open(edit.path)
-            replace_in(staged, edit.old_string, edit.new_string, edit.replace_all)
+            replace_in(
+                staged,
+                edit.old_string,
+                edit.new_string,
+                edit.replace_all,
+                max_chars=ctx.settings.max_file_bytes,
+            )
         except ToolFailure as failure:
             # Name the part that failed; nothing of the other parts is written.
             error = failure.error
@@ -38,6 +56,7 @@ def stage(args: MultiEditArgs, ctx: ToolContext) -> str:
                     f"edit {number} of {total} ({edit.path}): {error.message}; no edit was applied",
                     error.candidates,
                     error.line,
+                    error.more,
                 )
             ) from None
     files = sorted(ctx.staged)

@@ -2,9 +2,15 @@
 
 Reads may search: a symbol name that resolves uniquely is read directly; an
 ambiguous one returns its candidates (the model then names one exactly).
+Files are read by the safe reader (runtime/files.py): a FIFO, socket or device
+is refused unopened, a file over ``Settings.max_file_bytes`` is refused with
+advice; a listing notes what it passed over.
 """
 
 from __future__ import annotations
+
+import os
+import stat
 
 from pydantic import Field
 
@@ -13,10 +19,12 @@ from grinta_jupyter.runtime.errors import (
     fail,
 )
 from grinta_jupyter.runtime.textfile import split_lines
+from grinta_jupyter.runtime.workspace import Skipped, skipped_note
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
 from grinta_jupyter.tools.symbols import resolve_symbol
 
 MAX_LISTING = 200
+MAX_SKIPS_NAMED = 5
 
 
 class ReadArgs(Args):
@@ -37,7 +45,7 @@ def stage(args: ReadArgs, ctx: ToolContext) -> str:
     if not args.path:
         raise fail(INVALID_ARGS, "give a path, or a symbol")
     where = ctx.workspace.resolve(args.path)
-    if where.abs.is_dir():
+    if _is_folder(where.abs):
         return _listing(where.rel, ctx)
     where, textfile = ctx.read_file(args.path)
     if args.outline:
@@ -81,16 +89,32 @@ def render_lines(rel: str, lines: list[str], first: int, last: int, ctx: ToolCon
     return header + "\n" + "\n".join(out)
 
 
+def _is_folder(path: os.PathLike[str]) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(path).st_mode)
+    except OSError:  # reading it says why (a loop, a name too long, ...)
+        return False
+
+
 def _listing(rel: str, ctx: ToolContext) -> str:
-    files = []
-    for path in ctx.workspace.files(rel):
-        files.append(path)
+    files: list[str] = []
+    skipped: list[Skipped] = []
+    skips = 0
+    for item in ctx.workspace.walk(rel):
+        if isinstance(item, str):
+            files.append(item)
+        else:
+            skips += 1
+            if len(skipped) < MAX_SKIPS_NAMED:
+                skipped.append(item)
         if len(files) > MAX_LISTING:
             break
     more = ""
     if len(files) > MAX_LISTING:
         files = files[:MAX_LISTING]
         more = f"\n[more than {MAX_LISTING} files; read a subfolder]"
+    if skips:
+        more += f"\n[not listed, not regular files or unreadable: {skipped_note(skipped, skips)}]"
     return f"{rel or '.'}/ ({len(files)} files)\n" + "\n".join(files) + more
 
 

@@ -19,7 +19,13 @@ class ReplaceStringArgs(Args):
 
 def stage(args: ReplaceStringArgs, ctx: ToolContext) -> str:
     staged = ctx.open(args.path)
-    count = replace_in(staged, args.old_string, args.new_string, args.replace_all)
+    count = replace_in(
+        staged,
+        args.old_string,
+        args.new_string,
+        args.replace_all,
+        max_chars=ctx.settings.max_file_bytes,
+    )
     ctx.resolved(args.path, staged.rel, f"{count} exact match{'es' if count > 1 else ''}")
     return f"replaced {count} occurrence{'s' if count > 1 else ''} in {staged.rel}"
 

@@ -1,23 +1,44 @@
-"""run: a shell command in the workspace, with a timeout and bounded output.
+"""run: a shell command in the workspace, with a timeout, bounded output and no leftovers.
 
-Staging only records the command; it runs when the proposal is committed
-(after approval). On timeout the whole process group is killed.
+Staging only checks and records the command; it runs when the proposal is
+committed (after approval), under ``runtime.process.run_command``: the whole
+process tree ends with the command, whether it exits, times out or is
+interrupted, and its output is read into a bounded buffer (head and tail of
+``Settings.run_capture_bytes``), decoded with replacement, stripped of
+terminal codes, and cut to ``Settings.run_output_chars`` keeping head and tail.
+
+A command cannot leave a service running (``server &`` ends with the command,
+as do ``nohup``, ``setsid`` and daemons): start long-running services outside
+the agent, in a terminal or a notebook cell. Commands see the kernel's
+environment without its secrets (``runtime.secrets.command_environment``),
+except those named in ``Settings.run_pass_env``.
+
+``execute`` never raises: a bad command, a deleted workspace or a failure to
+start is an ``Observation`` carrying a ``ToolError``.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import re
-import signal
-import subprocess
 import sys
-import time
+from collections.abc import Iterable
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import COMMAND_TIMEOUT, INVALID_ARGS, ToolError, fail
+from grinta_jupyter.runtime.errors import (
+    COMMAND_FAILED,
+    COMMAND_TIMEOUT,
+    INTERNAL_ERROR,
+    INVALID_ARGS,
+    WORKSPACE_MISSING,
+    ToolError,
+    ToolFailure,
+    os_error,
+)
+from grinta_jupyter.runtime.process import MAX_COMMAND_BYTES, OutputBuffer, run_command
 from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.runtime.secrets import command_environment
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools.base import Args, Settings, ToolContext, ToolSpec
 
@@ -28,58 +49,119 @@ class RunArgs(Args):
 
 
 def stage(args: RunArgs, ctx: ToolContext) -> str:
-    if not args.command.strip():
-        raise fail(INVALID_ARGS, "command is empty")
+    problem = check_command(args.command, ctx.settings)
+    if problem is not None:
+        raise ToolFailure(problem)
     ctx.command = args.command
     ctx.timeout = min(args.timeout or ctx.settings.run_timeout, ctx.settings.run_max_timeout)
     return f"run: {args.command}"
 
 
-def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Observation:
-    assert proposal.command is not None
-    timeout = proposal.timeout or settings.run_timeout
-    started = time.monotonic()
-    process = subprocess.Popen(
-        proposal.command,
-        shell=True,
-        cwd=workspace.root,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so a timeout kills children too
-        env=command_env(),
-    )
+_LONG = "write the script to a file and run that file"
+
+
+def check_command(command: str, settings: Settings) -> ToolError | None:
+    """Why ``command`` cannot run (an INVALID_ARGS error), or None."""
+    if not command.strip():
+        return ToolError(INVALID_ARGS, "command is empty")
+    if "\x00" in command:
+        return ToolError(INVALID_ARGS, "command contains a NUL byte, which no shell command can")
+    limit = settings.run_max_command_chars
+    if len(command) > limit:
+        return ToolError(
+            INVALID_ARGS,
+            f"command is {len(command)} characters, over the limit of {limit}; {_LONG}",
+        )
     try:
-        raw, _ = process.communicate(timeout=timeout)
-        timed_out = False
-    except subprocess.TimeoutExpired:
-        _kill_group(process)
-        raw, _ = process.communicate()
-        timed_out = True
-    elapsed = time.monotonic() - started
-    text = strip_ansi(raw.decode("utf-8", errors="replace"))
-    output = bound_output(text, settings.run_output_chars)
-    if timed_out:
-        error = ToolError(COMMAND_TIMEOUT, f"command timed out after {timeout:g}s and was killed")
-        return Observation(False, f"{error.render()}\n{output}", error, proposal.id)
-    code = process.returncode
-    text = f"exit code {code} ({elapsed:.1f}s)\n{output}".rstrip()
-    return Observation(True, text, None, proposal.id, exit_code=code)
+        size = len(command.encode("utf-8"))
+    except UnicodeEncodeError:
+        return ToolError(INVALID_ARGS, "command is not valid text (it holds a lone surrogate)")
+    if size > MAX_COMMAND_BYTES:
+        return ToolError(
+            INVALID_ARGS,
+            f"command is {size} bytes in UTF-8, over the limit of {MAX_COMMAND_BYTES}; {_LONG}",
+        )
+    return None
 
 
-def command_env() -> dict[str, str]:
-    """The environment for commands: ours, with this interpreter's folder first on PATH.
+def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Observation:
+    """Run the committed command. Never raises: every failure is an Observation with an error."""
+    try:
+        return _execute(proposal, workspace, settings)
+    except Exception as exc:  # a bug of ours must not end the session
+        error = ToolError(INTERNAL_ERROR, f"run failed unexpectedly: {exc!r}")
+        return Observation.failure(error, proposal.id)
+
+
+def _execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Observation:
+    command = proposal.command or ""
+    problem = check_command(command, settings)
+    if problem is not None:
+        return Observation.failure(problem, proposal.id)
+    timeout = proposal.timeout or settings.run_timeout
+    if not timeout > 0:  # a hand-made proposal: NaN or negative
+        timeout = settings.run_timeout
+    timeout = min(timeout, settings.run_max_timeout)
+    missing = ToolError(WORKSPACE_MISSING, f"the workspace folder {workspace.root} is gone")
+    if not workspace.root.is_dir():
+        return Observation.failure(missing, proposal.id)
+    try:
+        result = run_command(
+            command,
+            workspace.root,
+            command_env(settings.run_pass_env),
+            timeout,
+            settings.run_capture_bytes,
+        )
+    except OSError as exc:
+        if not workspace.root.is_dir():  # deleted between the check and the start
+            return Observation.failure(missing, proposal.id)
+        return Observation.failure(os_error(exc, "starting the command"), proposal.id)
+    output = render_output(result.output, settings.run_output_chars)
+    if result.timed_out:
+        message = (
+            f"command timed out after {timeout:g}s and was killed, with every process it started"
+        )
+        error = ToolError(COMMAND_TIMEOUT, message)
+        return Observation(False, f"{error.render()}\n{output}".rstrip(), error, proposal.id)
+    if result.exit_code is None:  # cancelled, or its supervisor was killed
+        why = result.problem or "it was told to stop (SIGTERM) before it finished"
+        error = ToolError(COMMAND_FAILED, f"the command did not finish: {why}")
+        return Observation(False, f"{error.render()}\n{output}".rstrip(), error, proposal.id)
+    head = f"exit code {result.exit_code} ({result.elapsed:.1f}s)"
+    if result.stopped:
+        head += (
+            f"; {result.stopped} background process(es) still running at the end were killed"
+            " (processes never outlive their command)"
+        )
+    if result.left:
+        head += f"; {result.left} process(es) could not be killed"
+    text = f"{head}\n{output}".rstrip()
+    return Observation(True, text, None, proposal.id, exit_code=result.exit_code)
+
+
+def command_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
+    """The environment for commands: ours without secrets (bar ``pass_env``), this
+    interpreter's folder first on PATH.
 
     In a kernel started from a virtual environment that was never activated,
     ``python`` and ``pytest`` would otherwise resolve to another interpreter.
     """
-    env = dict(os.environ)
+    env = command_environment(os.environ, pass_env)
     bindir = os.path.dirname(sys.executable)
     env["PATH"] = bindir + os.pathsep + env.get("PATH", "")
     return env
 
 
-_ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+# CSI (colours, cursor moves); OSC (titles, links) ended by BEL or ST; DCS, SOS, PM and APC
+# strings ended by ST; other two-character escapes. No body may span an ESC, so a failed
+# match never rescans text another attempt covers: linear time on any input.
+_ANSI = re.compile(
+    r"\x1b\[[0-?]*[ -/]*[@-~]"
+    r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
+    r"|\x1b[PX^_][^\x1b]*\x1b\\"
+    r"|\x1b[@-Z\\-_]"
+)
 
 
 def strip_ansi(text: str) -> str:
@@ -87,19 +169,29 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
+def render_output(buffer: OutputBuffer, limit: int) -> str:
+    """What the model reads of a command's output: decoded (bad UTF-8 replaced), without
+    terminal codes, at most ``limit`` characters keeping head and tail."""
+    if not buffer.omitted:
+        return bound_output(_clean(buffer.head + buffer.tail), limit)
+    head = _clean(buffer.head)[: limit // 3]
+    tail = _clean(buffer.tail)
+    tail = tail[max(len(tail) - (limit - len(head)), 0) :]
+    return f"{head}\n[... middle omitted: the command printed {buffer.total} bytes ...]\n{tail}"
+
+
+def _clean(raw: bytes) -> str:
+    return strip_ansi(raw.decode("utf-8", errors="replace"))
+
+
 def bound_output(text: str, limit: int) -> str:
     """Keep the head and the tail (where test summaries are), drop the middle."""
     if len(text) <= limit:
         return text
     head = text[: limit // 3]
-    tail = text[-(limit - len(head)) :]
+    tail = text[len(text) - (limit - len(head)) :]  # not text[-0:] when the limit is tiny
     dropped = len(text) - len(head) - len(tail)
     return f"{head}\n[... {dropped} characters omitted ...]\n{tail}"
-
-
-def _kill_group(process: subprocess.Popen[bytes]) -> None:
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
 
 
 SPEC = ToolSpec(

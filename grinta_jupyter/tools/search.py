@@ -1,21 +1,59 @@
 """search: text or regex over the workspace, plus definitions whose name matches.
 
 Respects .gitignore; results are bounded and say how many were left out.
-Matching is smart-case: an all-lowercase query ignores case.
+Matching is smart-case: a query without capital letters ignores case. Line
+numbers count "\n" only, as ``read`` numbers lines.
+
+Bounded in time and memory whatever the query or the files:
+
+- a regex runs under the ``regex`` module's ``timeout=`` (catastrophic
+  backtracking such as ``(a|aa)+$`` stops) and without holding the GIL; the
+  whole search stops after ``Settings.search_timeout`` seconds. Either way
+  the result is the error SEARCH_TIMEOUT, whose candidates are the matches
+  found before it stopped;
+- a regex whose counted repeats would expand past ``MAX_REGEX_UNITS`` when
+  compiled (``(?:x{1000}){1000}``: the regex module unrolls them, hundreds of
+  MB) is refused before it is compiled;
+- plain text is a literal pattern (no backtracking), and a file without a hit
+  is rejected by one pass over its text;
+- files are read by the safe reader: FIFOs, sockets and devices are never
+  opened, files over ``Settings.search_max_file_bytes`` are not read, and
+  every file passed over (too large, binary, unreadable, not a regular file)
+  is named in the result, never silently dropped.
 """
 
 from __future__ import annotations
 
 import re
+import time
+from typing import Any
 
+import regex
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
+from grinta_jupyter.runtime.errors import (
+    FILE_TOO_LARGE,
+    INVALID_ARGS,
+    SEARCH_TIMEOUT,
+    Candidate,
+    ToolFailure,
+    fail,
+)
+from grinta_jupyter.runtime.files import FileRefused, read_regular
+from grinta_jupyter.runtime.workspace import Skipped, skipped_note
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
 
-MAX_FILE_BYTES = 2_000_000
+try:  # the stdlib's regex parser, only to measure a pattern before compiling it
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]  # Python 3.11+
+except ImportError:  # Python 3.10
+    import sre_parse as _sre_parse  # type: ignore[no-redef]
+
 MAX_DEFINITIONS = 10
+MAX_QUERY_CHARS = 2_000
+MAX_SKIPS_NAMED = 5
+MAX_REGEX_UNITS = 100_000  # compiled, about 250 bytes each
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]*$")
+_SNIFF = 8192  # a NUL byte in the first this many bytes marks a binary file
 
 
 class SearchArgs(Args):
@@ -24,51 +62,180 @@ class SearchArgs(Args):
     path: str | None = Field(default=None, description="Limit to this folder or file.")
 
 
+class _Expired(Exception):
+    """The search's time ran out (at ``where``)."""
+
+    def __init__(self, where: str):
+        super().__init__(where)
+        self.where = where
+
+
 def stage(args: SearchArgs, ctx: ToolContext) -> str:
     if not args.query:
         raise fail(INVALID_ARGS, "query is empty")
-    flags = 0 if any(c.isupper() for c in args.query) else re.IGNORECASE
-    try:
-        pattern = re.compile(args.query if args.regex else re.escape(args.query), flags)
-    except re.error as exc:
-        raise fail(INVALID_ARGS, f"invalid regex: {exc}") from None
+    if len(args.query) > MAX_QUERY_CHARS:
+        raise fail(INVALID_ARGS, f"query is over {MAX_QUERY_CHARS} characters; search a part")
+    pattern = _compile(args.query, args.regex)
     under = ctx.workspace.resolve(args.path).rel if args.path else ""
-    limit = ctx.settings.search_max_results
+    settings = ctx.settings
+    deadline = time.monotonic() + settings.search_timeout
+    limit = settings.search_max_results
     sections = []
     definitions = _definitions(args, ctx, under)
     if definitions:
         sections.append("definitions:\n" + "\n".join(definitions))
 
-    shown: list[str] = []
-    total = 0
-    files_with_hits = 0
-    for rel in ctx.workspace.files(under):
-        path = ctx.workspace.root / rel
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
+    shown: list[tuple[str, int, str]] = []
+    total = files_with_hits = skips = 0
+    skipped: list[Skipped] = []
+    try:
+        for item in ctx.workspace.walk(under):
+            if time.monotonic() > deadline:
+                raise _Expired(f"while walking the files, before {_name(item)}")
+            text = _text(item, ctx) if isinstance(item, str) else item
+            if isinstance(text, Skipped):
+                skips += 1
+                if len(skipped) < MAX_SKIPS_NAMED:
+                    skipped.append(text)
                 continue
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if b"\x00" in data[:8192]:
-            continue
-        text = data.decode("utf-8", errors="replace")
-        hits = 0
-        for number, line in enumerate(text.splitlines(), 1):
-            if pattern.search(line):
-                hits += 1
-                total += 1
-                if len(shown) < limit:
-                    shown.append(f"{rel}:{number}: {line.strip()[:200]}")
-        files_with_hits += bool(hits)
+            hits = _scan(_name(item), text, pattern, deadline, shown, limit)
+            total += hits
+            files_with_hits += bool(hits)
+    except _Expired as expired:
+        raise _timeout(args, settings.search_timeout, expired.where, shown) from None
+    skip_line = f"skipped {skipped_note(skipped, skips)}" if skips else ""
     if not shown and not definitions:
-        return f"no matches for {args.query!r}" + (f" in {under}" if under else "")
+        where = f" in {under}" if under else ""
+        return "\n".join(filter(None, [f"no matches for {args.query!r}{where}", skip_line]))
     if shown:
         head = f"{total} matching line{'s' if total != 1 else ''} in {files_with_hits} file{'s' if files_with_hits != 1 else ''}"
         if total > len(shown):
             head += f" ({total - len(shown)} not shown; narrow the query or path)"
-        sections.append(head + ":\n" + "\n".join(shown))
+        rows = [f"{rel}:{number}: {line}" for rel, number, line in shown]
+        sections.append(head + ":\n" + "\n".join(rows))
+    if skip_line:
+        sections.append(skip_line)
     return "\n\n".join(sections)
+
+
+def _compile(query: str, is_regex: bool) -> regex.Pattern[str] | re.Pattern[str]:
+    """Smart-case: any capital letter makes the query case-sensitive."""
+    ignore_case = not any(c.isupper() for c in query)
+    if not is_regex:  # a literal pattern cannot backtrack; the stdlib engine is enough
+        return re.compile(re.escape(query), re.IGNORECASE if ignore_case else 0)
+    units = _expanded_size(query)
+    if units > MAX_REGEX_UNITS:
+        raise fail(
+            INVALID_ARGS,
+            f"the regex repeats too much (about {units:,} steps once its counted repeats are "
+            f"unrolled; the limit is {MAX_REGEX_UNITS:,}); use smaller counts such as {{2,5}}",
+        )
+    try:
+        return regex.compile(query, regex.IGNORECASE if ignore_case else 0)
+    except (regex.error, OverflowError, RecursionError, ValueError) as exc:
+        raise fail(INVALID_ARGS, f"invalid regex: {exc}") from None
+
+
+def _expanded_size(query: str) -> int:
+    """About how many steps ``query`` compiles to, nested counted repeats multiplied out.
+
+    The stdlib parser reads the syntax both engines share; a pattern it cannot
+    read (regex-only syntax) is measured crudely: every count multiplied.
+    """
+    try:
+        return _weight(_sre_parse.parse(query))
+    except (re.error, RecursionError, OverflowError, ValueError, TypeError):
+        product = 1
+        for low, comma, high in re.findall(r"\{(\d*)(,?)(\d*)\}", query):
+            count = int(high or low or 1) if comma and high else int(low or 1)
+            product *= max(count, 1)
+        return product
+
+
+def _weight(items: Any) -> int:
+    total = 0
+    for op, av in items:
+        name = getattr(op, "name", str(op))  # the opcode constants are named ints
+        if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+            low, high, sub = av
+            count = max(low, 1) if high == _sre_parse.MAXREPEAT else max(high, 1)
+            total += count * _weight(sub)
+        elif name in ("SUBPATTERN", "ATOMIC_GROUP", "ASSERT", "ASSERT_NOT"):
+            total += _weight(av if name == "ATOMIC_GROUP" else av[-1])
+        elif name == "BRANCH":
+            total += sum(_weight(branch) for branch in av[1])
+        elif name == "GROUPREF_EXISTS":
+            total += sum(_weight(branch) for branch in av[1:] if branch is not None)
+        else:
+            total += 1
+    return total
+
+
+def _text(rel: str, ctx: ToolContext) -> str | Skipped:
+    """The file's text, or why it is skipped."""
+    try:
+        data, _ = read_regular(ctx.workspace.root / rel, rel, ctx.settings.search_max_file_bytes)
+    except FileRefused as refused:
+        limit = " for search" if refused.error.code == FILE_TOO_LARGE else ""
+        return Skipped(rel, refused.reason + limit)
+    if b"\x00" in data[:_SNIFF]:
+        return Skipped(rel, "binary")
+    return data.decode("utf-8", errors="replace")
+
+
+def _scan(
+    rel: str,
+    text: str,
+    pattern: regex.Pattern[str] | re.Pattern[str],
+    deadline: float,
+    shown: list[tuple[str, int, str]],
+    limit: int,
+) -> int:
+    """Count ``rel``'s matching lines, adding the first to ``shown``; _Expired past ``deadline``."""
+    literal = isinstance(pattern, re.Pattern)
+    if literal and pattern.search(text) is None:  # one C-level pass rejects most files
+        return 0
+    hits = 0
+    for number, line in enumerate(text.split("\n"), 1):
+        if literal:
+            found = pattern.search(line) is not None
+            if number % 10_000 == 0 and time.monotonic() > deadline:
+                raise _Expired(f"in {rel} at line {number}")
+        else:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _Expired(f"in {rel} at line {number}")
+            try:
+                # concurrent=True releases the GIL: a slow match cannot freeze the kernel.
+                found = pattern.search(line, timeout=remaining, concurrent=True) is not None
+            except TimeoutError:
+                raise _Expired(f"matching {rel} line {number}") from None
+        if found:
+            hits += 1
+            if len(shown) < limit:
+                shown.append((rel, number, line.strip()[:200]))
+    return hits
+
+
+def _timeout(
+    args: SearchArgs, seconds: float, where: str, shown: list[tuple[str, int, str]]
+) -> ToolFailure:
+    advice = (
+        "simplify the regex (nested quantifiers such as (a+)+ backtrack without end), "
+        if args.regex
+        else ""
+    )
+    found = f"; the {len(shown)} matching lines found before are listed" if shown else ""
+    return fail(
+        SEARCH_TIMEOUT,
+        f"search stopped after {seconds:g} s {where}{found}: results are incomplete; "
+        f"{advice}narrow the path, or use run with grep",
+        [Candidate(rel, number, line) for rel, number, line in shown],
+    )
+
+
+def _name(item: str | Skipped) -> str:
+    return item if isinstance(item, str) else item.rel
 
 
 def _definitions(args: SearchArgs, ctx: ToolContext, under: str) -> list[str]:

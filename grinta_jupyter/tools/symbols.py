@@ -12,9 +12,14 @@ from grinta_jupyter.runtime.errors import (
     AMBIGUOUS_SYMBOL,
     SYMBOL_NOT_FOUND,
     Candidate,
+    ToolError,
+    ToolFailure,
     fail,
 )
 from grinta_jupyter.tools.base import StagedFile, ToolContext
+
+# An address such as `__init__` may name thousands of definitions: name this many, count the rest.
+MAX_LISTED = 10
 
 
 def symbol_candidate(symbol) -> Candidate:  # type: ignore[no-untyped-def]
@@ -43,20 +48,24 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool):  # type: ign
             f"no definition named {address!r}{hint}",
             [symbol_candidate(s) for s in resolution.suggestions],
         )
-    if len(resolution.matches) > 1:
+    count = len(resolution.matches)
+    if count > 1:
         why = "writes never guess" if write else "reads return the candidates"
-        ctx.resolved(
+        listed = resolution.matches[:MAX_LISTED]
+        ctx.resolved(  # the reason gives the count; the first few are named
             address,
             None,
-            f"ambiguous: {len(resolution.matches)} definitions; {why}",
-            [_label(s) for s in resolution.matches],
+            f"ambiguous: {count} definitions; {why}",
+            [_label(s) for s in listed],
         )
         verb = "name one exactly" if write else "read one"
-        raise fail(
-            AMBIGUOUS_SYMBOL,
-            f"{address!r} names {len(resolution.matches)} definitions; "
-            f"{verb}, e.g. 'path::Class.method'",
-            [symbol_candidate(s) for s in resolution.matches],
+        raise ToolFailure(
+            ToolError(
+                AMBIGUOUS_SYMBOL,
+                f"{address!r} names {count} definitions; {verb}, e.g. 'path::Class.method'",
+                tuple(symbol_candidate(s) for s in listed),
+                more=count - len(listed),
+            )
         )
     symbol = resolution.matches[0]
     ctx.resolved(address, _label(symbol), "the only definition with this name")

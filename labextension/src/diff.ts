@@ -1,12 +1,19 @@
 /**
  * Unified diff text -> files, hunks and rows with old and new line numbers.
- * Pure: no DOM.
+ * Pure: no DOM. The same reading as `parse_unified` in
+ * grinta_jupyter/runtime/diffs.py (test/fixtures/hostile-diffs.json holds
+ * diffs the runtime made and the rows both parsers must find).
  *
  * Hunk bodies are read by their `@@ -a,b +c,d @@` counts, not by the first
  * character alone, so a removed line that starts with "--" (a SQL or Lua
- * comment) is a removed line and not the next file's header. Text outside a
- * hunk that is not a header is kept as a note, so nothing is silently lost;
- * a diff cut short (`diff_truncated`) simply ends early.
+ * comment) is a removed line and not the next file's header, and an added
+ * `+++ b/x` is an added line. Lines end at "\n" only: a carriage return is
+ * part of its line (shown escaped), unless every line of the diff ends in
+ * CRLF (a diff saved on Windows). Header paths that hold unsafe characters
+ * come C-quoted (`"b/a\nb.py"`) and are unquoted here; the card shows them
+ * escaped. Text outside a hunk that is not a header is kept as a note, so
+ * nothing is silently lost; a diff cut short (`diff_truncated`) simply ends
+ * early, its last line keeping the role its hunk gives it.
  */
 
 export type RowKind = 'context' | 'add' | 'del' | 'note';
@@ -47,7 +54,8 @@ export interface DiffFile {
   notes: string[];
 }
 
-const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?(.*)$/;
+// `[\s\S]`, not `.`: a section may hold a carriage return or U+2028 (shown escaped).
+const HUNK_HEADER = /^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@ ?([\s\S]*)$/;
 
 export function parseUnifiedDiff(text: string): DiffFile[] {
   const files: DiffFile[] = [];
@@ -58,7 +66,8 @@ export function parseUnifiedDiff(text: string): DiffFile[] {
   let oldLine = 0;
   let newLine = 0;
 
-  const lines = text.split('\n');
+  const crlf = text.includes('\r\n') && !/(^|[^\r])\n/.test(text);
+  const lines = text.split(crlf ? '\r\n' : '\n');
   if (lines.length && lines[lines.length - 1] === '') {
     lines.pop();
   }
@@ -69,13 +78,13 @@ export function parseUnifiedDiff(text: string): DiffFile[] {
   };
 
   for (let i = 0; i < lines.length; i++) {
-    const line = lines[i].endsWith('\r') ? lines[i].slice(0, -1) : lines[i];
+    const line = lines[i];
 
     if (hunk && (oldLeft > 0 || newLeft > 0)) {
       const mark = line[0];
       const body = line.slice(1);
       // Some tools strip the single space of an empty context line.
-      if (mark === ' ' || line === '') {
+      if ((mark === ' ' || line === '') && oldLeft > 0 && newLeft > 0) {
         hunk.rows.push({ kind: 'context', oldLine: oldLine++, newLine: newLine++, text: body });
         oldLeft--;
         newLeft--;
@@ -166,12 +175,26 @@ function emptyFile(): DiffFile {
 }
 
 function stripPath(raw: string, prefix: string): string | null {
-  // Drop a trailing tab-separated timestamp (diff -u writes one).
-  const path = raw.split('\t')[0].trim();
+  // A quoted path is whole; otherwise drop a trailing tab-separated timestamp (diff -u).
+  const path = unquotePath(raw.startsWith('"') ? raw : raw.split('\t')[0]);
   if (path === '/dev/null') {
     return null;
   }
   return path.startsWith(prefix) ? path.slice(prefix.length) : path;
+}
+
+const C_ESCAPES: Record<string, string> = { n: '\n', t: '\t', r: '\r', '"': '"', '\\': '\\' };
+
+/** A header path as git writes it, C-quoted when it holds anything unsafe, read back. */
+export function unquotePath(text: string): string {
+  if (text.length < 2 || !text.startsWith('"') || !text.endsWith('"')) {
+    return text;
+  }
+  return text
+    .slice(1, -1)
+    .replace(/\\(u[0-9a-fA-F]{4}|[\s\S])/g, (_m, esc: string) =>
+      esc.length === 5 ? String.fromCharCode(parseInt(esc.slice(1), 16)) : C_ESCAPES[esc] ?? esc
+    );
 }
 
 /** Number of rows a diff shows when fully expanded (hunk headers not counted). */

@@ -19,7 +19,7 @@ from grinta_jupyter.agent.models.base import (
     Usage,
 )
 from grinta_jupyter.agent.models.demo import DemoModel  # noqa: E402  (after scripted, which it extends)
-from grinta_jupyter.agent.models.litellm_model import LiteLLMModel
+from grinta_jupyter.agent.models.litellm_model import LiteLLMModel, missing_key
 from grinta_jupyter.agent.models.replay import ReplayModel
 from grinta_jupyter.agent.models.scripted import ScriptedModel, call, raw_call, reply
 
@@ -35,6 +35,7 @@ __all__ = [
     "ToolCall",
     "Usage",
     "call",
+    "missing_key",
     "raw_call",
     "reply",
     "resolve_model",

@@ -25,7 +25,7 @@ from typing import Any
 
 from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
 
-__all__ = ["LiteLLMModel"]
+__all__ = ["LiteLLMModel", "guess_provider", "missing_key"]
 
 # Env vars holding each provider's key (the first is the one we tell users to set).
 # Providers missing here are not checked up front; their auth errors still map to AUTH.
@@ -40,6 +40,12 @@ PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "xai": ("XAI_API_KEY",),
     "together_ai": ("TOGETHERAI_API_KEY", "TOGETHER_API_KEY"),
 }
+
+# Model names litellm maps to a provider without a prefix (gpt-4o-mini, o3-mini, claude-...).
+_BARE_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"(?:gpt-|chatgpt-|ft:gpt-|o\d(?:-|$))"), "openai"),
+    (re.compile(r"claude-"), "anthropic"),
+)
 
 # A server asking us to wait longer than this is not worth blocking a notebook for.
 MAX_RETRY_AFTER = 60.0
@@ -80,6 +86,16 @@ class LiteLLMModel:
     def __repr__(self) -> str:
         base = f", api_base={self.api_base!r}" if self.api_base else ""
         return f"LiteLLMModel({self.model!r}{base})"
+
+    def check_key(self) -> None:
+        """Raise ``MISSING_KEY`` now when the provider's key is plainly absent.
+
+        Cheap (litellm is not imported), so front ends call it before a session
+        starts; ``complete`` checks again with litellm's own provider lookup.
+        """
+        error = missing_key(self.model, api_base=self.api_base, api_key=self.api_key)
+        if error is not None:
+            raise error
 
     async def complete(
         self,
@@ -199,11 +215,7 @@ class LiteLLMModel:
             ) from None
         env_vars = PROVIDER_KEYS.get(provider, ())
         if env_vars and not self.api_key and not self.api_base and not _env_key(env_vars):
-            raise ModelError(
-                "MISSING_KEY",
-                f"no API key for {self.model}: set {env_vars[0]} "
-                "(or GRINTA_API_KEY, or pass api_key=)",
-            )
+            raise _missing_key_error(self.model, env_vars)
         return provider
 
     def _cost(self, litellm: Any, built: Any) -> float | None:
@@ -288,8 +300,43 @@ def _import_litellm() -> Any:
     return litellm
 
 
+def guess_provider(model: str) -> str | None:
+    """The provider serving ``model``, from its prefix or a well-known bare name; None if unsure.
+
+    A stand-in for ``litellm.get_llm_provider`` that needs no import:
+    ``openai/x`` -> openai, ``gpt-4o-mini`` -> openai, ``claude-...`` -> anthropic.
+    """
+    name = model.strip()
+    prefix, slash, _ = name.partition("/")
+    if slash:
+        return prefix
+    return next((provider for pattern, provider in _BARE_NAMES if pattern.match(name)), None)
+
+
+def missing_key(
+    model: str, *, api_base: str | None = None, api_key: str | None = None
+) -> ModelError | None:
+    """``MISSING_KEY`` when ``model``'s provider needs a key and none is set, else None.
+
+    An ``api_base`` (a local or proxy server) or an ``api_key`` skips the check:
+    whoever set them knows what the server needs.
+    """
+    env_vars = PROVIDER_KEYS.get(guess_provider(model) or "", ())
+    if not env_vars or api_key or api_base or _env_key(env_vars):
+        return None
+    return _missing_key_error(model, env_vars)
+
+
+def _missing_key_error(model: str, env_vars: tuple[str, ...]) -> ModelError:
+    return ModelError(
+        "MISSING_KEY",
+        f"no API key for {model}: set {env_vars[0]} (or GRINTA_API_KEY, or pass api_key=)",
+    )
+
+
 def _env_key(env_vars: tuple[str, ...]) -> str | None:
-    return next((os.environ[v] for v in env_vars if os.environ.get(v)), None)
+    # A blank value (OPENAI_API_KEY=) is no key: every request with it would fail.
+    return next((os.environ[v] for v in env_vars if os.environ.get(v, "").strip()), None)
 
 
 def _all_key_vars() -> list[str]:

@@ -7,7 +7,7 @@ import { planDiff } from '../collapse';
 import { DiffFile, parseUnifiedDiff, rowCount } from '../diff';
 import { languageForPath, Token, tokenizeHunk } from '../highlight';
 import type { FileStat } from '../schema';
-import { h } from './dom';
+import { h, oneLine } from './dom';
 import { recall, remember } from './memory';
 
 const MARKS = { context: ' ', add: '+', del: '-', note: '\\' } as const;
@@ -59,7 +59,7 @@ function renderFile(
   const header = h(
     'div',
     { class: 'grinta-diff-file' },
-    h('span', { class: 'grinta-diff-path' }, file.path || '(unnamed)'),
+    h('span', { class: 'grinta-diff-path' }, oneLine(file.path || '(unnamed)')),
     status && h('span', { class: 'grinta-diff-status' }, status),
     h('span', { class: 'grinta-diff-added' }, `+${added}`),
     h('span', { class: 'grinta-diff-removed' }, `−${removed}`)
@@ -84,7 +84,7 @@ function renderFile(
         h('td', { class: 'grinta-diff-num grinta-diff-old' }, row.oldLine ?? ''),
         h('td', { class: 'grinta-diff-num grinta-diff-new' }, row.newLine ?? ''),
         h('td', { class: 'grinta-diff-mark' }, MARKS[row.kind]),
-        h('td', { class: 'grinta-diff-code' }, tokens[r].map(renderToken))
+        h('td', { class: 'grinta-diff-code' }, tokens[r].flatMap(renderToken))
       );
       body.append(tr);
       if (r >= shown[k]) {
@@ -92,7 +92,7 @@ function renderFile(
       }
     });
   });
-  const notes = file.notes.map(n => h('div', { class: 'grinta-note' }, n));
+  const notes = file.notes.map(n => h('div', { class: 'grinta-note' }, oneLine(n)));
   return h(
     'div',
     { class: 'grinta-diff-block' },
@@ -125,12 +125,12 @@ function toggle(
   return button;
 }
 
-/** A token as text, wrapped in a span when it has a highlighting class. */
-export function renderToken(token: Token): Node {
+/** A token as text (control characters escaped), in a span when it has a highlighting class. */
+export function renderToken(token: Token): Node[] {
   if (!token.cls) {
-    return document.createTextNode(token.text);
+    return oneLine(token.text);
   }
-  return h('span', { class: `grinta-tok-${token.cls}` }, token.text);
+  return [h('span', { class: `grinta-tok-${token.cls}` }, oneLine(token.text))];
 }
 
 function plain(text: string): Token {

@@ -5,7 +5,7 @@
 
 import { formatMetric, metricLabel } from '../format';
 import { parseSession, Session } from '../schema';
-import { h, section } from './dom';
+import { h, oneLine, section } from './dom';
 import { guarded } from './problem';
 import { stepCard } from './stepCard';
 
@@ -24,14 +24,15 @@ export function renderSession(s: Session): HTMLElement {
       'div',
       { class: 'grinta-card-header' },
       h('span', { class: 'grinta-step-number' }, 'Session'),
-      s.model && h('span', { class: 'grinta-kind', title: 'model' }, s.model),
-      s.toolset && h('span', { class: 'grinta-kind', title: 'toolset' }, s.toolset),
+      s.model && h('span', { class: 'grinta-kind', title: 'model' }, oneLine(s.model)),
+      s.toolset &&
+        h('span', { class: 'grinta-kind', title: 'toolset' }, oneLine(s.toolset)),
       h(
         'span',
         { class: `grinta-badge grinta-end-${running ? 'running' : s.end_reason}` },
         running ? 'running' : s.end_reason
       ),
-      h('span', { class: 'grinta-session-id' }, s.session)
+      h('span', { class: 'grinta-session-id' }, oneLine(s.session))
     ),
     s.task && section('task', 'Task', h('div', { class: 'grinta-text' }, s.task)),
     s.steps && h('div', { class: 'grinta-steps' }, s.steps.map(stepCard)),
@@ -41,9 +42,9 @@ export function renderSession(s: Session): HTMLElement {
       h(
         'div',
         { class: 'grinta-muted grinta-footer' },
-        s.root && ['workspace ', h('code', null, s.root)],
+        s.root && ['workspace ', h('code', null, oneLine(s.root))],
         s.root && s.log && ' · ',
-        s.log && ['log ', h('code', null, s.log)]
+        s.log && ['log ', h('code', null, oneLine(s.log))]
       )
   );
 }

@@ -8,7 +8,7 @@ import { decisionText } from '../format';
 import { languageForPath, tokenizeLines } from '../highlight';
 import { GuardFiring, Observation, parseStep, Resolution, Step, Validation } from '../schema';
 import { renderDiff, renderToken } from './diffView';
-import { Child, h, section } from './dom';
+import { Child, h, oneLine, section } from './dom';
 import { rememberDetails } from './memory';
 import { guarded } from './problem';
 
@@ -52,11 +52,11 @@ function header(step: Step): HTMLElement {
     'div',
     { class: 'grinta-card-header' },
     h('span', { class: 'grinta-step-number' }, `Step ${step.step}`),
-    h('span', { class: 'grinta-tool' }, step.tool),
+    h('span', { class: 'grinta-tool' }, oneLine(step.tool)),
     h('span', { class: 'grinta-kind' }, step.kind),
     h('span', { class: `grinta-badge grinta-status-${step.status}` }, step.status),
     decision && h('span', { class: 'grinta-decision' }, decision),
-    h('span', { class: 'grinta-session-id', title: 'session' }, step.session)
+    h('span', { class: 'grinta-session-id', title: 'session' }, oneLine(step.session))
   );
 }
 
@@ -92,7 +92,7 @@ function valueView(value: unknown, key: string): Child {
       'dl',
       { class: 'grinta-fields' },
       Object.entries(value).flatMap(([k, v]) => [
-        h('dt', null, k),
+        h('dt', null, oneLine(k)),
         h('dd', null, valueView(v, `${key}/${k}`))
       ])
     );
@@ -131,11 +131,11 @@ function resolutionsSection(resolutions: Resolution[]): HTMLElement {
         h(
           'li',
           { class: 'grinta-resolution' },
-          h('code', { class: 'grinta-code' }, r.target),
+          h('code', { class: 'grinta-code' }, oneLine(r.target)),
           ' → ',
           r.chosen === null
             ? h('span', { class: 'grinta-unresolved' }, 'nothing chosen')
-            : h('code', { class: 'grinta-code' }, r.chosen),
+            : h('code', { class: 'grinta-code' }, oneLine(r.chosen)),
           r.reason && h('span', { class: 'grinta-muted' }, ` (${r.reason})`),
           r.candidates.length > 0 &&
             h(
@@ -145,7 +145,9 @@ function resolutionsSection(resolutions: Resolution[]): HTMLElement {
               h(
                 'ul',
                 { class: 'grinta-list' },
-                r.candidates.map(c => h('li', null, h('code', { class: 'grinta-code' }, c)))
+                r.candidates.map(c =>
+                  h('li', null, h('code', { class: 'grinta-code' }, oneLine(c)))
+                )
               )
             )
         )
@@ -165,7 +167,7 @@ function validationSection(v: Validation): HTMLElement {
       'h4',
       null,
       'Refused: ',
-      h('code', { class: 'grinta-error-code' }, v.code ?? 'validation failed')
+      h('code', { class: 'grinta-error-code' }, oneLine(v.code ?? 'validation failed'))
     ),
     v.message && h('div', { class: 'grinta-error-message' }, v.message),
     v.candidates.length > 0 &&
@@ -179,10 +181,14 @@ function validationSection(v: Validation): HTMLElement {
             h(
               'div',
               { class: 'grinta-candidate-head' },
-              h('code', { class: 'grinta-code' }, c.line === null ? c.path : `${c.path}:${c.line}`),
-              c.kind && h('span', { class: 'grinta-kind' }, c.kind),
-              c.name && h('code', { class: 'grinta-code' }, c.name),
-              c.note && h('span', { class: 'grinta-muted' }, c.note)
+              h(
+                'code',
+                { class: 'grinta-code' },
+                oneLine(c.line === null ? c.path : `${c.path}:${c.line}`)
+              ),
+              c.kind && h('span', { class: 'grinta-kind' }, oneLine(c.kind)),
+              c.name && h('code', { class: 'grinta-code' }, oneLine(c.name)),
+              c.note && h('span', { class: 'grinta-muted' }, oneLine(c.note))
             ),
             c.snippet && snippet(c.path, c.snippet)
           )
@@ -199,7 +205,7 @@ function snippet(path: string, text: string): HTMLElement {
   return h(
     'pre',
     { class: 'grinta-pre grinta-snippet' },
-    tokens.flatMap((line, i) => [i > 0 ? '\n' : null, ...line.map(renderToken)])
+    tokens.flatMap((line, i) => [i > 0 ? '\n' : null, ...line.flatMap(renderToken)])
   );
 }
 
@@ -238,8 +244,8 @@ function guardsSection(guards: GuardFiring[]): HTMLElement {
         h(
           'li',
           { class: 'grinta-guard' },
-          h('code', { class: 'grinta-code' }, g.guard),
-          g.action && h('span', { class: 'grinta-badge grinta-guard-action' }, g.action),
+          h('code', { class: 'grinta-code' }, oneLine(g.guard)),
+          g.action && h('span', { class: 'grinta-badge grinta-guard-action' }, oneLine(g.action)),
           g.detail && h('span', null, ' ', g.detail)
         )
       )

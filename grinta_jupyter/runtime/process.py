@@ -1,0 +1,519 @@
+"""Commands whose whole process tree ends with them, and their output read into a bounded buffer.
+
+``run_command`` starts a supervisor, this module run as a script in a fresh
+interpreter (``python -I -S process.py TIMEOUT PARENT_PID COMMAND``). It
+
+1. makes itself a *child subreaper* (Linux, ``prctl(PR_SET_CHILD_SUBREAPER)``):
+   a process the command starts stays its descendant after ``setsid``,
+   ``nohup ... &`` or a double fork, since orphans are re-parented to it and
+   not to init. It also asks for SIGTERM should its parent (the kernel) die;
+2. starts ``/bin/sh -c COMMAND`` in a session of its own, stdin on
+   ``/dev/null``, stdout and stderr on the one pipe the caller reads;
+3. waits for the shell to exit, the deadline, or a stop signal (SIGTERM: the
+   caller cancelling, or the kernel's death), whichever comes first; then
+   SIGKILLs every live process below it (found by walking ``/proc``, again
+   and again until none is left, reaping the dead), writes one status line
+   to its stderr and exits. A subreaper with no child left has nothing below
+   it, so a command that leaves nothing behind costs no walk at all.
+
+Every process of the command also carries a marker in its environment
+(``GRINTA_COMMAND``, random per command). It is the backstop: where the tree
+cannot be trusted (no subreaper, a supervisor that was killed or did not
+finish) whatever still carries the marker is killed too.
+
+The caller reads that pipe in its own thread (``selectors``, no helper thread)
+into an ``OutputBuffer`` that keeps the first third and the last two thirds of
+``capture_bytes``, so memory stays bounded whatever the command prints. It
+returns by ``timeout + KILL_GRACE`` at the latest, even when the supervisor
+hangs or a process that got hold of the pipe outside the tree keeps it open:
+it reads on for ``DRAIN_GRACE`` after the supervisor exits, stops a
+supervisor still running (SIGTERM, then SIGKILL), kills whatever still carries
+the marker and closes its end.
+
+What is guaranteed. On Linux, when ``run_command`` returns, no process the
+command started is still running: not when the command exits by itself (a
+background job, ``server &``, ends with it), not on timeout, not when the
+caller is interrupted or killed. Outside the guarantee: work the command hands
+to a daemon that was already running (``tmux``, ``systemd-run``, ``docker``,
+``at``), and a process that clears the marker from its environment when the
+supervisor itself is killed (``kill -9 $PPID``).
+
+Portable fallback. Where ``prctl`` is unavailable (macOS, BSD, a sandbox that
+forbids it) the supervisor kills the shell's process group, and, where
+``/proc`` exists, what it finds below itself or carrying the marker. A process
+that leaves the group (``setsid``, a daemon) may outlive the command on a
+system without ``/proc``.
+
+Background services. A command cannot leave a service running: every process
+it starts ends with it. Start long-running services (a dev server, a database)
+outside the agent, in a terminal or a notebook cell, and let commands talk to
+them; or start, use and end one within a single command
+(``(server &); sleep 1; pytest``).
+
+Cost: one short-lived interpreter per command, started with ``-I`` (no
+``PYTHONPATH``, and not this folder on ``sys.path``, where ``secrets.py``
+would shadow the standard module) and ``-S`` (no site-packages ``.pth`` files).
+So that start-up stays short this module imports only cheap standard modules
+at the top (``dataclasses`` alone would double it) and nothing from the
+package; the caller's side imports what else it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+
+MARKER_VAR = "GRINTA_COMMAND"
+SHELL = "/bin/sh"
+# Linux MAX_ARG_STRLEN less the NUL: the longest single argument of exec, the command of ``sh -c``.
+MAX_COMMAND_BYTES = 131_071
+KILL_GRACE = 3.0  # seconds past the timeout the caller waits for the supervisor to end the tree
+SWEEP_BUDGET = 2.0  # seconds the supervisor spends killing a tree before it reports what is left
+DRAIN_GRACE = 0.5  # seconds the caller reads on after the supervisor exited
+STATUS_PREFIX = "grinta-supervisor"
+_PR_SET_PDEATHSIG = 1
+_PR_SET_CHILD_SUBREAPER = 36
+_CHUNK = 1 << 16
+
+
+# -- the caller's side ---------------------------------------------------------
+
+
+class OutputBuffer:
+    """The first third and the last two thirds of ``limit`` bytes of a stream of any length."""
+
+    def __init__(self, limit: int) -> None:
+        self.head_limit = max(limit, 0) // 3
+        self.tail_limit = max(limit, 0) - self.head_limit
+        self._head = bytearray()
+        self._tail = bytearray()
+        self.total = 0
+
+    def feed(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = self.head_limit - len(self._head)
+        if room > 0:
+            self._head += chunk[:room]
+            chunk = chunk[room:]
+        if chunk and self.tail_limit:
+            self._tail += chunk
+            if len(self._tail) > 2 * self.tail_limit:  # trimmed now and then: linear overall
+                del self._tail[: -self.tail_limit]
+
+    @property
+    def head(self) -> bytes:
+        return bytes(self._head)
+
+    @property
+    def tail(self) -> bytes:
+        return bytes(self._tail[-self.tail_limit :]) if self.tail_limit else b""
+
+    @property
+    def omitted(self) -> int:
+        """Bytes read but not kept (the middle)."""
+        return self.total - len(self._head) - len(self.tail)
+
+
+class CommandResult:
+    """What a command did, once its whole process tree has ended."""
+
+    def __init__(
+        self,
+        output: OutputBuffer,
+        elapsed: float,
+        exit_code: int | None = None,
+        timed_out: bool = False,
+        cancelled: bool = False,
+        stopped: int = 0,
+        left: int = 0,
+        contained: bool = False,
+        problem: str = "",
+    ) -> None:
+        self.output = output
+        self.elapsed = elapsed
+        # The shell's exit code, negative for a signal; None when it did not exit by itself.
+        self.exit_code = exit_code
+        self.timed_out = timed_out
+        self.cancelled = cancelled  # the supervisor was told to stop (SIGTERM) before the end
+        self.stopped = stopped  # processes still running when the command ended, killed
+        self.left = left  # processes that could not be killed within SWEEP_BUDGET
+        self.contained = contained  # the subreaper held the tree (False: the fallback)
+        self.problem = problem  # what went wrong with the supervisor itself, if anything
+
+
+def run_command(
+    command: str,
+    cwd: str | os.PathLike[str],
+    env: dict[str, str],
+    timeout: float,
+    capture_bytes: int,
+    *,
+    subreaper: bool = True,
+) -> CommandResult:
+    """Run ``command`` with ``/bin/sh`` in ``cwd``; return once its whole process tree has ended.
+
+    ``subreaper=False`` runs the portable fallback, as on a system without
+    ``prctl``. Raises ``OSError`` when the command cannot be started (``cwd``
+    missing, no processes or descriptors left, a command too long for exec);
+    never for anything the command does.
+    """
+    import subprocess
+
+    marker = os.urandom(16).hex()
+    argv = [sys.executable, "-I", "-S", _script(), repr(float(timeout)), str(os.getpid()), command]
+    if not subreaper:
+        argv.append("--no-subreaper")
+    started = time.monotonic()
+    supervisor = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env={**env, MARKER_VAR: marker},
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,  # a terminal's Ctrl-C does not reach it; the caller stops it
+    )
+    assert supervisor.stdout is not None and supervisor.stderr is not None
+    output, report = OutputBuffer(capture_bytes), OutputBuffer(16_384)
+    drained = False
+    try:
+        drained = _collect(
+            supervisor.stdout.fileno(),
+            supervisor.stderr.fileno(),
+            output,
+            report,
+            started + timeout + KILL_GRACE,
+        )
+    finally:  # also on KeyboardInterrupt: the tree must end with the call
+        try:
+            supervisor.wait(DRAIN_GRACE)
+        except subprocess.TimeoutExpired:  # ask it to end the tree now, then kill it
+            supervisor.send_signal(signal.SIGTERM)
+            supervisor.send_signal(signal.SIGCONT)  # a stopped one (kill -STOP $PPID) too
+            try:
+                supervisor.wait(SWEEP_BUDGET + DRAIN_GRACE)
+            except subprocess.TimeoutExpired:
+                supervisor.kill()
+                supervisor.wait()
+        supervisor.stdout.close()
+        supervisor.stderr.close()
+        status = _parse_status(report.head + report.tail)
+        if not drained or status.get("left", "0") != "0" or status.get("contained") != "1":
+            _end_marked(marker)  # the backstop: whatever still carries the marker
+    elapsed = time.monotonic() - started
+    if "error" in status:
+        errno = int(status["error"])
+        raise OSError(errno, os.strerror(errno), SHELL)
+    if "exit" not in status:  # killed or crashed: no word from the supervisor
+        detail = (report.head + report.tail).decode(errors="replace").strip()
+        return CommandResult(
+            output,
+            elapsed,
+            timed_out=elapsed >= timeout,
+            problem=detail[-1_000:] or _ended(supervisor.returncode),
+        )
+    exit_code = None if status["exit"] == "-" else int(status["exit"])
+    return CommandResult(
+        output,
+        elapsed,
+        exit_code=exit_code,
+        # Ours too when we stopped a supervisor that overran (or was stopped) past the deadline.
+        timed_out=status.get("timeout") == "1" or (exit_code is None and elapsed >= timeout),
+        cancelled=status.get("cancelled") == "1",
+        stopped=int(status.get("stopped", "0")),
+        left=int(status.get("left", "0")),
+        contained=status.get("contained") == "1",
+    )
+
+
+def _script() -> str:
+    """This module for the supervisor to run: the bytecode cached when it was imported, if any
+    (compiling the source costs about as much again as starting the interpreter)."""
+    cached = __spec__.cached if __spec__ is not None else None
+    return cached if cached and os.path.exists(cached) else os.path.abspath(__file__)
+
+
+def _ended(code: int) -> str:
+    if code < 0:
+        return f"its supervisor was killed (signal {-code})"
+    return f"its supervisor ended with code {code}"
+
+
+def _collect(
+    out: int, err: int, output: OutputBuffer, report: OutputBuffer, deadline: float
+) -> bool:
+    """Read the output and status pipes until both end, ``DRAIN_GRACE`` after the status pipe
+    ends, or ``deadline``. True when the output pipe ended (no one holds it any more)."""
+    import selectors
+
+    sinks = {out: output, err: report}
+    until = deadline
+    with selectors.DefaultSelector() as selector:
+        for fd in sinks:
+            selector.register(fd, selectors.EVENT_READ)
+        while selector.get_map():
+            wait = until - time.monotonic()
+            if wait <= 0:
+                break
+            for key, _ in selector.select(wait):
+                chunk = os.read(key.fd, _CHUNK)
+                if chunk:
+                    sinks[key.fd].feed(chunk)
+                    continue
+                selector.unregister(key.fd)
+                if key.fd == err:  # the supervisor is gone; a holder of the output pipe escaped it
+                    until = min(deadline, time.monotonic() + DRAIN_GRACE)
+        return out not in selector.get_map()
+
+
+def _parse_status(report: bytes) -> dict[str, str]:
+    """The supervisor's last status line as fields (``exit=0 timeout=0 ...``), or {}."""
+    for line in reversed(report.decode(errors="replace").splitlines()):
+        words = line.split()
+        if words and words[0] == STATUS_PREFIX:
+            return dict(word.partition("=")[::2] for word in words[1:])
+    return {}
+
+
+def _end_marked(marker: str) -> None:
+    """Kill every process that carries ``marker`` (the caller cannot reap them; init does)."""
+    end = time.monotonic() + SWEEP_BUDGET
+    while time.monotonic() < end:
+        live = _survivors(None, marker)
+        if not live:
+            return
+        _kill(live)
+        time.sleep(0.01)
+
+
+# -- the supervisor's side (a fresh interpreter) -------------------------------
+
+
+# Signals that ask for the tree to end now: the caller cancelling (SIGTERM), the kernel dying
+# (the parent-death signal), a terminal. Kept blocked and taken by ``_pause`` with SIGCHLD, never
+# by a handler, so no exception can cut the final sweep short.
+_STOP = frozenset({signal.SIGTERM, signal.SIGINT, signal.SIGHUP})
+
+
+def supervise(
+    command: bytes, timeout: float, parent: int, marker: str, subreaper: bool
+) -> dict[str, str]:
+    """Run ``command`` to its end, its deadline or a stop signal, then end its whole tree.
+
+    Returns the status fields: ``exit`` (code or ``-``), ``timeout``,
+    ``cancelled``, ``contained``, ``stopped``, ``left``, and ``error`` (an
+    errno) when the shell could not be started.
+    """
+    deadline = time.monotonic() + timeout
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an inherited SIG_IGN would reap behind our back
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD, *_STOP})
+    contained = subreaper and _become_subreaper()
+    status = {"exit": "-", "timeout": "0", "cancelled": "0", "contained": str(int(contained))}
+    shell = 0
+    if os.getppid() != parent:  # it died before it could have asked for SIGTERM: run nothing
+        status["cancelled"] = "1"
+    else:
+        try:
+            shell = _spawn(command)
+        except OSError as exc:
+            status["error"] = str(exc.errno or 0)
+    if shell:
+        code, stop = _wait(shell, deadline)
+        status["exit"] = "-" if code is None else str(code)
+        status["timeout"] = str(int(code is None and not stop))
+        status["cancelled"] = str(int(stop))
+    stopped, left = _end_tree(shell, marker, contained)
+    status.update(stopped=str(stopped), left=str(left))
+    return status
+
+
+def _spawn(command: bytes) -> int:
+    """Start ``sh -c command`` in a session of its own, stderr on stdout. OSError if exec fails.
+
+    Fork and exec rather than ``posix_spawn``: glibc's leaves its internal
+    signals 32 and 33 ignored in the child, and the command would inherit that.
+    """
+    read_end, write_end = os.pipe()  # close-on-exec: it carries an exec failure, and only that
+    pid = os.fork()  # this process has a single thread, so forking it is safe
+    if pid == 0:
+        try:
+            os.setsid()
+            os.dup2(1, 2)
+            for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; commands must not
+                signal.signal(sig, signal.SIG_DFL)
+            signal.pthread_sigmask(signal.SIG_SETMASK, ())  # exec keeps the mask: unblock all
+            os.execv(SHELL, [SHELL, "-c", command])
+        except OSError as exc:
+            os.write(write_end, str(exc.errno or 0).encode())
+        finally:
+            os._exit(127)
+    os.close(write_end)
+    try:
+        failure = os.read(read_end, 64)  # nothing once exec succeeded
+    finally:
+        os.close(read_end)
+    if failure:
+        os.waitpid(pid, 0)
+        raise OSError(int(failure), os.strerror(int(failure)))
+    return pid
+
+
+def _become_subreaper() -> bool:
+    """Orphans below us come to us, not to init; and SIGTERM comes should our parent die."""
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+        zero = ctypes.c_ulong(0)
+        if prctl(_PR_SET_CHILD_SUBREAPER, ctypes.c_ulong(1), zero, zero, zero) != 0:
+            return False
+        prctl(_PR_SET_PDEATHSIG, ctypes.c_ulong(signal.SIGTERM), zero, zero, zero)
+    except (OSError, AttributeError):  # no libc to load, or no prctl in it
+        return False
+    return True
+
+
+def _wait(shell: int, deadline: float) -> tuple[int | None, bool]:
+    """Reap children until the shell exits, the deadline passes or a stop signal comes.
+
+    Returns (the shell's exit code, or None; whether a stop signal came).
+    """
+    while True:
+        code, _ = _reap(shell)
+        if code is not None:
+            return code, False
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return None, False
+        if _pause(remaining):
+            return None, True
+
+
+def _pause(seconds: float) -> bool:
+    """Sleep until a child changes state or a stop signal comes, at most ``seconds``.
+    True when a stop signal came."""
+    if hasattr(signal, "sigtimedwait"):
+        info = signal.sigtimedwait({signal.SIGCHLD, *_STOP}, seconds)
+        return info is not None and info.si_signo in _STOP
+    time.sleep(min(seconds, 0.02))  # no sigtimedwait (macOS): poll
+    return bool(_STOP & signal.sigpending())
+
+
+def _reap(shell: int = 0) -> tuple[int | None, bool]:
+    """Reap every dead child: the shell's exit code if it was one of them, and whether a
+    child is left."""
+    code = None
+    while True:
+        try:
+            pid, wait_status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return code, False
+        if pid == 0:
+            return code, True
+        if pid == shell:
+            code = os.waitstatus_to_exitcode(wait_status)
+
+
+def _end_tree(shell: int, marker: str, contained: bool) -> tuple[int, int]:
+    """SIGKILL every live process below us (or, uncontained, carrying ``marker``) until none is
+    left. Returns (processes killed, the shell not counted; processes still alive when
+    ``SWEEP_BUDGET`` ran out).
+
+    A subreaper without children has no descendants either (orphans come to it), so
+    a command that left nothing behind costs no walk of ``/proc``.
+    """
+    killed: set[int] = set()
+    end = time.monotonic() + SWEEP_BUDGET
+    while True:
+        _, children = _reap()
+        if contained:  # the tree is complete: the marker adds nothing
+            live = _survivors(os.getpid(), "") if children else []
+        else:
+            live = _survivors(os.getpid(), marker)
+        if not contained and shell:  # the fallback, all there is without /proc: -pid is the group
+            _kill([-shell])
+        if not live or time.monotonic() > end:
+            return len(killed - {shell}), len(live)
+        _kill(live)
+        killed.update(live)
+        _pause(0.01)
+
+
+def _kill(pids: list[int]) -> None:
+    # A pid may be reused between the scan and the kill. That only lets a command kill
+    # another process of its own user, which it could do directly anyway.
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:  # gone already
+            continue
+
+
+def _survivors(root: int | None, marker: str) -> list[int]:
+    """Live processes (zombies excluded) below ``root`` or whose environment holds the marker.
+
+    Empty where there is no ``/proc``.
+    """
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    parents: dict[int, int] = {}
+    for name in names:
+        if name.isdigit():
+            stat = _read(f"/proc/{name}/stat")
+            fields = stat[stat.rfind(b")") + 2 :].split()  # the name in () may hold anything
+            if len(fields) > 1 and fields[0] not in (b"Z", b"X", b"x"):
+                parents[int(name)] = int(fields[1])
+    below: set[int] = set()
+    if root is not None:
+        children: dict[int, list[int]] = {}
+        for pid, parent in parents.items():
+            children.setdefault(parent, []).append(pid)
+        todo = list(children.get(root, ()))
+        while todo:
+            pid = todo.pop()
+            if pid not in below:
+                below.add(pid)
+                todo.extend(children.get(pid, ()))
+    marked: set[int] = set()
+    if marker:  # an empty one would match every command's processes
+        entry = f"{MARKER_VAR}={marker}\0".encode()
+        me = os.getpid()
+        marked = {
+            pid
+            for pid in parents
+            if pid not in below and pid != me and entry in _read(f"/proc/{pid}/environ")
+        }
+    return sorted(below | marked)
+
+
+def _read(path: str) -> bytes:
+    try:
+        with open(path, "rb") as file:
+            return file.read()
+    except OSError:  # gone, or not ours to read
+        return b""
+
+
+def main(argv: list[str]) -> int:
+    """The supervisor: ``process.py TIMEOUT PARENT_PID COMMAND [--no-subreaper]``; it reports
+    one status line on stderr."""
+    status = supervise(
+        os.fsencode(argv[3]),
+        float(argv[1]),
+        int(argv[2]),
+        os.environ.get(MARKER_VAR, ""),
+        subreaper="--no-subreaper" not in argv[4:],
+    )
+    line = " ".join([STATUS_PREFIX, *(f"{key}={value}" for key, value in status.items())])
+    os.write(2, line.encode() + b"\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
