@@ -262,20 +262,22 @@ def show_log(session: Session) -> None:
     """Display every step and the session summary as persisted MIME bundles."""
     from IPython.display import display
 
-    from grinta_jupyter.jupyter.mime import session_bundle, step_bundle
+    from grinta_jupyter.jupyter.mime import session_bundle, session_secrets, step_bundle
 
     for step in session.steps:
-        display(step_bundle(step, session.id), raw=True)
+        display(step_bundle(step, session.id, session_secrets(session)), raw=True)
     display(session_bundle(session), raw=True)
 
 
 def _show_steps(session: Session, numbers: list[int]) -> None:
     from IPython.display import display
 
-    from grinta_jupyter.jupyter.mime import session_bundle, step_bundle
+    from grinta_jupyter.jupyter.mime import session_bundle, session_secrets, step_bundle
 
     for number in numbers:
-        display(step_bundle(session.steps[number - 1], session.id), raw=True)
+        display(
+            step_bundle(session.steps[number - 1], session.id, session_secrets(session)), raw=True
+        )
     if session.done:
         display(session_bundle(session), raw=True)
 
