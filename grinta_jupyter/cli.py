@@ -12,55 +12,37 @@ checked before any session starts; anything else is one line
 ``grinta: internal error: ...`` and status 1 (``GRINTA_DEBUG=1`` shows the
 traceback). Ctrl-C stops the session: one line, status 130.
 
-Deciding: a proposal is approved only on an explicit yes (Enter, ``y``,
-``yes``); ``v``/``veto``/``n``/``no`` veto it, ``e``/``edit`` edit it, and any
-other answer asks again. End of input (Ctrl-D, a closed pipe) vetoes the
-pending proposal and stops the session: stdin will not answer again, and
-stopping costs nothing while another model turn costs tokens.
-
-Everything shown that came from the model, the files or a command passes
-through ``runtime.display.visible``, so no escape sequence in it reaches the
-terminal raw.
+This module parses the arguments, checks them, dispatches, and turns every
+failure into its one line. What a person sees and answers during a session
+(the steps, the diffs, the approve/veto/edit prompt) is ``terminal.py``.
+Nothing heavy is imported at module import: each command imports what it
+needs when it runs.
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
 import json
 import math
 import os
-import shlex
-import subprocess
 import sys
 import tempfile
-from collections.abc import Coroutine
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn, TextIO
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from grinta_jupyter.agent.guards import Limits
-from grinta_jupyter.runtime.display import has_unsafe, visible
+from grinta_jupyter.runtime.display import visible
+from grinta_jupyter.terminal import Console, steer, tolerant_streams
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
-    from grinta_jupyter.agent.step import Step
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
 DEFAULT_MAX_STEPS = Limits().max_steps
-SHOWN_OUTPUT_CHARS = 2000
-
-PROMPT = "approve? [Y]es / [v]eto / [e]dit: "
-HINT = "answer y or Enter to approve, v or n to veto (you give a reason), e to edit"
-APPROVE_WORDS = frozenset({"", "y", "yes"})
-VETO_WORDS = frozenset({"v", "veto", "n", "no"})
-EDIT_WORDS = frozenset({"e", "edit"})
-DEFAULT_VETO_REASON = "vetoed by the user"
-STDIN_CLOSED = "stopped: standard input closed"
-INTERRUPTED = "interrupted by the user"
 
 
 class UserError(Exception):
@@ -153,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     """The console entry: run one command; every failure is one line on stderr."""
-    _tolerant_streams()
+    tolerant_streams()
     try:
         args = _parser().parse_args(argv)
         status = _dispatch(args)
@@ -191,7 +173,7 @@ def main(argv: list[str] | None = None) -> int:
 def _user_error(exc: Exception) -> str | None:
     """The line to show for a mistake the user can fix, or None for anything else (a bug)."""
     from grinta_jupyter.agent.models.base import ModelError
-    from grinta_jupyter.events.metrics import LogError
+    from grinta_jupyter.events.log import LogError
 
     if isinstance(exc, (UserError, LogError)):
         return str(exc)
@@ -395,7 +377,7 @@ def _run_session(
     print(
         f"model: {visible(session.model.name)}   task: {visible(task)}\nlog: {session.log_path}\n"
     )
-    interrupted = not _run_until_done(session, _drive(session, console))
+    interrupted = not steer(session, console)
     metrics = summarize(session.log.events)
     print(
         f"\nsession ended: {visible(str(session.end_reason))} after {metrics['steps']} steps, "
@@ -424,322 +406,9 @@ def _ending_error(session: Session) -> str | None:
     return getattr(session.log, "error", None)
 
 
-def _run_until_done(session: Session, driver: Coroutine[Any, Any, None]) -> bool:
-    """Run ``driver`` on a loop of its own; False when Ctrl-C stopped the session.
-
-    Not ``asyncio.run``: its Ctrl-C handler cancels the task instead of raising,
-    which a blocking prompt never sees. Here Ctrl-C raises where it lands (the
-    prompt, the model call), the session is stopped, and what is still running
-    is cancelled and waited for.
-    """
-    loop = asyncio.new_event_loop()
-    task = loop.create_task(driver)
-    try:
-        loop.run_until_complete(task)
-        return True
-    except KeyboardInterrupt:
-        if not session.done:
-            session.stop(INTERRUPTED)
-        return False
-    except Exception:
-        if not session.done:  # a bug: still end the log, then let main report it
-            session.stop("internal error")
-        raise
-    finally:
-        try:
-            if task.done() and not task.cancelled():
-                task.exception()  # seen here, so asyncio does not log it again
-            pending = asyncio.all_tasks(loop)
-            for left in pending:
-                left.cancel()
-            if pending:
-                loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
-            loop.run_until_complete(loop.shutdown_asyncgens())
-            loop.run_until_complete(loop.shutdown_default_executor())
-        finally:
-            loop.close()
-
-
-async def _drive(session: Session, console: Console) -> None:
-    """Step ``session`` to its end, showing each step once and asking about each proposal.
-
-    The prompt blocks the loop on purpose: nothing else runs while a person decides.
-    """
-    while not session.done:
-        await session.step()
-        console.show_new(session)
-        if not session.waiting:
-            continue
-        answered = _decide(session, console)
-        await session.step()  # apply the decision
-        console.show_new(session)
-        if not answered and not session.done:
-            console.say("standard input closed: the proposal was vetoed and the session stops")
-            session.stop(STDIN_CLOSED)
-
-
-def _decide(session: Session, console: Console) -> bool:
-    """Ask until the pending proposal is approved or vetoed; False when stdin closed (vetoed)."""
-    step = session.pending
-    assert step is not None
-    while True:
-        answer = _read_line(PROMPT)
-        if answer is None:
-            session.veto("no answer: standard input closed")
-            return False
-        word = answer.strip().lower()
-        if word in APPROVE_WORDS:
-            session.approve()
-            return True
-        if word in VETO_WORDS:
-            reason = _read_line("reason: ")
-            session.veto((reason or "").strip() or DEFAULT_VETO_REASON)
-            return reason is not None
-        if word in EDIT_WORDS:
-            _edit(session, step, console)
-            continue
-        console.say(HINT)
-
-
-def _edit(session: Session, step: Step, console: Console) -> None:
-    """Let the person rewrite the pending call's arguments; a valid change is proposed anew."""
-    current = _pretty_arguments(step.call.arguments)
-    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR")
-    if editor and editor.strip() and _isatty(sys.stdin):
-        text = _edit_in_editor(editor, current, console)
-    else:
-        text = _edit_at_prompt(current, console)
-    if text is None or not text.strip() or text.strip() == current.strip():
-        console.say("the proposal is unchanged")
-        return
-    try:
-        value = json.loads(text)
-    except (ValueError, RecursionError) as exc:
-        console.say(f"not valid JSON ({exc}); the proposal is unchanged")
-        return
-    if not isinstance(value, dict):
-        console.say(
-            f"the arguments must be a JSON object {{...}}, not {type(value).__name__}; "
-            "the proposal is unchanged"
-        )
-        return
-    if value == _parsed(step.call.arguments):
-        console.say("the proposal is unchanged")
-        return
-    proposal = session.edit(value)
-    console.proposal(step)
-    if not proposal.ok:
-        console.say(
-            "the edited call does not validate: edit again, veto, or approve to send the error "
-            "to the model"
-        )
-
-
-def _edit_in_editor(editor: str, current: str, console: Console) -> str | None:
-    """The text the person saved in their editor, or None when they gave up or it failed."""
-    try:
-        command = shlex.split(editor)
-    except ValueError as exc:
-        console.say(f"cannot read the editor command {editor!r}: {exc}")
-        return None
-    fd, name = tempfile.mkstemp(prefix="grinta-edit-", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(current + "\n")
-        try:
-            done = subprocess.run([*command, name], check=False)
-        except OSError as exc:
-            console.say(f"cannot run the editor {command[0]!r}: {exc.strerror or exc}")
-            return None
-        if done.returncode != 0:
-            console.say(f"the editor exited with status {done.returncode}")
-            return None
-        try:
-            return Path(name).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            console.say(f"cannot read the edited arguments: {exc}")
-            return None
-    finally:
-        Path(name).unlink(missing_ok=True)
-
-
-def _edit_at_prompt(current: str, console: Console) -> str:
-    """Lines typed at the prompt up to an empty line (or the end of input)."""
-    console.say("current arguments:")
-    console.block(current)
-    console.say("new arguments as JSON, ending with an empty line (only Enter keeps them):")
-    lines: list[str] = []
-    while True:
-        line = _read_line("")
-        if line is None or not line.strip():
-            return "\n".join(lines)
-        lines.append(line)
-
-
-def _parsed(arguments: str) -> Any:
-    try:
-        return json.loads(arguments)
-    except ValueError:
-        return None
-
-
-def _pretty_arguments(arguments: str) -> str:
-    """The call's arguments as indented JSON, every unsafe character written as a \\u escape."""
-    value = _parsed(arguments)
-    if value is None:
-        return arguments
-    text = json.dumps(value, indent=2, ensure_ascii=False)
-    if not has_unsafe(text):
-        return text
-    # Inside JSON strings a \\u escape is the same value, and an editor shows it as it is.
-    return "".join(f"\\u{ord(c):04x}" if has_unsafe(c) else c for c in text)
-
-
-def _read_line(prompt: str) -> str | None:
-    """One line from stdin, or None at its end (Ctrl-D, a closed pipe, no stdin at all).
-
-    Not ``input()``: it fails outright when stdin, stdout or stderr is closed.
-    """
-    if prompt:
-        print(prompt, end="", flush=True)
-    line = sys.stdin.readline() if sys.stdin is not None else ""
-    if prompt and (not line or not _isatty(sys.stdin)):
-        print()  # nothing was echoed: end the prompt's line
-    return line.removesuffix("\n") if line else None
-
-
-class Console:
-    """What the CLI shows a person: each step once, and untrusted text only as ``visible``."""
-
-    def __init__(self, out: TextIO, color: bool | None = None):
-        self.out = out
-        if color is None:
-            color = _isatty(out) and not os.environ.get("NO_COLOR")
-        self.color = color
-        self._headers: set[int] = set()
-        self._outputs: set[int] = set()
-
-    def say(self, line: str) -> None:
-        print(visible(line), file=self.out, flush=True)
-
-    def block(self, text: str) -> None:
-        print(_indent(visible(text)), file=self.out, flush=True)
-
-    def model_text(self, piece: str) -> None:
-        """Streamed model text: escapes are per character, so a split sequence stays harmless."""
-        print(visible(piece), end="", file=self.out, flush=True)
-
-    def show_new(self, session: Session) -> None:
-        """Each step's proposal the first time it is seen, and its outcome once it has one."""
-        for step in session.steps:
-            if step.number not in self._headers:
-                self._headers.add(step.number)
-                self.proposal(step)
-            if step.observation is not None and step.number not in self._outputs:
-                self._outputs.add(step.number)
-                self.observation(step)
-
-    def proposal(self, step: Step) -> None:
-        p = step.proposal
-        arguments = visible(step.call.arguments[:200], keep_newlines=False)
-        lines = [
-            f"\n--- step {step.number}: {visible(step.call.name, keep_newlines=False)} {arguments}"
-        ]
-        for r in p.resolutions:
-            lines.append(
-                "    "
-                + visible(
-                    f"resolved {r.target!r} -> {r.chosen or 'nothing'} ({r.reason})",
-                    keep_newlines=False,
-                )
-            )
-        if p.diff:
-            lines.extend("    " + line for line in diff_lines(p.diff, self.color))
-        if p.error is not None:
-            lines.append(_indent(visible(p.error.render())))
-        print("\n".join(lines), file=self.out, flush=True)
-
-    def observation(self, step: Step) -> None:
-        obs = step.observation
-        assert obs is not None
-        if obs.error is not None and obs.error == step.proposal.error:
-            return  # shown with the proposal
-        output = obs.output
-        shown = (
-            output.split("\n")[0] if step.proposal.diff and output else output[:SHOWN_OUTPUT_CHARS]
-        )
-        if shown.strip():
-            print(_indent(visible(shown)), file=self.out, flush=True)
-
-
-_STYLES = {"add": "\x1b[32m", "del": "\x1b[31m", "hunk": "\x1b[36m", "file": "\x1b[1m"}
-_RESET = "\x1b[0m"
-_MARKS = {"add": "+", "del": "-"}
-
-
-def diff_lines(diff: str, color: bool = False) -> list[str]:
-    """A unified diff as lines to print: each row marked by its role, its text made visible.
-
-    Rows are read by their hunk's counts (``parse_unified``), never by their first
-    character, and only our own colour codes are added (when ``color``).
-    """
-    from grinta_jupyter.runtime.diffs import parse_unified, quote_path
-
-    def paint(style: str, line: str) -> str:
-        return f"{_STYLES[style]}{line}{_RESET}" if color else line
-
-    def path(name: str | None, prefix: str) -> str:
-        return (
-            "/dev/null" if name is None else visible(quote_path(prefix + name), keep_newlines=False)
-        )
-
-    out: list[str] = []
-    for f in parse_unified(diff):
-        if f.old_path is not None or f.new_path is not None:
-            out.append(paint("file", f"--- {path(f.old_path, 'a/')}"))
-            out.append(paint("file", f"+++ {path(f.new_path, 'b/')}"))
-        out.extend(visible(note, keep_newlines=False) for note in f.notes)
-        for hunk in f.hunks:
-            out.append(paint("hunk", visible(hunk.header, keep_newlines=False)))
-            for row in hunk.rows:
-                text = visible(row.text, keep_newlines=False)
-                if row.role == "note":
-                    out.append(f"\\ {text}")
-                elif row.role == "context":
-                    out.append(" " + text)
-                else:
-                    out.append(paint(row.role, _MARKS[row.role] + text))
-    return out
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.rstrip().split("\n"))
-
-
 def _one_line(text: str) -> str:
     line = visible(text, keep_newlines=False)
     return line if len(line) <= 500 else line[:500] + "..."
-
-
-def _isatty(stream: TextIO | None) -> bool:
-    try:
-        return stream is not None and stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
-def _tolerant_streams() -> None:
-    """Never fail on a character the terminal's encoding lacks, in or out."""
-    for stream, errors in ((sys.stdout, "backslashreplace"), (sys.stderr, "backslashreplace")):
-        reconfigure = getattr(stream, "reconfigure", None)
-        if reconfigure is not None:
-            with contextlib.suppress(ValueError, OSError):
-                reconfigure(errors=errors)
-    # An answer that is not text in the locale's encoding is an answer we do not know, not a crash.
-    reconfigure = getattr(sys.stdin, "reconfigure", None)
-    if reconfigure is not None:
-        with contextlib.suppress(ValueError, OSError):
-            reconfigure(errors="replace")
 
 
 if __name__ == "__main__":

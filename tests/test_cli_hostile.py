@@ -23,10 +23,10 @@ from IPython.testing import globalipapp
 
 import grinta_jupyter
 from grinta_jupyter.agent.models.litellm_model import guess_provider, missing_key
-from grinta_jupyter.cli import HINT, diff_lines
 from grinta_jupyter.jupyter.magics import USAGE
 from grinta_jupyter.runtime.diffs import unified_diff
 from grinta_jupyter.samples.tasks import DEMO_FIX, copy_workspace
+from grinta_jupyter.terminal import HINT, diff_lines
 from tests.conftest import snapshot
 from tests.openai_server import OpenAIServer, error_reply, stall_reply, tool_call, tool_reply
 

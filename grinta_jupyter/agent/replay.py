@@ -21,7 +21,7 @@ from grinta_jupyter.agent.blocking import run_blocking
 from grinta_jupyter.agent.models.replay import ReplayModel
 from grinta_jupyter.agent.session import Session
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.metrics import LogError, read_log
+from grinta_jupyter.events.log import LogError, read_log
 from grinta_jupyter.tools import TOOLSETS
 
 

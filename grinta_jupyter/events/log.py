@@ -1,10 +1,15 @@
 """The JSONL event log: one event per line, flushed per event, secrets redacted.
 
 The log file and its folders are created readable by the owner only (0600 and
-0700, whatever the umask): a log holds file contents and command output. A
-failed write (disk full, the folder removed) never raises into the session:
-the log keeps events in memory, stops writing, and says why in ``error``; the
-session then ends with reason ``log_write_failed``.
+0700, whatever the umask: ``runtime/private.py``): a log holds file contents
+and command output. A failed write (disk full, the folder removed) never
+raises into the session: the log keeps events in memory, stops writing, and
+says why in ``error``; the session then ends with reason ``log_write_failed``.
+
+A log is read back with ``read_events``, or, for a path a person gave, with
+``read_log``: a path that is missing, not a file, unreadable, empty, or not a
+grinta session log raises ``LogError`` with one line saying which, for front
+ends to show as is.
 """
 
 from __future__ import annotations
@@ -12,18 +17,28 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO
 
-from grinta_jupyter.events.models import Event, parse_event
+from grinta_jupyter.events.models import Event, SessionStart, parse_event
+from grinta_jupyter.runtime import private
 from grinta_jupyter.runtime.secrets import REDACTED, Secrets, redact, secret_values
 
-__all__ = ["REDACTED", "EventLog", "read_events", "redact", "secret_values"]
+__all__ = [
+    "REDACTED",
+    "EventLog",
+    "LogError",
+    "read_events",
+    "read_log",
+    "redact",
+    "secret_values",
+]
 
-_FILE_MODE = 0o600
-_DIR_MODE = 0o700
+_BAD_LINE = re.compile(r":(\d+): not a grinta event")  # the message of _iter_file
 
 
 class EventLog:
@@ -84,16 +99,8 @@ class EventLog:
 
 def _open_private(path: Path) -> IO[str]:
     """``path`` opened for appending, created 0600 in folders created 0700."""
-    missing = []
-    folder = path.parent
-    while not folder.exists():
-        missing.append(folder)
-        folder = folder.parent
-    for folder in reversed(missing):
-        folder.mkdir(mode=_DIR_MODE, exist_ok=True)
-        os.chmod(folder, _DIR_MODE)  # mkdir's mode is filtered by the umask
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, _FILE_MODE)
-    os.fchmod(fd, _FILE_MODE)
+    private.make_dirs(path.parent)
+    fd = private.open_file(path, os.O_WRONLY | os.O_APPEND)
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
@@ -102,6 +109,40 @@ def read_events(source: str | os.PathLike[str] | Iterable[Event | dict]) -> list
     if isinstance(source, (str, os.PathLike)):
         return list(_iter_file(Path(source)))
     return [e if isinstance(e, Event) else parse_event(e) for e in source]
+
+
+class LogError(ValueError):
+    """A session log that cannot be used: the message says what is wrong with which path."""
+
+
+def read_log(path: str | os.PathLike[str]) -> list[Event]:
+    """The events of the session log at ``path``; ``LogError`` when it is not one."""
+    where = os.fspath(path)
+    try:
+        mode = os.stat(where).st_mode
+    except FileNotFoundError:
+        raise LogError(f"no such session log: {where}") from None
+    except OSError as exc:
+        raise LogError(f"cannot read {where}: {exc.strerror or exc}") from None
+    if stat.S_ISDIR(mode):
+        raise LogError(f"{where} is a folder; a session log is a .jsonl file in .grinta/sessions/")
+    if not stat.S_ISREG(mode):  # a FIFO or a device would block or never end
+        raise LogError(f"{where} is not a regular file, so not a session log")
+    try:
+        events = read_events(where)
+    except UnicodeDecodeError:
+        raise LogError(f"{where} is not a grinta session log (it is not UTF-8 text)") from None
+    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
+        line = _BAD_LINE.search(str(exc))
+        at = f": line {line.group(1)} is not a grinta event" if line else ""
+        raise LogError(f"{where} is not a grinta session log{at}") from None
+    except OSError as exc:
+        raise LogError(f"cannot read {where}: {exc.strerror or exc}") from None
+    if not events:
+        raise LogError(f"{where} holds no grinta events (an empty or unfinished log)")
+    if not any(isinstance(e, SessionStart) for e in events):
+        raise LogError(f"{where} is not a grinta session log: it has no session_start event")
+    return events
 
 
 def _iter_file(path: Path) -> Iterator[Event]:

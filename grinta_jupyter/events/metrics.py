@@ -1,8 +1,8 @@
 """Metrics computed from an event log. Every definition is in docs/metrics.md.
 
-A log given by path is read with ``read_log``: a path that is missing, not a
-file, unreadable, empty, or not a grinta session log raises ``LogError`` with
-one line saying which, for front ends to show as is.
+A log given by path is read with ``events.log.read_log``: a path that is
+missing, not a file, unreadable, empty, or not a grinta session log raises
+``LogError`` with one line saying which, for front ends to show as is.
 """
 
 from __future__ import annotations
@@ -10,51 +10,14 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-import stat
 from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.log import read_events
+from grinta_jupyter.events.log import read_events, read_log
 
 _READ_TOOLS = {"read"}
-_BAD_LINE = re.compile(r":(\d+): not a grinta event")
-
-
-class LogError(ValueError):
-    """A session log that cannot be used: the message says what is wrong with which path."""
-
-
-def read_log(path: str | os.PathLike[str]) -> list[ev.Event]:
-    """The events of the session log at ``path``; ``LogError`` when it is not one."""
-    where = os.fspath(path)
-    try:
-        mode = os.stat(where).st_mode
-    except FileNotFoundError:
-        raise LogError(f"no such session log: {where}") from None
-    except OSError as exc:
-        raise LogError(f"cannot read {where}: {exc.strerror or exc}") from None
-    if stat.S_ISDIR(mode):
-        raise LogError(f"{where} is a folder; a session log is a .jsonl file in .grinta/sessions/")
-    if not stat.S_ISREG(mode):  # a FIFO or a device would block or never end
-        raise LogError(f"{where} is not a regular file, so not a session log")
-    try:
-        events = read_events(where)
-    except UnicodeDecodeError:
-        raise LogError(f"{where} is not a grinta session log (it is not UTF-8 text)") from None
-    except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
-        line = _BAD_LINE.search(str(exc))
-        at = f": line {line.group(1)} is not a grinta event" if line else ""
-        raise LogError(f"{where} is not a grinta session log{at}") from None
-    except OSError as exc:
-        raise LogError(f"cannot read {where}: {exc.strerror or exc}") from None
-    if not events:
-        raise LogError(f"{where} holds no grinta events (an empty or unfinished log)")
-    if not any(isinstance(e, ev.SessionStart) for e in events):
-        raise LogError(f"{where} is not a grinta session log: it has no session_start event")
-    return events
 
 
 def summarize(source: str | os.PathLike[str] | Iterable[ev.Event | dict]) -> dict[str, Any]:

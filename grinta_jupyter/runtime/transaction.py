@@ -1,9 +1,10 @@
 """Atomic multi-file commits with a journal, locks, crash recovery and undo.
 
 State lives in ``.grinta/``; everything the journal creates there is owner-only
-(folders 0700, files 0600, whatever the umask): ``lock`` (the workspace lock),
-``journal/<txid>/`` (one commit in flight: ``lock``, ``manifest.json``, the
-backups ``<i>.old``) and ``undo/<txid>/`` (finished commits, the last 50).
+(folders 0700, files 0600, whatever the umask: ``runtime/private.py``):
+``lock`` (the workspace lock), ``journal/<txid>/`` (one commit in flight:
+``lock``, ``manifest.json``, the backups ``<i>.old``) and ``undo/<txid>/``
+(finished commits, the last 50).
 
 Locks are ``flock``s, so the OS releases them when their process dies:
 
@@ -47,7 +48,7 @@ time from the root with ``O_NOFOLLOW|O_DIRECTORY`` (``mkdir``, ``open``,
 ``O_NOFOLLOW|O_NONBLOCK``. A folder that became a symlink or a file, a
 symlink, FIFO or folder where a file was, or a folder replaced since its
 temp file was staged is a StaleError, so no write lands outside the
-workspace. Recovery and undo walk paths the same way.
+workspace. Recovery and undo walk paths the same way (``runtime/tree.py``).
 
 Recovery runs when a ``Runtime`` opens (if the workspace lock is free; else
 its holder does it) and at the start of every commit's step 2, on orphans only:
@@ -71,8 +72,6 @@ import os
 import re
 import shutil
 import stat
-import struct
-import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -80,7 +79,35 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grinta_jupyter.runtime import private
 from grinta_jupyter.runtime.textfile import sha256
+from grinta_jupyter.runtime.tree import (
+    READ,
+    Found,
+    StaleError,
+    Tree,
+    chmod_temp,
+    identity,
+    look,
+    read_fd,
+    rmdir_if_empty,
+    split,
+    stage,
+)
+
+__all__ = [
+    "LOCK_WAIT",
+    "MANIFEST",
+    "UNDO_KEEP",
+    "CommitError",
+    "CommitRecord",
+    "DamagedJournal",
+    "FileWrite",
+    "Journal",
+    "ReadOnlyError",
+    "StaleError",
+    "StepHook",
+]
 
 MANIFEST = "manifest.json"
 UNDO_KEEP = 50
@@ -92,11 +119,7 @@ StepHook = Callable[[str], None] | None
 
 _OWN_LOCK = "lock"
 _NOTE = "note.txt"
-_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC  # a FIFO must not block
 _LOCK = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-# grinta's own files: never through a link, and a FIFO planted there fails (ENXIO), not hangs.
-_PRIVATE = os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NAME_MAX = 255
 
 
@@ -121,14 +144,6 @@ class CommitRecord:
     files: list[str]
     created: float
     folder: Path | None = field(default=None, repr=False)
-
-
-class StaleError(Exception):
-    """A file (or a folder on its path) changed on disk since it was staged."""
-
-    def __init__(self, path: str):
-        super().__init__(path)
-        self.path = path
 
 
 class ReadOnlyError(Exception):
@@ -188,7 +203,7 @@ class Journal:
         step = hook or _no_step
         txid = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
         with _faults("the workspace folder"):
-            tree = _Tree(self.root)  # checks and stages through these folder descriptors
+            tree = Tree(self.root)  # checks and stages through these folder descriptors
         try:
             modes = [self._check(tree, write).mode for write in writes]
             manifest = self._manifest(txid, label, writes, modes, tree, keep_undo, undoes)
@@ -204,7 +219,7 @@ class Journal:
         self,
         manifest: dict[str, Any],
         writes: list[FileWrite],
-        tree: _Tree,
+        tree: Tree,
         step: Callable[[str], None],
     ) -> CommitRecord:
         folder = self.journal_dir / manifest["id"]
@@ -220,10 +235,12 @@ class Journal:
                     # Backups serve only undo, which checks their sha256 before using one,
                     # so they need not be forced to disk before the commit decides.
                     with _faults(".grinta/journal"):
-                        _write_private(folder / entry["backup"], write.old, durable=False)
+                        private.write_file(folder / entry["backup"], write.old, durable=False)
                 if write.new is not None:
                     with _faults(write.path):
-                        staged[i] = _stage(tree, write, entry["tmp"], entry["mode"])
+                        staged[i] = stage(
+                            tree, write.path, write.new or b"", entry["tmp"], entry["mode"]
+                        )
                 step(f"staged-{i}")
             with _faults("the workspace folder"):
                 for parent in {fd for fd, _, _ in staged.values()}:
@@ -231,7 +248,7 @@ class Journal:
 
             with _faults(".grinta (grinta's state folder)"), self._workspace_lock():
                 self._recover_orphans(skip=manifest["id"])
-                with _faults("the workspace folder"), _Tree(self.root) as fresh:
+                with _faults("the workspace folder"), Tree(self.root) as fresh:
                     for i, (write, entry) in enumerate(zip(writes, manifest["files"], strict=True)):
                         entry["folder"] = self._check_again(fresh, write, entry, staged.get(i))
                     manifest["state"] = "commit"
@@ -248,10 +265,10 @@ class Journal:
             if not decided:
                 self._roll_back(folder, manifest, tree)
 
-    def _check(self, tree: _Tree, write: FileWrite) -> _Found:
+    def _check(self, tree: Tree, write: FileWrite) -> Found:
         """The target as it is now; raise StaleError or ReadOnlyError."""
         with _faults(write.path):
-            found = _look(tree, write.path, -1 if write.old is None else len(write.old))
+            found = look(tree, write.path, -1 if write.old is None else len(write.old))
         if found.sha != _sha_or_none(write.old):
             raise StaleError(write.path)
         if found.locked:
@@ -260,7 +277,7 @@ class Journal:
 
     def _check_again(
         self,
-        tree: _Tree,
+        tree: Tree,
         write: FileWrite,
         entry: dict[str, Any],
         staged: tuple[int, tuple[int, int], int] | None,
@@ -278,7 +295,7 @@ class Journal:
             if temp.st_ino != temp_inode:
                 raise StaleError(write.path)
             if found.mode is not None and found.mode != entry["mode"]:
-                _chmod_temp(staged_fd, entry["tmp"], found.mode)  # chmod'ed since staging
+                chmod_temp(staged_fd, entry["tmp"], found.mode)  # chmod'ed since staging
         return None if found.folder is None else list(found.folder)
 
     def _manifest(
@@ -287,13 +304,13 @@ class Journal:
         label: str,
         writes: list[FileWrite],
         modes: list[int | None],
-        tree: _Tree,
+        tree: Tree,
         keep_undo: bool,
         undoes: str | None,
     ) -> dict[str, Any]:
         entries = []
         for i, (write, mode) in enumerate(zip(writes, modes, strict=True)):
-            parent, name = _split(write.path)
+            parent, name = split(write.path)
             entries.append(
                 {
                     "path": write.path,
@@ -322,11 +339,11 @@ class Journal:
         folder = self.journal_dir / txid
         with _faults(".grinta (grinta's state folder)"):
             for directory in (self.state_dir, self.journal_dir, self.undo_dir):
-                _private_dir(directory)
+                private.make_dir(directory)
             with self._workspace_lock():
-                _private_dir(folder, exist_ok=False)
+                private.make_dir(folder, exist_ok=False)
                 try:
-                    fd = _open_private(folder / _OWN_LOCK, os.O_RDWR | os.O_EXCL)
+                    fd = private.open_file(folder / _OWN_LOCK, os.O_RDWR | os.O_EXCL)
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BaseException:
                     shutil.rmtree(folder, ignore_errors=True)
@@ -335,7 +352,7 @@ class Journal:
 
     @contextlib.contextmanager
     def _workspace_lock(self) -> Iterator[None]:
-        fd = _open_private(self.lock_path, os.O_RDWR)
+        fd = private.open_file(self.lock_path, os.O_RDWR)
         try:
             if not _flock(fd, self.lock_wait):
                 raise CommitError(
@@ -368,7 +385,7 @@ class Journal:
         except OSError as exc:
             return [f"recovery skipped: {self.journal_dir} cannot be read ({exc.strerror})"]
         try:
-            fd = _open_private(self.lock_path, os.O_RDWR)
+            fd = private.open_file(self.lock_path, os.O_RDWR)
         except OSError as exc:
             return [f"recovery skipped: {self.lock_path} cannot be opened ({exc.strerror})"]
         try:
@@ -427,7 +444,7 @@ class Journal:
             return _leave(folder, str(exc))
         if manifest["state"] == "commit":
             try:
-                with _Tree(self.root) as tree:
+                with Tree(self.root) as tree:
                     self._roll_forward(folder, manifest, _no_step, tree)
             except StaleError as exc:
                 return _leave(folder, f"decided, but {exc.path} moved or its folder changed")
@@ -435,18 +452,18 @@ class Journal:
                 return _leave(folder, f"decided, but it could not finish ({exc})")
             return f"completed {folder.name}"
         if manifest["state"] == "prepare":
-            with _Tree(self.root) as tree:
+            with Tree(self.root) as tree:
                 missed = self._roll_back(folder, manifest, tree)
             where = f" (temp files left: {', '.join(missed)})" if missed else ""
             return f"rolled back {folder.name}{where}"
         return _leave(folder, f"its state {manifest['state']!r} is unknown")
 
-    def _roll_back(self, folder: Path, manifest: dict[str, Any], tree: _Tree) -> list[str]:
+    def _roll_back(self, folder: Path, manifest: dict[str, Any], tree: Tree) -> list[str]:
         """Remove the temp files, the folders made for them and the journal; never raises."""
         missed = []
         for entry in manifest["files"]:
             if entry["tmp"]:
-                parent, _ = _split(entry["path"])
+                parent, _ = split(entry["path"])
                 try:
                     os.unlink(entry["tmp"], dir_fd=tree.folder(parent, for_path=entry["path"]))
                 except FileNotFoundError:
@@ -454,34 +471,34 @@ class Journal:
                 except (OSError, StaleError):
                     missed.append(f"{parent}/{entry['tmp']}".lstrip("/"))
             for new_dir in reversed(entry["new_dirs"]):
-                _rmdir_if_empty(tree, new_dir)
+                rmdir_if_empty(tree, new_dir)
         _remove(folder, manifest_first=False)
         return missed
 
     def _roll_forward(
-        self, folder: Path, manifest: dict[str, Any], step: Callable[[str], None], tree: _Tree
+        self, folder: Path, manifest: dict[str, Any], step: Callable[[str], None], tree: Tree
     ) -> CommitRecord:
         for i, entry in enumerate(manifest["files"]):
             path = entry["path"]
-            parent_rel, name = _split(path)
+            parent_rel, name = split(path)
             with _faults(path, decided=True):
                 if entry["tmp"]:
                     parent = tree.folder(parent_rel, for_path=path)
-                    if entry.get("folder") not in (None, list(_identity(parent))):
+                    if entry.get("folder") not in (None, list(identity(parent))):
                         raise StaleError(path)  # not the folder the temp file was staged in
                     with contextlib.suppress(FileNotFoundError):  # renamed before a crash
                         os.replace(entry["tmp"], name, src_dir_fd=parent, dst_dir_fd=parent)
                     os.fsync(parent)
                 else:
-                    found = _look(tree, path, entry.get("old_size"))
+                    found = look(tree, path, entry.get("old_size"))
                     if found.sha is not None and found.sha == entry["old_sha"]:
                         parent = tree.folder(parent_rel, for_path=path)
-                        if entry.get("folder") not in (None, list(_identity(parent))):
+                        if entry.get("folder") not in (None, list(identity(parent))):
                             raise StaleError(path)
                         os.unlink(name, dir_fd=parent)
                         os.fsync(parent)
                     for new_dir in reversed(entry["new_dirs"]):
-                        _rmdir_if_empty(tree, new_dir)
+                        rmdir_if_empty(tree, new_dir)
             step(f"renamed-{i}")
         record = CommitRecord(
             manifest["id"],
@@ -495,7 +512,7 @@ class Journal:
             if manifest["undoes"]:
                 _remove(self.undo_dir / manifest["undoes"], manifest_first=True)
             if manifest["keep_undo"]:
-                _private_dir(self.undo_dir)
+                private.make_dir(self.undo_dir)
                 (folder / _OWN_LOCK).unlink(missing_ok=True)
                 destination = self.undo_dir / manifest["id"]
                 os.replace(folder, destination)
@@ -548,11 +565,11 @@ class Journal:
         except OSError as exc:
             raise CommitError("the undo record", exc) from exc
         writes = []
-        with _faults("the workspace folder"), _Tree(self.root) as tree:
+        with _faults("the workspace folder"), Tree(self.root) as tree:
             for entry in manifest["files"]:
                 size = -1 if entry["new_sha"] is None else entry.get("new_size")
                 with _faults(entry["path"]):
-                    found = _look(tree, entry["path"], size)
+                    found = look(tree, entry["path"], size)
                 if found.sha != entry["new_sha"]:
                     raise StaleError(entry["path"])
                 old = self._backup(record.folder, entry) if entry["backup"] else None
@@ -565,7 +582,7 @@ class Journal:
             f"the undo record for {entry['path']} is damaged (its backup does not match)"
         )
         try:
-            old = _read_private(folder / entry["backup"])
+            old = _read_state(folder / entry["backup"])
         except (FileNotFoundError, DamagedJournal):
             raise damaged from None
         except OSError as exc:
@@ -587,175 +604,7 @@ class Journal:
             _remove(self.undo_dir / name, manifest_first=True)
 
 
-# -- the path walk --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Found:
-    """What a target's path holds now."""
-
-    sha: str | None  # None when absent; "size N" when the size alone tells it differs
-    data: bytes | None
-    mode: int | None
-    locked: str | None  # why it may not be written, or None
-    folder: tuple[int, int] | None  # (st_dev, st_ino) of its folder; None when that is missing
-
-
-class _Tree:
-    """Folders under the root, opened one component at a time without following links."""
-
-    def __init__(self, root: Path):
-        self._fds: dict[str, int] = {"": os.open(root, _DIR)}
-
-    def __enter__(self) -> _Tree:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def close(self) -> None:
-        for fd in self._fds.values():
-            os.close(fd)
-        self._fds.clear()
-
-    def folder(self, rel: str, *, create: bool = False, for_path: str = "") -> int:
-        """A descriptor of folder ``rel`` ("" is the root).
-
-        Raises StaleError(for_path) when a component is a symlink or not a
-        folder, FileNotFoundError when one is missing (unless ``create``).
-        """
-        fd = self._fds.get(rel)
-        if fd is not None:
-            return fd
-        head, _, name = rel.rpartition("/")
-        parent = self.folder(head, create=create, for_path=for_path)
-        try:
-            fd = _open_dir(name, parent, for_path or rel)
-        except FileNotFoundError:
-            if not create:
-                raise
-            with contextlib.suppress(FileExistsError):
-                os.mkdir(name, 0o777, dir_fd=parent)
-            fd = _open_dir(name, parent, for_path or rel)
-        self._fds[rel] = fd
-        return fd
-
-    def missing(self, rel: str) -> list[str]:
-        """The folders of ``rel`` (itself included) that do not exist, outermost first."""
-        prefixes = [rel.rsplit("/", k)[0] for k in range(rel.count("/"), -1, -1)] if rel else []
-        for i, prefix in enumerate(prefixes):
-            try:
-                self.folder(prefix)
-            except (FileNotFoundError, StaleError):
-                return prefixes[i:]
-        return []
-
-
-def _open_dir(name: str, parent: int, for_path: str) -> int:
-    try:
-        return os.open(name, _DIR, dir_fd=parent)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink, or a file, where a folder was
-            raise StaleError(for_path) from None
-        raise
-
-
-def _look(tree: _Tree, rel: str, size: int | None) -> _Found:
-    """What ``rel`` holds. ``size``: read only a file of that size (-1: none expected).
-
-    Raises StaleError for anything but a regular file (never opened blocking).
-    """
-    parent_rel, name = _split(rel)
-    try:
-        parent = tree.folder(parent_rel, for_path=rel)
-    except FileNotFoundError:
-        return _Found(None, None, None, None, None)
-    folder = _identity(parent)
-    try:
-        if not stat.S_ISREG(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
-            raise StaleError(rel)  # a symlink, FIFO, socket, device or folder: never opened
-        fd = os.open(name, _READ, dir_fd=parent)
-    except FileNotFoundError:
-        return _Found(None, None, None, None, folder)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENXIO):  # swapped since the stat
-            raise StaleError(rel) from None
-        raise
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StaleError(rel)
-        mode = stat.S_IMODE(info.st_mode)
-        locked = _why_locked(fd, mode)
-        if size is not None and info.st_size != size:
-            return _Found(f"size {info.st_size}", None, mode, locked, folder)
-        data = _read_fd(fd, info.st_size if size is None else size)
-        return _Found(sha256(data), data, mode, locked, folder)
-    finally:
-        os.close(fd)
-
-
-def _stage(
-    tree: _Tree, write: FileWrite, tmp: str, mode: int | None
-) -> tuple[int, tuple[int, int], int]:
-    """Write the temp file beside the target; its folder's fd and id, and its inode."""
-    parent_rel, _ = _split(write.path)
-    parent = tree.folder(parent_rel, create=True, for_path=write.path)
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o644 if mode is None else mode, dir_fd=parent)
-    try:
-        if mode is not None:
-            os.fchmod(fd, mode)
-        _write_fd(fd, write.new or b"")
-        os.fsync(fd)
-        inode = os.fstat(fd).st_ino
-    finally:
-        os.close(fd)
-    return parent, _identity(parent), inode
-
-
-def _chmod_temp(parent: int, tmp: str, mode: int) -> None:
-    fd = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
-    try:
-        os.fchmod(fd, mode)
-    finally:
-        os.close(fd)
-
-
-def _rmdir_if_empty(tree: _Tree, rel: str) -> None:
-    head, name = _split(rel)
-    with contextlib.suppress(OSError, StaleError):
-        os.rmdir(name, dir_fd=tree.folder(head))
-
-
-# FS_IOC_GETFLAGS and the inode flags that make rename and unlink fail (Linux).
-_GETFLAGS = 0x80086601 if struct.calcsize("l") == 8 else 0x80046601
-_IMMUTABLE, _APPEND_ONLY = 0x10, 0x20
-
-
-def _why_locked(fd: int, mode: int) -> str | None:
-    if not mode & 0o222:
-        return f"read-only (mode {mode:04o})"
-    if sys.platform.startswith("linux"):
-        try:
-            flags = struct.unpack("i", fcntl.ioctl(fd, _GETFLAGS, bytes(8))[:4])[0]
-        except OSError:  # a file system without inode flags
-            return None
-        if flags & _IMMUTABLE:
-            return "marked immutable (chattr +i)"
-        if flags & _APPEND_ONLY:
-            return "marked append-only (chattr +a)"
-    return None
-
-
-def _split(rel: str) -> tuple[str, str]:
-    head, _, name = rel.rpartition("/")
-    return head, name
-
-
-def _identity(fd: int) -> tuple[int, int]:
-    info = os.fstat(fd)
-    return info.st_dev, info.st_ino
+# -- the manifest and the journal's folders ------------------------------------------
 
 
 def _tmp_name(name: str, txid: str, index: int) -> str:
@@ -769,61 +618,30 @@ def _sha_or_none(data: bytes | None) -> str | None:
     return None if data is None else sha256(data)
 
 
-# -- grinta's own files (owner-only whatever the umask) ---------------------------
-
-
-def _private_dir(path: Path, *, exist_ok: bool = True) -> None:
-    try:
-        os.mkdir(path, 0o700)
-    except FileExistsError:
-        if not exist_ok:
-            raise
-        return
-    os.chmod(path, 0o700)
-
-
-def _open_private(path: Path, flags: int) -> int:
-    fd = os.open(path, flags | _PRIVATE, 0o600)
-    if stat.S_IMODE(os.fstat(fd).st_mode) != 0o600:
-        with contextlib.suppress(OSError):  # not ours to change: then leave it
-            os.fchmod(fd, 0o600)
-    return fd
-
-
-def _write_private(path: Path, data: bytes, *, durable: bool) -> None:
-    fd = _open_private(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        _write_fd(fd, data)
-        if durable:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _read_private(path: Path) -> bytes:
+def _read_state(path: Path) -> bytes:
     """A manifest or a backup; DamagedJournal when it is not a regular file."""
-    fd = os.open(path, _READ)
+    fd = os.open(path, READ)
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
             raise DamagedJournal(
                 f"{path.parent.name} is damaged: {path.name} is not a regular file"
             )
-        return _read_fd(fd, info.st_size)
+        return read_fd(fd, info.st_size)
     finally:
         os.close(fd)
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp = path.with_suffix(".tmp")
-    _write_private(tmp, json.dumps(data, indent=1).encode("utf-8"), durable=True)
+    private.write_file(tmp, json.dumps(data, indent=1).encode("utf-8"), durable=True)
     os.replace(tmp, path)
 
 
 def _load_manifest(folder: Path) -> dict[str, Any]:
     """A manifest checked for shape; raises FileNotFoundError or DamagedJournal."""
     try:
-        manifest = json.loads(_read_private(folder / MANIFEST))
+        manifest = json.loads(_read_state(folder / MANIFEST))
     except ValueError:
         raise DamagedJournal(f"{folder.name}: its manifest is not valid JSON") from None
     if not _valid_manifest(manifest):
@@ -858,9 +676,9 @@ def _valid_manifest(manifest: Any) -> bool:
         for key in ("old_size", "new_size", "mode"):
             if entry.get(key) is not None and not _natural(entry[key]):
                 return False
-        identity = entry.get("folder")
-        if identity is not None and not (
-            isinstance(identity, list) and len(identity) == 2 and all(map(_natural, identity))
+        folder_id = entry.get("folder")
+        if folder_id is not None and not (
+            isinstance(folder_id, list) and len(folder_id) == 2 and all(map(_natural, folder_id))
         ):
             return False
         entry.setdefault("tmp", None)
@@ -906,7 +724,7 @@ def _remove(folder: Path, *, manifest_first: bool) -> None:
 def _leave(folder: Path, reason: str) -> str:
     """Keep a journal folder we cannot read for certain, with a note saying why."""
     with contextlib.suppress(OSError):
-        _write_private(
+        private.write_file(
             folder / _NOTE, f"left in place by recovery: {reason}\n".encode(), durable=False
         )
     return f"left {folder.name} in place: {reason}"
@@ -943,26 +761,6 @@ def _flock(fd: int, wait: float) -> bool:
                 return False
         time.sleep(delay)
         delay = min(delay * 2, 0.02)
-
-
-def _read_fd(fd: int, size: int) -> bytes:
-    """Up to ``size`` + 1 bytes (one more shows the file grew meanwhile)."""
-    chunks = []
-    left = size + 1
-    while left > 0:
-        chunk = os.read(fd, min(left, 1 << 20))
-        if not chunk:
-            break
-        chunks.append(chunk)
-        left -= len(chunk)
-    return b"".join(chunks)
-
-
-def _write_fd(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
 
 
 def _fsync_dir(directory: Path) -> None:
