@@ -380,7 +380,8 @@ class Session:
     async def _observe(self, step: Step, obs: Observation, vetoed: bool = False) -> None:
         self.state = State.OBSERVED
         proposal = step.proposal
-        output = obs.output
+        data = obs.output  # what the tool produced: fenced as data for the model
+        notes: list[str] = []  # what grinta itself says about it: outside the fence
         firings = (
             []
             if vetoed
@@ -391,10 +392,17 @@ class Session:
         for firing in firings:
             self._fire(firing, step)
             if firing.action == "force_read":
-                output += "\n\n" + await asyncio.to_thread(self._fresh_read, proposal)
+                fresh = await asyncio.to_thread(self._fresh_read, proposal)
+                if fresh:
+                    data += "\n\n" + fresh
+                    notes.append(
+                        "[guard] This edit failed twice on the same target; the file's current "
+                        "contents are at the end of the data above."
+                    )
             elif firing.action == "warn":
                 self._stuck_warnings += 1
-                output += f"\n\n[guard] {firing.message}"
+                notes.append(f"[guard] {firing.message}")
+        output = "\n\n".join([data, *notes])
         step.observation = Observation(
             obs.ok, output, obs.error, obs.proposal_id, obs.commit_id, obs.exit_code
         )
@@ -411,7 +419,12 @@ class Session:
             step.number,
         )
         self.context.add_tool_result(
-            step.call.id, step.call.name, output, one_line(step.call.name, proposal.args, output)
+            step.call.id,
+            step.call.name,
+            data,
+            one_line(step.call.name, proposal.args, data),
+            notes=notes,
+            data=not vetoed,  # a veto carries the user's own words, not data
         )
         if any(f.action == "stop" for f in firings):
             self._finish_session(next(f.guard for f in firings if f.action == "stop"))
@@ -445,14 +458,18 @@ class Session:
                 ),
                 step.number,
             )
-            self.context.add_tool_result(step.call.id, "finish", firing.message, "finish refused")
+            self.context.add_tool_result(
+                step.call.id, "finish", firing.message, "finish refused", data=False
+            )
             self.state = State.OBSERVED
             return step
         step.observation = Observation(True, summary, None, step.proposal.id)
         self._emit(
             ev.Observed(call_id=step.call.id, tool="finish", ok=True, output=summary), step.number
         )
-        self.context.add_tool_result(step.call.id, "finish", "accepted", "finish accepted")
+        self.context.add_tool_result(
+            step.call.id, "finish", "accepted", "finish accepted", data=False
+        )
         self.summary = summary
         self.queue.clear()
         self._finish_session("finished")
@@ -504,8 +521,7 @@ class Session:
         path = proposal.args.get("path") or (proposal.args.get("edits") or [{}])[0].get("path")
         if not path:
             return ""
-        obs = self.runtime.call("read", {"path": path})
-        return "[guard] This edit failed twice on the same target. Current contents:\n" + obs.output
+        return self.runtime.call("read", {"path": path}).output
 
     def _fire(self, firing: Firing, step: Step | None = None) -> None:
         if step is not None:

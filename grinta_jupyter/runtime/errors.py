@@ -136,6 +136,7 @@ def fail(code: str, message: str, candidates=(), line: int | None = None) -> Too
 def os_error(exc: OSError, what: str) -> ToolError:
     """A ToolError for an OS failure on ``what`` (a path or an action), by its errno."""
     import errno
+    import os
 
     reason = exc.strerror or str(exc)
     by_errno = {
@@ -150,6 +151,8 @@ def os_error(exc: OSError, what: str) -> ToolError:
         errno.ENOTDIR: (FILE_NOT_FOUND, f"{what}: a part of the path is not a folder"),
     }
     code, message = by_errno.get(exc.errno or -1, (IO_ERROR, f"{what}: {reason}"))
+    if exc.errno and exc.strerror and exc.strerror != os.strerror(exc.errno):
+        message = f"{what}: {exc.strerror}"  # raised by grinta with a message of its own
     return ToolError(code, message)
 
 

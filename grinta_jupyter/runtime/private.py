@@ -11,6 +11,7 @@ instead of blocking. Nothing here reads.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import stat
 from pathlib import Path
@@ -23,26 +24,66 @@ FILE_MODE = 0o600
 _OPEN = os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
+STATE_NAME = ".grinta"  # the state folder's name (runtime/workspace.py: STATE_DIR)
+
+
 def make_dir(path: Path, *, exist_ok: bool = True) -> None:
-    """Create folder ``path`` owner-only; an existing one is left as it is (or FileExistsError)."""
+    """Create folder ``path`` owner-only; an existing one must be a real folder and is tightened.
+
+    A symbolic link (or a file) where a state folder should be raises
+    NotADirectoryError: a repository could ship ``.grinta/undo -> /elsewhere``, and
+    following it would let grinta move or delete things outside the workspace.
+    """
     try:
         os.mkdir(path, FOLDER_MODE)
     except FileExistsError:
-        if not exist_ok:
+        if not exist_ok or not real_dir(path):
             raise
+        tighten(path)
         return
     os.chmod(path, FOLDER_MODE)
 
 
+def real_dir(path: Path) -> bool:
+    """True for a real folder, False when nothing is there; NotADirectoryError otherwise."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return False
+    if not stat.S_ISDIR(mode):
+        what = "a symbolic link" if stat.S_ISLNK(mode) else "not a folder"
+        raise NotADirectoryError(
+            errno.ENOTDIR,
+            f"{path} is {what}; grinta keeps its state only in real folders (remove it)",
+        )
+    return True
+
+
 def make_dirs(path: Path) -> None:
-    """Create folder ``path`` and its missing parents, each owner-only."""
+    """Create folder ``path`` and its missing parents, each owner-only.
+
+    Every existing folder from a ``.grinta`` component down must be a real folder.
+    """
     missing = []
     folder = path
-    while not folder.exists():
+    while not os.path.lexists(folder):
         missing.append(folder)
         folder = folder.parent
+    if STATE_NAME in folder.parts:
+        state = Path(*folder.parts[: folder.parts.index(STATE_NAME) + 1])
+        checked = [state, *(p for p in reversed(folder.parents) if state in p.parents), folder]
+        for existing in dict.fromkeys(checked):
+            real_dir(existing)
+            tighten(existing)
     for folder in reversed(missing):
         make_dir(folder)
+
+
+def tighten(path: Path) -> None:
+    """Make an existing state folder owner-only (one made by an older version, say)."""
+    with contextlib.suppress(OSError):  # not ours to change: then leave it
+        if stat.S_IMODE(os.lstat(path).st_mode) != FOLDER_MODE:
+            os.chmod(path, FOLDER_MODE)
 
 
 def open_file(path: Path, flags: int) -> int:

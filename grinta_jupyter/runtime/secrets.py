@@ -1,16 +1,22 @@
 """Secrets in the environment: which variables hold them, and keeping their values out.
 
-A variable is secret when a WORD of its name (split at ``_``, ``-``, ``.`` and
-camel-case humps) is one of ``SECRET_WORDS``: ``OPENAI_API_KEY`` and
-``GITHUB_TOKEN`` are secret, ``GIT_AUTHOR_NAME`` and ``TOKENIZERS_PARALLELISM``
-are not. Its value is redacted only when it looks like a secret (at least 8
-characters, and not a plain lowercase word), so ``TOKEN_KIND=observation`` does
-not turn every "observation" into ``[REDACTED]``.
+A variable is secret when its name holds PASSWORD, PASSWD, SECRET, APIKEY,
+PRIVATEKEY or CREDENTIAL anywhere (``PGPASSWORD``), or when a WORD of it (split
+at ``_``, ``-``, ``.`` and camel-case humps) is one of ``SECRET_WORDS``:
+``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``GH_PAT`` and ``MYSQL_PWD`` are secret;
+``GIT_AUTHOR_NAME``, ``TOKENIZERS_PARALLELISM`` and ``PWD`` are not. A variable
+whose value is a URL with a password in it (``postgres://u:pw@host/db``) is
+secret whatever its name. A value is redacted only when it looks like a secret
+(at least 8 characters, and not a plain lowercase word), so
+``TOKEN_KIND=observation`` does not turn every "observation" into
+``[REDACTED]``; a multi-line value (a PEM key) is also redacted line by line.
 
-Values are matched as they are and as they appear inside JSON text (quotes and
-backslashes escaped), so a value holding ``"`` or ``\\`` is caught in both.
-Redaction of structured data replaces string values only, never keys, so a
-redacted event still parses.
+Values are matched as they are and in the forms programs print them in: inside
+JSON (once or twice encoded, with ``\\/``), as a Python ``repr``, URL-encoded.
+A text cut through a secret (a line limit, a head-and-tail cut) keeps no piece
+of it: a word starting with a secret's first 12 characters, or ending with its
+last 12, is redacted whole. Structured data is redacted value by value, never
+keys, so a redacted event still parses.
 """
 
 from __future__ import annotations
@@ -18,6 +24,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -29,19 +36,12 @@ SECRET_WORDS = frozenset(
     {
         "KEY",
         "KEYS",
-        "APIKEY",
-        "ACCESSKEY",
         "TOKEN",
         "TOKENS",
-        "SECRET",
-        "SECRETS",
-        "PASSWORD",
-        "PASSWORDS",
-        "PASSWD",
         "PASS",
+        "PWD",
+        "PAT",
         "PASSPHRASE",
-        "CREDENTIAL",
-        "CREDENTIALS",
         "CREDS",
         "AUTH",
         "COOKIE",
@@ -49,17 +49,29 @@ SECRET_WORDS = frozenset(
         "SIGNATURE",
     }
 )
-# Secret-sounding names whose values are addresses of local helpers, not secrets.
-NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO"})
+# Strong enough to count anywhere in a name, not only as a word.
+SECRET_PARTS = ("PASSWORD", "PASSWD", "SECRET", "APIKEY", "PRIVATEKEY", "CREDENTIAL")
+# Secret-sounding names whose values are addresses of local helpers or folders, not secrets.
+NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "PWD", "OLDPWD"})
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\b|[^A-Za-z]|$)|[A-Z]?[a-z]+|\d+")
 _PLAIN_WORD = re.compile(r"[a-z]+")
+_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]*:([^@\s]+)@")
+PARTIAL = 12  # a word holding this many leading or trailing characters of a secret is one
 
 
 def is_secret_name(name: str) -> bool:
-    """True when a word of ``name`` says it holds a secret (``AUTH`` only as a whole word)."""
-    if name.upper() in NOT_SECRET:
+    """True when the name says it holds a secret (``AUTH`` only as a whole word)."""
+    upper = name.upper()
+    if upper in NOT_SECRET:
         return False
+    if any(part in upper.replace("_", "").replace("-", "") for part in SECRET_PARTS):
+        return True
     return any(word.upper() in SECRET_WORDS for word in _WORDS.findall(name))
+
+
+def is_secret_variable(name: str, value: str) -> bool:
+    """A secret name, or a value that is a URL carrying a password."""
+    return is_secret_name(name) or _URL_PASSWORD.match(value.strip()) is not None
 
 
 def looks_secret(value: str) -> bool:
@@ -68,10 +80,24 @@ def looks_secret(value: str) -> bool:
     return len(value) >= MIN_SECRET_LEN and not _PLAIN_WORD.fullmatch(value)
 
 
+def _values_of(value: str) -> set[str]:
+    """The strings to redact for one secret value: itself, its password, its long lines."""
+    found = {value.strip()} if looks_secret(value) else set()
+    url = _URL_PASSWORD.match(value.strip())
+    if url and looks_secret(url.group(1)):
+        found.add(url.group(1))
+    if "\n" in value.strip():
+        found.update(line.strip() for line in value.splitlines() if looks_secret(line))
+    return found
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     """Values of secret environment variables, longest first."""
     env = os.environ if environ is None else environ
-    values = {v.strip() for k, v in env.items() if is_secret_name(k) and looks_secret(v)}
+    values: set[str] = set()
+    for name, value in env.items():
+        if is_secret_variable(name, value):
+            values |= _values_of(value)
     return sorted(values, key=len, reverse=True)
 
 
@@ -86,7 +112,9 @@ class Secrets:
         cls, environ: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()
     ) -> Secrets:
         found = set(secret_values(environ))
-        found.update(v for v in extra if v and looks_secret(v))
+        for value in extra:
+            if value:
+                found |= _values_of(value)
         return cls(tuple(sorted(found, key=len, reverse=True)))
 
     def redact(self, text: str) -> str:
@@ -111,12 +139,31 @@ class Secrets:
 @lru_cache(maxsize=32)
 def _pattern(values: tuple[str, ...]) -> re.Pattern[str]:
     forms: set[str] = set()
+    partial: set[str] = set()
     for value in values:
-        forms.add(value)
-        forms.add(json.dumps(value)[1:-1])  # as it appears inside a JSON string
-        forms.add(json.dumps(value, ensure_ascii=False)[1:-1])
-    ordered = sorted(forms, key=len, reverse=True)
-    return re.compile("|".join(re.escape(form) for form in ordered))
+        forms.update(_printed_forms(value))
+        if len(value) >= 2 * PARTIAL:
+            partial.add(re.escape(value[:PARTIAL]) + r"[^\s\"'\\]*")
+            partial.add(r"[^\s\"'\\]*" + re.escape(value[-PARTIAL:]))
+    whole = [re.escape(form) for form in sorted(forms, key=len, reverse=True) if form]
+    return re.compile("|".join(whole + sorted(partial)))
+
+
+def _printed_forms(value: str) -> set[str]:
+    """How ``value`` looks when a program prints it: JSON, Python repr, URL-encoded."""
+    as_json = json.dumps(value)[1:-1]
+    return {
+        value,
+        as_json,
+        json.dumps(value, ensure_ascii=False)[1:-1],
+        json.dumps(as_json)[1:-1],  # JSON inside JSON
+        as_json.replace("/", "\\/"),
+        repr(value)[1:-1],
+        value.replace("\\", "\\\\").replace("'", "\\'"),
+        value.replace("\\", "\\\\").replace('"', '\\"'),
+        urllib.parse.quote(value, safe=""),
+        urllib.parse.quote_plus(value, safe=""),
+    }
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
@@ -132,4 +179,4 @@ def command_environment(
     """The environment for commands: every secret variable removed, except those named."""
     env = os.environ if environ is None else environ
     keep = set(passthrough)
-    return {k: v for k, v in env.items() if k in keep or not is_secret_name(k)}
+    return {k: v for k, v in env.items() if k in keep or not is_secret_variable(k, v)}

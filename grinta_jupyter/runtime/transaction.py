@@ -377,13 +377,18 @@ class Journal:
         workspace lock (it recovers orphans itself before committing).
         """
         try:
+            if not private.real_dir(self.state_dir):
+                return []
+            private.tighten(self.state_dir)  # made loose by an older version, say
+            if not private.real_dir(self.journal_dir):
+                return []
             with os.scandir(self.journal_dir) as entries:
                 if next(entries, None) is None:
                     return []
-        except (FileNotFoundError, NotADirectoryError):
+        except FileNotFoundError:
             return []
         except OSError as exc:
-            return [f"recovery skipped: {self.journal_dir} cannot be read ({exc.strerror})"]
+            return [f"recovery skipped: {exc.strerror or exc}"]
         try:
             fd = private.open_file(self.lock_path, os.O_RDWR)
         except OSError as exc:
@@ -509,10 +514,10 @@ class Journal:
         # Every file is in place: a fault from here on costs the undo record, not the commit
         # (the journal folder stays, and the next recovery moves it on).
         with contextlib.suppress(OSError):
+            private.make_dir(self.undo_dir)  # a real folder, never a link to elsewhere
             if manifest["undoes"]:
                 _remove(self.undo_dir / manifest["undoes"], manifest_first=True)
             if manifest["keep_undo"]:
-                private.make_dir(self.undo_dir)
                 (folder / _OWN_LOCK).unlink(missing_ok=True)
                 destination = self.undo_dir / manifest["id"]
                 os.replace(folder, destination)
@@ -529,6 +534,8 @@ class Journal:
     def history(self) -> list[CommitRecord]:
         """Commits that can be undone, oldest first (unreadable records are skipped)."""
         try:
+            if not (private.real_dir(self.state_dir) and private.real_dir(self.undo_dir)):
+                return []
             names = sorted(os.listdir(self.undo_dir))
         except OSError:
             return []
@@ -599,6 +606,8 @@ class Journal:
         )
 
     def _prune(self) -> None:
+        if not private.real_dir(self.undo_dir):
+            return
         names = sorted(os.listdir(self.undo_dir))  # txids: oldest first
         for name in names[:-UNDO_KEEP]:
             _remove(self.undo_dir / name, manifest_first=True)
