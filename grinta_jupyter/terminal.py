@@ -267,10 +267,22 @@ class Console:
 
     def proposal(self, step: Step) -> None:
         p = step.proposal
-        arguments = visible(step.call.arguments[:200], keep_newlines=False)
-        lines = [
-            f"\n--- step {step.number}: {visible(step.call.name, keep_newlines=False)} {arguments}"
-        ]
+        name = visible(step.call.name, keep_newlines=False)
+        if p.command is not None:  # what will run is shown whole, every line of it
+            lines = [f"\n=== step {step.number}: {name}"]
+            lines.extend(
+                ("    $ " if i == 0 else "    > ") + visible(line, keep_newlines=False)
+                for i, line in enumerate(p.command.split("\n"))
+            )
+        else:
+            arguments = step.call.arguments
+            cut = len(arguments) - ARGUMENTS_SHOWN
+            shown = visible(arguments[:ARGUMENTS_SHOWN], keep_newlines=False)
+            if cut > 0:
+                shown += (
+                    f" [... {cut} more characters{'; the diff shows the change' if p.diff else ''}]"
+                )
+            lines = [f"\n=== step {step.number}: {name} {shown}"]
         for r in p.resolutions:
             lines.append(
                 "    "
@@ -294,13 +306,16 @@ class Console:
         shown = (
             output.split("\n")[0] if step.proposal.diff and output else output[:SHOWN_OUTPUT_CHARS]
         )
-        if shown.strip():
-            print(_indent(visible(shown)), file=self.out, flush=True)
+        if shown.strip():  # "| " sets output apart from diff rows and from our own lines
+            print(_indent(visible(shown), "    | "), file=self.out, flush=True)
 
 
+ARGUMENTS_SHOWN = 300  # of a call's arguments on its header line (commands are shown whole)
 _STYLES = {"add": "\x1b[32m", "del": "\x1b[31m", "hunk": "\x1b[36m", "file": "\x1b[1m"}
 _RESET = "\x1b[0m"
-_MARKS = {"add": "+", "del": "-"}
+# Rows are marked "+ ", "- " and "  " (as text/plain does), so no row can look like a
+# "--- a/..." / "+++ b/..." header or an "@@" line, whatever its text.
+_MARKS = {"add": "+ ", "del": "- ", "context": "  "}
 
 
 def diff_lines(diff: str, color: bool = False) -> list[str]:
@@ -332,14 +347,14 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
                 if row.role == "note":
                     out.append(f"\\ {text}")
                 elif row.role == "context":
-                    out.append(" " + text)
+                    out.append(_MARKS["context"] + text)
                 else:
                     out.append(paint(row.role, _MARKS[row.role] + text))
     return out
 
 
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.rstrip().split("\n"))
+def _indent(text: str, prefix: str = "    ") -> str:
+    return "\n".join(prefix + line for line in text.rstrip().split("\n"))
 
 
 # -- the streams -----------------------------------------------------------------------------

@@ -208,7 +208,7 @@ def test_an_edit_at_the_prompt_shows_hostile_text_escaped_and_never_raw(tmp_path
     done, root = demo(tmp_path, answers)
 
     assert not any(c in done.stdout for c in RAW_CONTROLS), "only escapes reach the terminal"
-    assert "+# raft_kv\\x1b[2K\\r\\x1b]0;title\\a" in done.stdout
+    assert "+ # raft_kv\\x1b[2K\\r\\x1b]0;title\\a" in done.stdout
     assert decisions(root)[1:3] == [("edit", None), ("approve", None)]
     written = (root / "README.md").read_bytes()
     assert written.startswith(b"# raft_kv" + HOSTILE.encode()), "the person's edit was written"
@@ -279,7 +279,7 @@ def test_the_editor_edits_a_temp_file_and_only_a_real_change_counts(tmp_path):
     assert "the editor exited with status 3" in out
     assert out.count("the proposal is unchanged") == 2
     assert "# edited in the editor" in (root / NODE).read_text()
-    assert "\x1b[32m+" in out, "a terminal gets a coloured diff"
+    assert "\x1b[32m+ " in out, "a terminal gets a coloured diff"
     assert list(temp.iterdir()) == [], "the temp file is removed"
 
 
@@ -321,8 +321,10 @@ def test_diff_rows_are_marked_by_their_role_and_escaped():
     diff = unified_diff("we\x1bird.txt", old, new).text
     lines = diff_lines(diff)
 
-    assert "-- a comment" not in lines and "--- a comment" in lines  # removed: "-" + text
-    assert "++++ not a header \\x1b[2K\\r\\x1b]0;title\\a" in lines
+    # Marked "- " / "+ " by role, so no row reads as a "--- a/" or "+++ b/" header.
+    assert "- -- a comment" in lines
+    assert "+ +++ not a header \\x1b[2K\\r\\x1b]0;title\\a" in lines
+    assert sum(line.startswith(("--- ", "+++ ")) for line in lines) == 2  # the one real header
     assert not any(c in "\n".join(lines) for c in RAW_CONTROLS)
     assert "\x1b[32m" in "\n".join(diff_lines(diff, color=True))
 
@@ -350,7 +352,7 @@ def test_model_text_arguments_and_diffs_from_a_real_model_are_escaped(tmp_path):
         )
 
     assert not any(c in done.stdout + done.stderr for c in RAW_CONTROLS)
-    assert "Thinking \\x1b[2K\\r" in done.stdout and "+hi \\x1b[2K\\r" in done.stdout
+    assert "Thinking \\x1b[2K\\r" in done.stdout and "+ hi \\x1b[2K\\r" in done.stdout
     assert '"x\\x1b[2K\\r' in done.stdout  # the raw arguments in the step header
     assert not (tmp_path / "ws" / "note.txt").exists()
     # The session's ending error, not only "session ended: error".

@@ -50,7 +50,9 @@ def apply_diff(old: str, diff: str) -> str:
         for row in rows:
             if row.role in ("context", "del"):
                 original = lines[position]
-                assert original.rstrip("\r\n") == row.text or original.removesuffix("\n") == row.text
+                assert (
+                    original.rstrip("\r\n") == row.text or original.removesuffix("\n") == row.text
+                )
                 if row.role == "context":
                     out.append(original)
                 position += 1
@@ -107,7 +109,14 @@ def test_grouping_keeps_context_around_each_change():
 
 
 def test_quoted_paths_round_trip():
-    for path in ["a/plain.py", 'a/"q".py', "a/new\nline.py", "a/back\\slash", "a/tab\t", "a/\u202eevil"]:
+    for path in [
+        "a/plain.py",
+        'a/"q".py',
+        "a/new\nline.py",
+        "a/back\\slash",
+        "a/tab\t",
+        "a/\u202eevil",
+    ]:
         quoted = quote_path(path)
         assert "\n" not in quoted and "\u202e" not in quoted
         assert unquote_path(quoted) == path

@@ -84,3 +84,13 @@ def test_loose_state_folders_from_before_are_made_owner_only(ws):
     drive(Session("explain", model=model, root=ws, policy="auto"), lambda s: s.approve())
     for sub in ("sessions", "undo"):
         assert stat.S_IMODE((ws / ".grinta" / sub).stat().st_mode) == 0o700, sub
+
+
+def test_creating_inside_a_link_loop_is_refused_at_propose(tmp_path):
+    root = tmp_path / "ws"
+    root.mkdir()
+    os.symlink("loop2", root / "loop1")
+    os.symlink("loop1", root / "loop2")
+    rt = Runtime(root)
+    proposal = rt.propose("create", {"path": "loop1/x.py", "content": "x = 1\n"})
+    assert proposal.error is not None and proposal.error.code == "SYMLINK_LOOP"

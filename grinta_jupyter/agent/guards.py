@@ -6,12 +6,24 @@ event and acts on it. Every limit is a field of ``Limits``.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
+import shlex
 import time
 from dataclasses import dataclass, field
+from pathlib import PurePosixPath
 from typing import Any
 
+from grinta_jupyter.agent.shell import segments
+from grinta_jupyter.agent.tasktext import asks_for_change
+from grinta_jupyter.agent.testruns import (
+    changes_files,
+    installs_packages,
+    judge,
+    parse_test_command,
+)
+from grinta_jupyter.runtime.errors import COMMAND_TIMEOUT
 from grinta_jupyter.runtime.proposal import Observation, Proposal
 
 
@@ -20,6 +32,7 @@ class Limits:
     """Every guard's threshold, and the session budgets (None = no limit)."""
 
     repeat_threshold: int = 3  # the same call with the same result this many times is "stuck"
+    failing_command_threshold: int = 3  # the same command failing this often, with no change
     alternation_window: int = 6  # A/B/A/B/A/B over this many calls is "stuck"
     failed_region_threshold: int = 2  # the same failing edit target this many times forces a read
     max_consecutive_errors: int = 5  # circuit breaker
@@ -41,22 +54,43 @@ class Firing:
 
 
 def signature(tool: str, args: dict[str, Any]) -> str:
+    """What makes two calls the same call. A command is compared as the shell reads it
+    (comments, quoting and spacing dropped) and without its timeout: ``pytest -q # try 2``
+    and ``pytest  '-q'`` with another timeout are the same command run again."""
+    if tool == "run" and isinstance(args.get("command"), str):
+        parts = segments(args["command"])
+        command = " ; ".join(f"{p.joined_by} {shlex.join(p.words)}" for p in parts)
+        args = {"command": command or args["command"]}
     return f"{tool}:{json.dumps(args, sort_keys=True)}"
 
 
 @dataclass
 class StuckDetector:
-    """Repeated identical calls, A/B alternations, and edits failing on the same target."""
+    """Repeats that change nothing: the same call and result, A/B alternations, a failing
+    command re-run with no change in between, and edits failing on the same target.
+
+    Results are compared after ``normalize_output`` drops what differs between two runs of
+    the same thing (timings, addresses, PIDs, temp paths, dates, ports), so ``0.12s`` against
+    ``0.13s`` is still the same result. A failing command counts again even when other calls
+    sit between the repeats (reads, other commands); only a successful write, or a successful
+    command that plainly changes files (``mv``, ``sed -i``) or installs packages, resets it.
+    """
 
     limits: Limits
-    history: list[tuple[str, str]] = field(default_factory=list)  # (call signature, result digest)
+    history: list[tuple[str, str]] = field(default_factory=list)  # (call, normalised result)
     failed_targets: dict[str, int] = field(default_factory=dict)
+    failing_commands: dict[str, int] = field(
+        default_factory=dict
+    )  # command -> failures since a change
 
     def observe(self, proposal: Proposal, observation: Observation) -> Firing | None:
         sig = signature(proposal.tool, proposal.args)
-        self.history.append((sig, observation.output[:2000]))
+        command = " ".join((proposal.command or "").split())
+        failures = self._count_failing_command(proposal, observation, command)
+        self.history.append((sig, output_digest(observation.output)))
         recent = self.history[-self.limits.repeat_threshold :]
         if len(recent) == self.limits.repeat_threshold and len(set(recent)) == 1:
+            self.failing_commands.pop(command, None)  # one warning for one loop
             return Firing(
                 "stuck_repeat",
                 f"{proposal.tool} called {len(recent)} times with the same result",
@@ -76,6 +110,16 @@ class StuckDetector:
                 "warn",
                 "You are alternating between the same two calls. Step back and change approach.",
             )
+        if failures >= self.limits.failing_command_threshold:
+            self.failing_commands.pop(command, None)
+            return Firing(
+                "stuck_failing_command",
+                f"`{command[:80]}` failed {failures} times with no change in between",
+                "warn",
+                f"`{command[:80]}` has failed {failures} times and nothing was changed in "
+                "between, so running it again will fail the same way. Read the failure, change "
+                "the code (or the command), then run it again.",
+            )
         if proposal.kind == "write" and observation.error is not None:
             target = edit_target(proposal)
             if target:
@@ -88,6 +132,55 @@ class StuckDetector:
                         "force_read",
                     )
         return None
+
+    def _count_failing_command(
+        self, proposal: Proposal, observation: Observation, command: str
+    ) -> int:
+        """How many times ``command`` has now failed since the last change (0 if it did not)."""
+        if proposal.kind == "write" and observation.ok:
+            self.failing_commands.clear()
+        if proposal.kind != "command" or not command:
+            return 0
+        if observation.ok and observation.exit_code in (None, 0):
+            if changes_files(command) or installs_packages(command):
+                self.failing_commands.clear()  # the next run may see something new
+            return 0
+        self.failing_commands[command] = self.failing_commands.get(command, 0) + 1
+        return self.failing_commands[command]
+
+
+# What differs between two runs of the same command: replaced before outputs are compared.
+_NOISE: tuple[tuple[re.Pattern[str], str], ...] = tuple(
+    (re.compile(pattern, flags), replacement)
+    for pattern, replacement, flags in (
+        (r"\b0x[0-9a-fA-F]{4,}\b", "0xADDR", 0),
+        (r"\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b", "UUID", re.I),
+        (r"(?:[A-Za-z]:)?(?:/private)?(?:/tmp|/var/folders|/var/tmp|/dev/shm|\\Temp|/Temp)"
+         r"[/\\][^\s'\":,)\]]*", "TMPPATH", re.I),
+        (r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
+         "DATE", 0),
+        (r"\b\d{1,2}:\d{2}:\d{2}(?:[.,]\d+)?\b", "TIME", 0),
+        (r"(?:localhost|\d{1,3}(?:\.\d{1,3}){3}|\[[0-9a-fA-F:]+\]):\d{1,5}\b", "HOST:PORT", 0),
+        (r"\b(pid|port|process|thread|tid)\b([ =:#]*)\d+", r"\1\2N", re.I),
+        (r"\b\d+(?:\.\d+)?\s?(?:ns|us|µs|ms|s|sec|secs|seconds?|m|min|mins|minutes?)\b", "DURATION", 0),
+        (r"\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,64}\b", "HASH", 0),
+        (r"\b\d{5,}\b", "N", 0),
+    )
+)  # fmt: skip
+_COMPARED_CHARS = 20_000
+
+
+def normalize_output(text: str) -> str:
+    """``text`` with timings, addresses, PIDs, temp paths, dates, ports and ids made uniform."""
+    text = text[:_COMPARED_CHARS]
+    for pattern, replacement in _NOISE:
+        text = pattern.sub(replacement, text)
+    return text
+
+
+def output_digest(text: str) -> str:
+    """A short fingerprint of ``text`` after ``normalize_output``."""
+    return hashlib.blake2b(normalize_output(text).encode(), digest_size=16).hexdigest()
 
 
 def edit_target(proposal: Proposal) -> str | None:
@@ -142,58 +235,202 @@ class Budgets:
 
 _CLAIMS_TESTS_PASS = re.compile(
     r"\b(tests?|suite|specs?)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|green|succeed(s|ed)?)\b"
-    r"|\ball (tests )?(pass|green)\b",
+    r"|\ball (tests )?(pass|green)\b|\b\d+ (?:tests? )?(?:passed|passing)\b",
     re.IGNORECASE,
 )
-_TEST_RUN_PASSED = re.compile(r"\b\d+ passed\b|\bOK\b|\bok\b|PASS", re.MULTILINE)
+_NEGATED = re.compile(r"n't\b|\b(?:not|never|no|cannot|fail\w*)\b", re.IGNORECASE)
+# A test command to suggest, by the suffix of the file that was changed.
+_SUGGESTED_TESTS = {
+    ".py": "python -m pytest -q", ".js": "npm test", ".mjs": "npm test", ".cjs": "npm test",
+    ".ts": "npm test", ".tsx": "npm test", ".jsx": "npm test", ".go": "go test ./...",
+    ".rs": "cargo test", ".java": "mvn test", ".kt": "gradle test", ".rb": "bundle exec rspec",
+    ".php": "vendor/bin/phpunit", ".cs": "dotnet test", ".ex": "mix test", ".exs": "mix test",
+    ".swift": "swift test",
+}  # fmt: skip
+
+
+def claims_tests_pass(summary: str) -> bool:
+    """True when ``summary`` says tests pass ("all tests pass", "44 passed"), not when it says
+    they do not ("the tests still fail", "tests don't pass yet")."""
+    return any(not _NEGATED.search(m.group()) for m in _CLAIMS_TESTS_PASS.finditer(summary))
+
+
+@dataclass(frozen=True)
+class _Change:
+    order: int
+    what: str  # "step 3 edited raft_kv/node.py", "step 4 ran `mv a b`"
+    paths: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class _Run:
+    order: int
+    step: int
+    command: str
+    is_test: bool = False  # it starts a test runner
+    trusted: bool = False  # ... and nothing in it could have forged the runner's output
+    passed: bool = False
+    reason: str = ""  # the verdict: why it did not pass, or the summary that shows it did
 
 
 @dataclass
 class FinishGuard:
-    """Sends a premature finish back: edits with no run after the last one, or an unproven claim."""
+    """Sends a premature finish back to the model, saying exactly what is missing.
+
+    In this order, a finish is refused when:
+
+    1. the task asks for a change (``tasktext.asks_for_change``: "fix the failing
+       test", not "explain the parser") and nothing was changed in the session: no
+       successful write, no command that plainly writes files (``mv``, ``sed -i``);
+    2. files were changed and no passing test run followed the last change. A test
+       run is a command ``testruns`` recognises as a real runner (``echo 1 passed``
+       and ``python -c "print('1 passed')"`` are not), whose output shows the
+       runner's own summary of a pass, with exit code 0;
+    3. the summary says the tests pass and the last test run did not show it.
+
+    A vetoed write is the user's decision and waives (1); a vetoed test run waives
+    nothing (the user may only mean "not yet"). After ``max_finish_rejections``
+    refusals the next finish is accepted, so the guard never traps a session; the
+    last refusal says so.
+    """
 
     limits: Limits
-    last_edit_step: int | None = None
-    last_run_step: int | None = None
-    last_run_passed: bool = False
+    task: str = ""
     rejections: int = 0
+    changed: bool = False  # a write, or a command that writes files, succeeded
+    declined_change: bool = False  # the user vetoed a write
+    last_change: _Change | None = None
+    last_command: _Run | None = None
+    last_test: _Run | None = None
+    _order: int = field(default=0, init=False, repr=False)  # orders changes and runs
 
-    def observe(self, step: int, proposal: Proposal, observation: Observation) -> None:
+    def observe(
+        self, step: int, proposal: Proposal, observation: Observation, *, vetoed: bool = False
+    ) -> None:
+        """Record a step's outcome (``vetoed``: the user refused it, nothing ran)."""
+        self._order += 1
+        command = proposal.command or ""
+        if vetoed:
+            self.declined_change = self.declined_change or proposal.kind == "write"
+            return
         if proposal.kind == "write" and observation.ok:
-            self.last_edit_step = step
-        elif proposal.kind == "command" and proposal.tool == "run" and not _is_trivial(proposal):
-            self.last_run_step = step
-            self.last_run_passed = observation.exit_code == 0 and bool(
-                _TEST_RUN_PASSED.search(observation.output)
-            )
+            self._note_change(f"step {step} edited {_listing(proposal.paths)}", proposal.paths)
+        elif proposal.kind == "command" and command.strip():
+            timed_out = observation.error is not None and observation.error.code == COMMAND_TIMEOUT
+            if not observation.ok and not timed_out:
+                return  # refused before it ran
+            exit_code = observation.exit_code if observation.ok else None
+            mutation = changes_files(command) if exit_code == 0 else None
+            if mutation:
+                self._note_change(f"step {step} ran `{_short(mutation)}`")
+                self._order += 1  # a test in the same command ran after the change
+            parsed = parse_test_command(command)
+            run = _Run(self._order, step, command)
+            if parsed.is_test:
+                verdict = judge(command, observation.output, exit_code)
+                trusted = parsed.distrust is None
+                run = _Run(
+                    self._order, step, command, True, trusted, verdict.passed, verdict.reason
+                )
+                self.last_test = run
+            self.last_command = run
 
     def undo(self, step: int) -> None:
-        self.last_edit_step = step  # an undo changes files just as an edit does
+        """The user undid a commit: files changed, so the tests must run again."""
+        self._order += 1
+        self.last_change = _Change(self._order, f"the undo after step {step} changed files")
 
     def check(self, summary: str) -> Firing | None:
         if self.rejections >= self.limits.max_finish_rejections:
             return None
-        reason = None
-        if self.last_edit_step is not None and (self.last_run_step or 0) < self.last_edit_step:
-            reason = "files were edited but no command was run after the last edit"
-        elif _CLAIMS_TESTS_PASS.search(summary) and not (
-            self.last_run_step and self.last_run_passed
-        ):
-            reason = "the summary says tests pass, but no run in this session showed passing tests"
-        if reason is None:
+        problem = self._problem(summary)
+        if problem is None:
             return None
+        detail, message = problem
         self.rejections += 1
-        return Firing(
-            "premature_finish",
-            reason,
-            "reject_finish",
-            f"finish refused: {reason}. Run the relevant tests, check the result, then finish.",
+        if self.rejections >= self.limits.max_finish_rejections:
+            message += (
+                f" (Refusal {self.rejections} of {self.limits.max_finish_rejections}: the next "
+                "finish will be accepted as it is, so finish only when the work is done.)"
+            )
+        return Firing("premature_finish", detail, "reject_finish", f"finish refused: {message}")
+
+    def _problem(self, summary: str) -> tuple[str, str] | None:
+        """(detail for the log, what the model is told) for the first unmet rule, or None."""
+        wanted = asks_for_change(self.task)
+        if wanted and not self.changed and not self.declined_change:
+            return (
+                "the task asks for a change but no file was changed",
+                f'the task asks for a change ("{wanted}") but no file was changed in this '
+                "session; make the change, run the tests, then finish.",
+            )
+        change = self.last_change
+        if change is not None:
+            test = (
+                self.last_test if self.last_test and self.last_test.order > change.order else None
+            )
+            ran = (
+                self.last_command
+                if self.last_command and self.last_command.order > change.order
+                else None
+            )
+            run_tests = f"run the tests ({self._suggestion()}), check that they pass, then finish."
+            if ran is None:
+                return (
+                    "files were edited but no command was run after the last edit",
+                    f"{change.what} and no test command ran after it; {run_tests}",
+                )
+            if test is None:
+                return (
+                    "files were edited but no test command ran after the last edit",
+                    f"{change.what}, and the command after it (step {ran.step}: "
+                    f"`{_short(ran.command)}`) is not a test run (no test runner in it); {run_tests}",
+                )
+            if not test.passed:
+                return "the last test run after the last edit did not pass", self._failed(test)
+        if claims_tests_pass(summary) and not (self.last_test and self.last_test.passed):
+            detail = "the summary says tests pass, but no run in this session showed passing tests"
+            if self.last_test is None:
+                return detail, (
+                    "the summary says the tests pass, but no test command ran in this session; "
+                    f"run the tests ({self._suggestion()}) and report what they show."
+                )
+            return detail, "the summary says the tests pass, but " + self._failed(self.last_test)
+        return None
+
+    def _failed(self, test: _Run) -> str:
+        if not test.trusted:
+            advice = "run the test command on its own, then finish."
+        elif test.reason.startswith("shows no"):
+            advice = "run the tests so that the runner's summary shows, then finish."
+        else:
+            advice = "fix what fails, run the tests again, then finish."
+        return (
+            f"the last test run (step {test.step}: {_short(test.command)}) {test.reason}; {advice}"
         )
 
+    def _suggestion(self) -> str:
+        if self.last_test is not None and self.last_test.trusted:
+            return f"for example `{_short(self.last_test.command)}`"
+        for path in self.last_change.paths if self.last_change else ():
+            suggested = _SUGGESTED_TESTS.get(PurePosixPath(path).suffix.lower())
+            if suggested:
+                return f"for example `{suggested}`"
+        return "the project's test command"
 
-def _is_trivial(proposal: Proposal) -> bool:
-    command = (proposal.command or "").strip()
-    return (
-        command.split(" ")[0] in {"ls", "cat", "echo", "pwd", "head", "tail", "git"}
-        and "test" not in command
-    )
+    def _note_change(self, what: str, paths: list[str] | None = None) -> None:
+        self._order += 1
+        self.changed = True
+        self.last_change = _Change(self._order, what, tuple(paths or ()))
+
+
+def _listing(paths: list[str], shown: int = 2) -> str:
+    if not paths:
+        return "files"
+    more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
+    return ", ".join(paths[:shown]) + more
+
+
+def _short(command: str, limit: int = 100) -> str:
+    command = " ".join(command.split())
+    return command if len(command) <= limit else command[: limit - 3] + "..."

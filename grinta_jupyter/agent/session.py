@@ -71,6 +71,8 @@ class Session:
         session_id: str | None = None,
         settings: Settings | None = None,
     ):
+        if not (policy in ("ask", "auto") or callable(policy)):
+            raise PolicyError(f"policy must be 'ask', 'auto' or a callable, not {policy!r}")
         self.task = task
         self.model = model
         self.runtime = Runtime(root, toolset, settings)
@@ -108,7 +110,7 @@ class Session:
         self.stuck = StuckDetector(self.limits)
         self.breaker = CircuitBreaker(self.limits)
         self.budgets = Budgets(self.limits)
-        self.finish_guard = FinishGuard(self.limits)
+        self.finish_guard = FinishGuard(self.limits, task=task)
         self._emit(
             ev.SessionStart(
                 task=task,
@@ -387,8 +389,7 @@ class Session:
             if vetoed
             else [f for f in (self.stuck.observe(proposal, obs), self.breaker.observe(obs)) if f]
         )
-        if not vetoed:
-            self.finish_guard.observe(step.number, proposal, obs)
+        self.finish_guard.observe(step.number, proposal, obs, vetoed=vetoed)
         for firing in firings:
             self._fire(firing, step)
             if firing.action == "force_read":

@@ -1,96 +1,467 @@
 """Content guards: refuse payloads that would corrupt a file in tell-tale ways.
 
 They look only at the lines an edit adds, so they apply identically to every
-tool and never trip on what a file already contained.
+tool and never trip on what a file already contained. A wrong refusal blocks a
+real edit, so each rule needs a tell that real code does not have.
 
 - CONTENT_SERIALIZED: code that arrived JSON-escaped, e.g. ``def f():\\n    pass``
-  on one line. An escape sequence (``\\n``, ``\\t``, ``\\"``) outside any
-  string literal is the tell; ``print("a\\nb")`` has its ``\\n`` inside quotes
-  and passes.
-- PLACEHOLDER: elisions such as ``# ... rest of the code unchanged ...`` that
-  would replace real code with a comment.
+  on one line. The tell is an escape sequence (``\\n``, ``\\t``, ``\\"``, or a
+  doubly escaped ``\\\\n``) in code: outside string literals, regex literals
+  and comments, and not a LaTeX command (``\\theta``) or a Windows path
+  (``C:\\new``). One escaped newline that splits text into two lines is
+  enough, or two escapes of any kind, when there are more of them than real
+  newlines; or one line holding two escapes, one of them splitting it,
+  whatever else the edit adds. A payload that is one JSON string literal, quotes included, whose
+  value holds two or more lines, is refused too. ``print("a\\nb")`` passes,
+  and so does ``echo \\"$x\\"`` in shell code (shell scripts, Makefiles, YAML).
+- PLACEHOLDER: a line that stands in for elided code: an ellipsis alone in a
+  comment (``# ...``, ``// ...``, ``/* ... */``, ``<!-- ... -->``), or a
+  comment or bracketed line that says code is elsewhere (``# rest of file``,
+  ``// other handlers as above``, ``(rest unchanged)``, ``[snip]``,
+  ``# TODO: same as before``, ``...existing code...``). Code is never a
+  placeholder: Python's ``...`` (``def f(): ...``, a line holding only
+  ``...``, ``Callable[..., T]``), ``...args``, and comments that mention
+  "unchanged" in prose (``# returns the value unchanged``), or that follow
+  code on their line (``pass  # unchanged``).
+
+In prose files (Markdown, reST, text) examples legitimately elide code, so
+only the markers that would stand in for the document itself are refused
+(``<!-- rest unchanged -->``, ``[rest of file omitted]``), and an escaped
+newline needs a second escape to count.
 """
 
 from __future__ import annotations
 
+import io
+import json
 import re
+import tokenize
+from dataclasses import dataclass
+from pathlib import PurePosixPath
 
 from grinta_jupyter.runtime.errors import CONTENT_SERIALIZED, PLACEHOLDER, ToolError
 
-_ESCAPE_AFTER_BACKSLASH = frozenset('nrt"')
-
-_COMMENT = re.compile(r"^\s*(?:#+|//+|/\*+|<!--|--|;+|\*|%+)?\s*")
-_ELLIPSIS = re.compile(r"\.\.\.|…")
-_NOUN = (
-    r"(?:code|file|function|class|method|methods|functions|implementation|module|body|content"
-    r"|logic|lines|imports|tests|fields|definitions|cases)"
+PROSE_SUFFIXES = frozenset(
+    {".md", ".markdown", ".rst", ".txt", ".adoc", ".asciidoc", ".org", ".tex"}
 )
-_ELIDED = re.compile(
-    rf"\b(?:(?:rest|remainder) of (?:the )?(?:\w+ )?{_NOUN}|(?:existing|remaining|previous|other|original"
-    rf"|unchanged|same) {_NOUN}|{_NOUN} (?:remains?|unchanged|omitted|as before)|omitted for brevity"
-    r"|same as (?:before|above))\b",
+_PROSE_NAMES = ("readme", "changelog", "license", "notice", "authors", "contributing")
+
+
+def is_prose(path: str) -> bool:
+    """True for documentation files, where examples may elide code on purpose."""
+    name = PurePosixPath(path.replace("\\", "/")).name.lower()
+    return PurePosixPath(name).suffix in PROSE_SUFFIXES or name.startswith(_PROSE_NAMES)
+
+
+# -- placeholders -------------------------------------------------------------------------
+
+_OPENERS = r"#+|//+|/\*+|\{/\*+|<!--+|\{#|\(\*|\{-|--+|;+|%+|\*+(?!\*/)"
+_CLOSERS = r"\*+/\}?|--+>|#\}|\*\)|-\}"
+_COMMENT_LINE = re.compile(rf"^(?P<open>{_OPENERS})?\s*(?P<body>.*?)\s*(?P<close>{_CLOSERS})?$")
+_BRACKETED = re.compile(r"^(?:\[.*\]|\(.*\)|<[^<>]*>|\{.*\})$")
+_ELLIPSIS = re.compile(r"\.{3,}|…+|⋯+")
+_BARE_ELLIPSIS = re.compile(r"^[\[(<{]?(?:\.{3,4}|…{1,2}|⋯{1,2})[\])>}]?$")  # not "# ........" rules
+_TAG = re.compile(r"^(?:todo|fixme|xxx|note|hack)\b\s*[:\-]?\s*", re.IGNORECASE)
+# Without a comment marker, only a line led and closed by an ellipsis ("...existing code...",
+# "... rest of file ..."); not JS spread (...rest,) and no quotes (print('...'), test data).
+_ELLIPSIS_LINE = re.compile(r"^(?:\.{3,}|…)(?:\s[^\"'`]*|[^\"'`]*(?:\.{3,}|…))$")
+# Every placeholder has one of these; most lines are rejected by this one search.
+_HINT = re.compile(
+    r"\.\.\.|…|⋯|rest|remainder|unchanged|same|omitted|elided|snip|existing|remaining|previous"
+    r"|original|other|else|unmodified|change|intact|brevity|untouched|identical|truncated"
+    r"|skipped|not shown|before|above|below|more|similar|etc|ditto|code|cut|continued"
+    r"|\bas is\b|\bas it was\b",
     re.IGNORECASE,
 )
-_ELIDED_CLAIM = re.compile(
-    r"\b(?:unchanged|omitted|as before|goes here|remains? the same|here)\b", re.I
+_NOUNS = (
+    r"(?:code|codes|file|files|function|functions|funcs?|class|classes|methods?|"
+    r"implementations?|impl|modules?|body|bodies|content|contents|logic|lines?|imports?|tests?|"
+    r"fields|definitions?|cases|handlers?|routes|properties|props|members|attributes|helpers?|"
+    r"components?|styles|rules|config|configuration|endpoints|views|parts?|sections?|"
+    r"statements|exports|declarations|hooks|listeners|middleware|branches|stuff|markup|html|css|"
+    r"templates?|scripts?|fixtures|examples|docs|documentation|blocks?|constructor|setup|"
+    r"teardown|source|snippet|readme|changes|document|page|query|queries|tables?)"
+)
+_CLAIM = (
+    r"(?:(?:is|are|was|were|remains?|stays?|kept|left|continues?) )?(?:unchanged|the same|same|"
+    r"as is|as before|as above|as below|intact|omitted|elided|not shown|skipped|truncated|"
+    r"snipped|untouched|identical|unmodified|not changed|(?:omitted |removed |elided )?for "
+    r"brevity|like before|as previously|as it was|same as (?:before|above|below|the original|"
+    r"original|previously|earlier))"
+)
+_DETERMINER = r"(?:the|all|any|this|these|that|those|its|their|your|my|our)"
+_QUALIFIER = (
+    r"(?:existing|remaining|previous|prior|original|unchanged|other|same|old|more|additional|"
+    r"similar|earlier|omitted|untouched)"
+)
+# Whole comment bodies that claim code is elsewhere, on their own.
+_STRONG = re.compile(
+    "|".join(
+        [
+            rf"(?:the )?(?:rest|remainder) of (?:{_DETERMINER} )?(?:\w+ ){{0,2}}{_NOUNS}(?: {_CLAIM})?",
+            rf"(?:the )?(?:rest|remainder)(?: of (?:it|this|that))? {_CLAIM}",
+            # "rest of f unchanged", "rest of c f as before", "rest of method body here"
+            rf"(?:the )?(?:rest|remainder) of (?:[\w']+ ){{1,3}}(?:{_CLAIM}|(?:goes )?here)",
+            rf"(?:keep|leave) (?:{_DETERMINER} )?(?:{_QUALIFIER} )?(?:\w+ ){{0,2}}(?:as is|unchanged"
+            r"|intact|the same|as before|alone)",
+            rf"(?:{_DETERMINER} )?(?:existing|remaining|unchanged|original) {_NOUNS}",
+            rf"(?:everything|all) else {_CLAIM}",
+            rf"(?:{_DETERMINER} )?{_QUALIFIER} (?:\w+ ){{0,2}}{_NOUNS} {_CLAIM}",
+            rf"(?:{_DETERMINER} )?(?:\w+ )?{_NOUNS} {_CLAIM}",
+            r"unchanged|same as (?:before|above|below|the original|original|previously|earlier)"
+            r"|snip|snipped|snip snip|omitted|omitted for brevity|elided|unmodified"
+            r"|(?:stays?|remains?) (?:the same|unchanged)|(?:keep|leave) (?:the )?rest(?: unchanged| as is)?",
+        ]
+    )
+)
+# Bodies that claim it only next to an ellipsis ("... existing code ...", "// ... etc").
+_WEAK = re.compile(
+    "|".join(
+        [
+            rf"(?:{_DETERMINER} )?{_QUALIFIER} (?:\w+ ){{0,2}}{_NOUNS}",
+            r"(?:the )?(?:rest|remainder)(?: of (?:it|this|that))?",
+            r"(?:everything|all) else|no changes?|nothing (?:else )?changed",
+            r"as before|as above|as below|etc|and so on|same|as is|ditto|and more|more|similar"
+            r"|continued|cut|existing|unchanged code|code",
+        ]
+    )
 )
 
 
-def is_placeholder_line(line: str) -> bool:
-    """True for a line that stands in for elided code, e.g. ``# ... existing code ...``."""
-    body = _COMMENT.sub("", line, count=1).strip().strip("[]()").strip()
-    if not body or len(body) > 80 or not _ELIDED.search(body):
-        return False
-    if _ELLIPSIS.search(body):
-        return True
-    # Without an ellipsis, only a short comment that claims the code is elsewhere.
-    return bool(_COMMENT.match(line).group().strip()) and bool(_ELIDED_CLAIM.search(body))
+def is_placeholder_line(line: str, prose: bool = False) -> bool:
+    """True for a line that stands in for elided code, e.g. ``# ... existing code ...``.
+
+    ``prose``: the line is in a documentation file, where only an HTML comment or
+    a bracketed line can be a placeholder.
+    """
+    return _placeholder(line, prose) is not None
 
 
-def escapes_outside_strings(text: str) -> int:
-    """Count backslash escapes (\\n, \\r, \\t, \\") that stand outside string literals."""
-    count = 0
-    quote: str | None = None
-    i = 0
-    while i < len(text):
-        ch = text[i]
-        if quote is None:
-            if ch == "\\" and i + 1 < len(text) and text[i + 1] in _ESCAPE_AFTER_BACKSLASH:
-                count += 1
-                i += 2
-                continue
-            if ch in "\"'`":
-                quote = ch
-        elif ch == "\\":
-            i += 2
+def _placeholder(line: str, prose: bool) -> str | None:
+    """ "marked" for a placeholder with an ellipsis or brackets, "claim" for a comment that
+    only says code is elsewhere ("# rest of file"), None for anything else."""
+    stripped = line.strip()
+    if not stripped or len(stripped) > 120 or not _HINT.search(stripped):
+        return None
+    bracketed = bool(_BRACKETED.match(stripped))
+    match = _COMMENT_LINE.match(stripped)
+    assert match is not None  # every part of the pattern is optional
+    opener = match.group("open") or ""
+    if prose and not opener.startswith("<!--") and not bracketed:
+        return None
+    if not opener and not bracketed and not _ELLIPSIS_LINE.match(stripped):
+        return None
+    body = _TAG.sub("", match.group("body") or "")
+    has_ellipsis = bool(_ELLIPSIS.search(body))
+    words = " ".join(re.sub(r"[^a-z0-9' ]+", " ", _ELLIPSIS.sub(" ", body.lower())).split())
+    if not words:  # an ellipsis alone: "# ...", "/* ... */", "<!-- ... -->"
+        bare = opener and not opener.startswith("*") and not prose
+        if not (bare and _BARE_ELLIPSIS.match(body.replace(" ", ""))):
+            return None
+        # "#     ..." indented inside the comment is commented-out code when comments surround it.
+        return "claim" if stripped[len(opener) :].startswith(("  ", "\t")) else "marked"
+    if _STRONG.fullmatch(words):
+        return "marked" if has_ellipsis or bracketed else "claim"
+    # Brackets alone are not enough here: [code] and [more] are TOML and INI section headers;
+    # brackets inside a comment are ("# (existing code)").
+    in_brackets = bool(opener) and bool(_BRACKETED.match(match.group("body") or ""))
+    weak = _WEAK.fullmatch(words)
+    return "marked" if not prose and (has_ellipsis or in_brackets) and weak else None
+
+
+def check_placeholder(
+    added_lines: list[tuple[int, str]], old_text: str, path: str = "", new_text: str = ""
+) -> ToolError | None:
+    """PLACEHOLDER when an added line is an elision marker the file did not already hold.
+
+    A comment that only claims code is elsewhere ("# rest of file"), or an ellipsis indented
+    inside its comment ("#     ..."), counts when it stands alone; inside a block of comments
+    it is prose or commented-out code ("# ... so the contents are the same").
+    Given the whole ``new_text`` of a Python file, lines inside its docstrings and other
+    multi-line strings are examples, not code, and are left alone.
+    """
+    prose = is_prose(path) if path else False
+    added = dict(added_lines)
+    in_strings: set[int] | None = None
+    for line_no, line in added_lines:
+        kind = _placeholder(line, prose)
+        if kind is None or line.strip() in old_text:
             continue
-        elif ch == quote or ch == "\n":
-            quote = None  # strings do not span lines here; a stray quote cannot hide the rest
-        i += 1
-    return count
-
-
-def check_serialized(added: str) -> ToolError | None:
-    """CONTENT_SERIALIZED when ``added`` looks like JSON-escaped code."""
-    escapes = escapes_outside_strings(added)
-    real_newlines = added.count("\n")
-    if escapes >= 2 and escapes > real_newlines:
+        if kind == "claim" and _in_comment_block(added, line_no, line):
+            continue
+        if new_text and path.lower().endswith((".py", ".pyi")):
+            in_strings = _string_lines(new_text) if in_strings is None else in_strings
+            if line_no in in_strings:
+                continue
         return ToolError(
-            CONTENT_SERIALIZED,
-            f"the new text contains {escapes} literal escape sequences (like \\n) outside string "
-            "literals, which looks like JSON-escaped code; send real newlines and quotes",
+            PLACEHOLDER,
+            f"the edit adds a placeholder at line {line_no} ({line.strip()[:60]!r}); "
+            "write out the full code instead of eliding it",
+            line=line_no,
         )
     return None
 
 
-def check_placeholder(added_lines: list[tuple[int, str]], old_text: str) -> ToolError | None:
-    """PLACEHOLDER when an added line is an elision marker the file did not already hold."""
-    for line_no, line in added_lines:
-        if is_placeholder_line(line) and line.strip() not in old_text:
-            return ToolError(
-                PLACEHOLDER,
-                f"the edit adds a placeholder at line {line_no} ({line.strip()[:60]!r}); "
-                "write out the full code instead of eliding it",
-                line=line_no,
-            )
+def _string_lines(source: str) -> set[int]:
+    """Lines of Python ``source`` that lie inside a multi-line string (after its first line)."""
+    lines: set[int] = set()
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.type == tokenize.STRING and token.end[0] > token.start[0]:
+                lines.update(range(token.start[0] + 1, token.end[0] + 1))
+    except (tokenize.TokenError, SyntaxError):
+        pass  # broken code: the lines read so far are all we know
+    return lines
+
+
+def _in_comment_block(added: dict[int, str], line_no: int, line: str) -> bool:
+    """True when an added line next to ``line_no`` is a comment of the same kind."""
+    opener = _comment_opener(line)
+    return bool(opener) and any(
+        _comment_opener(added.get(n, "")) == opener for n in (line_no - 1, line_no + 1)
+    )
+
+
+def _comment_opener(line: str) -> str:
+    match = re.match(rf"\s*({_OPENERS})", line)
+    return match.group(1)[:2] if match else ""
+
+
+# -- serialized payloads --------------------------------------------------------------------
+
+_ESCAPED = frozenset('nrt"')
+_NEWLINE_ESCAPES = frozenset("nr")
+# LaTeX commands that begin like an escape (\theta, \nabla, \textbf): not escapes.
+_LATEX = re.compile(
+    r"(?:newline|newcommand|newpage|noindent|nonumber|nolimits|nabla|neq|nu|nearrow|nexists|nleq"
+    r"|ngeq|nmid|natural|theta|tau|times|textbf|textit|texttt|textrm|textsc|textwidth|tfrac"
+    r"|triangle|tanh|therefore|tableofcontents|rho|rangle|right|rightarrow|rceil|rfloor|renewcommand"
+    r"|rvert|rbrace|rbrack|raggedright)(?![A-Za-z0-9_])"
+)
+# After an escaped newline, text that starts a line of code: it ends a comment, and makes an
+# escaped CRLF a line break (a mention of "\\r\\n" in prose is not).
+_CODE_START = re.compile(
+    r"(?! \S)[ \t]*(?:def |class |import |from |return\b|if |for |while |function |const |let |var "
+    r"|public |private |static |fn |func |package |#|//|[A-Za-z_][\w.]*\s*(?:=[^=]|\())"
+)
+_REGEX_BEFORE = frozenset("(,=:[!&|?{};+-*%~^")  # not < or >: "</p>" is markup
+
+
+@dataclass
+class _Escapes:
+    count: int = 0  # escapes standing in code
+    line_breaks: int = 0  # escaped newlines with text on both sides
+    packed_lines: int = 0  # lines holding two escapes, one of them a line break
+
+
+def escapes_outside_strings(text: str) -> int:
+    """Count escapes (\\n, \\r, \\t, \\") standing in code: outside strings, regexes, comments."""
+    return _scan(text).count
+
+
+def _scan(
+    text: str, quotes: bool = True, stop_when_packed: bool = False, stop_after: int | None = None
+) -> _Escapes:
+    """The escapes standing in code in ``text`` (``quotes``: count \\" among them).
+
+    Strings end at the end of their line, except Python's triple-quoted ones; a
+    line comment ends there too, or at an escaped newline followed by code.
+    """
+    found = _Escapes()
+    if "\\" not in text:
+        return found
+    state = "code"  # code | string | comment | block | regex
+    quote = ""
+    line_count = line_breaks = 0
+    i, n = 0, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            found.packed_lines += line_count >= 2 and line_breaks >= 1
+            line_count = line_breaks = 0
+            if state in ("string", "comment", "regex") and len(quote) != 3:
+                state = "code"
+            i += 1
+            continue
+        if state in ("string", "regex"):
+            if ch == "\\":
+                i += 2
+            elif text.startswith(quote, i):
+                state = "code"
+                i += len(quote)
+            else:
+                i += 1
+            continue
+        if state == "block":
+            if text.startswith("*/", i):
+                state = "code"
+                i += 1
+            i += 1
+            continue
+        width = _escape_width(text, i)
+        if width and not quotes and text[i + width - 1] == '"':
+            i += width  # an escaped quote in shell code is an ordinary character
+            continue
+        if width:
+            pair = _escape_width(text, i + width) if text[i + width - 1] == "r" else 0
+            if pair and text[i + width + pair - 1] != "n":
+                pair = 0
+            end = i + width + pair
+            newline = text[end - 1] in _NEWLINE_ESCAPES
+            if pair or state == "comment":  # a mention of \\r\\n, or an escape in a comment
+                breaks = newline and bool(_CODE_START.match(text, end))
+            else:
+                breaks = newline and _splits_lines(text, i, width)
+            if state != "comment" or breaks:
+                found.count += 1
+                line_count += 1
+                found.line_breaks += breaks
+                line_breaks += breaks
+                state = "code" if breaks else state
+                if stop_when_packed and line_count >= 2 and line_breaks >= 1:
+                    found.packed_lines += 1
+                    return found  # the verdict cannot change: no need to read a megabyte
+                if stop_after is not None and found.count > stop_after:
+                    return found
+            i = end
+            continue
+        if state == "comment":
+            i += 1
+            continue
+        if ch == "\\":
+            i += _skip_backslash_word(text, i)
+            continue
+        if text.startswith(('"""', "'''"), i):
+            state, quote = "string", text[i : i + 3]
+        elif text.startswith("``", i):
+            state, quote = "string", "``"  # reST inline literal
+        elif ch in "\"'`":
+            state, quote = "string", ch
+        elif _comment_starts(text, i):
+            state, quote = "comment", ""
+        elif text.startswith("/*", i):
+            state, quote = "block", "/*"
+        elif ch == "/" and _regex_may_start(text, i):
+            state, quote = "regex", "/"
+        i += len(quote) if state in ("string", "block") else 1
+    found.packed_lines += line_count >= 2 and line_breaks >= 1
+    return found
+
+
+def _comment_starts(text: str, i: int) -> bool:
+    """A ``#`` or ``//`` line comment starts at ``i`` (after a space, not inside a word or URL)."""
+    before = text[i - 1] if i else "\n"
+    if text[i] == "#":
+        return before in " \t\n"
+    return text.startswith("//", i) and before in " \t\n;{})"
+
+
+def _escape_width(text: str, i: int) -> int:
+    """Length of the escape at ``i`` (\\n, or the doubly escaped \\\\n), 0 when there is none."""
+    if i >= len(text) or text[i] != "\\":
+        return 0
+    j = i + 1
+    if j < len(text) and text[j] == "\\":
+        j += 1  # \\n: escaped twice
+    if j >= len(text) or text[j] not in _ESCAPED:
+        return 0
+    if _LATEX.match(text, j):
+        return 0
+    line_start = _line_start(text, i)
+    token_start = max(text.rfind(" ", line_start, i), text.rfind("\t", line_start, i)) + 1
+    token_start = max(token_start, line_start)
+    if token_start < i and re.match(r"[A-Za-z]:\\|\\\\[A-Za-z]", text[token_start : i + 2]):
+        return 0  # a Windows path: C:\new\table, \\server\tmp
+    return j + 1 - i
+
+
+def _line_start(text: str, i: int, window: int = 256) -> int:
+    """Where the line holding ``i`` starts, looking back at most ``window`` characters (so a
+    megabyte on one line costs no more than a short one)."""
+    low = max(0, i - window)
+    return text.rfind("\n", low, i) + 1 or low
+
+
+def _skip_backslash_word(text: str, i: int) -> int:
+    word = re.match(r"\\[A-Za-z]*", text[i : i + 64])
+    return max(len(word.group()) if word else 1, 1)
+
+
+def _splits_lines(text: str, i: int, width: int) -> bool:
+    """True when the escaped newline at ``i`` splits code: text right before it, a word after.
+
+    Prose that mentions the escape ("split on \\n to get lines") has spaces around it.
+    """
+    before = text[_line_start(text, i) : i]
+    after = re.match(r"[^\\\n]*", text[i + width : i + width + 200])
+    if not before.strip() or before[-1] in " \t" or after is None:
+        return False
+    return bool(re.search(r"\w", after.group())) and not re.match(r" [A-Za-z]", after.group())
+
+
+def _regex_may_start(text: str, i: int) -> bool:
+    """A ``/`` starts a regex literal after an operator or an opening bracket, not after a value."""
+    if text.startswith(("//", "/*"), i):
+        return False
+    before = text[_line_start(text, i) : i].rstrip(" \t")
+    if not before or before[-1] in _REGEX_BEFORE:
+        return True
+    return bool(re.search(r"\b(?:return|typeof|case|in|of)$", before))
+
+
+_SCANNED = 200_000
+
+
+def check_serialized(added: str, path: str = "") -> ToolError | None:
+    """CONTENT_SERIALIZED when ``added`` looks like JSON-escaped code."""
+    literal = _json_string_literal(added)
+    if literal is not None:
+        return ToolError(
+            CONTENT_SERIALIZED,
+            f"the new text is one JSON string literal (quotes included) holding {literal} "
+            "lines; send the text itself, with real newlines and no surrounding quotes",
+        )
+    prose = bool(path) and is_prose(path)
+    # In shell code \" outside quotes is an ordinary escaped quote (echo \"$x\").
+    quotes = not (path and _is_shell(path))
+    # The first _SCANNED characters tell as well as the whole (and bound the cost).
+    text = added[:_SCANNED]
+    newlines = text.count("\n")
+    found = _scan(text, quotes, stop_when_packed=not prose, stop_after=max(1, newlines))
+    enough = found.count >= 2 or (found.line_breaks >= 1 and not prose)
+    # One line holding escaped lines is serialized even among real lines.
+    packed = not prose and found.packed_lines > 0
+    if (enough and found.count > newlines) or packed:
+        return ToolError(
+            CONTENT_SERIALIZED,
+            "the new text contains literal escape sequences (like \\n) outside string literals"
+            f"{'' if packed else f' ({found.count} or more)'}, which looks like JSON-escaped "
+            "code; send real newlines and quotes",
+        )
     return None
+
+
+_SHELL_SUFFIXES = frozenset({".sh", ".bash", ".zsh", ".ksh", ".fish", ".mk", ".bat", ".cmd",
+                             ".ps1", ".yml", ".yaml"})  # fmt: skip
+_SHELL_NAMES = ("makefile", "gnumakefile", "dockerfile", "justfile", "containerfile")
+
+
+def _is_shell(path: str) -> bool:
+    """Shell scripts, and files that hold shell commands (Makefiles, Dockerfiles, CI YAML)."""
+    name = PurePosixPath(path.replace("\\", "/")).name.lower()
+    return PurePosixPath(name).suffix in _SHELL_SUFFIXES or name.startswith(_SHELL_NAMES)
+
+
+def _json_string_literal(added: str) -> int | None:
+    """The number of lines in ``added`` when it is one JSON string literal of two or more lines."""
+    text = added.rstrip()
+    if not (text.startswith('"') and text.endswith('"') and len(text) >= 2):
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, str):
+        return None
+    lines = [line for line in value.splitlines() if line.strip()]
+    return len(lines) if len(lines) >= 2 else None

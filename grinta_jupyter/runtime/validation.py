@@ -7,18 +7,29 @@ not add errors (counted with tree-sitter where a grammar exists).
 Python is checked with ``compile()``; JSON, TOML and YAML with their own
 parsers; every other language with a tree-sitter grammar by its ERROR and
 MISSING nodes.
+
+JSON is strict: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
+``json.loads`` accepts) are errors, and so is a key repeated in one object
+(readers silently keep only the last). Files that are JSON with comments by
+convention (``*.jsonc``, ``tsconfig*.json``, ``.vscode/*.json``, ...) may hold
+comments and trailing commas. Any other ``.json`` file that already held
+comments counts as already broken, so it stays editable as long as an edit
+adds no error tree-sitter can see. Suffixes are matched ignoring case
+(``A.JSON`` is JSON).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import PurePosixPath
+from typing import Any
 
 from grinta_jupyter.runtime import grammars
 from grinta_jupyter.runtime.diffs import common_affixes
@@ -45,14 +56,115 @@ def _python(text: str, path: str) -> FirstError:
     return None
 
 
+class _NotStrictJson(ValueError):
+    """Valid to ``json.loads`` but not JSON: a NaN or Infinity, or a repeated key."""
+
+    def __init__(self, message: str, line: int = 1):
+        super().__init__(message)
+        self.message, self.line = message, line
+
+
 def _json(text: str, path: str) -> FirstError:
     if not text.strip():
         return None
+    source = without_comments(text) if allows_comments(path) else text
+
+    def refuse_constant(name: str) -> Any:
+        raise _NotStrictJson(
+            f"{name} is not valid JSON (JSON has no NaN or Infinity; use null, a number or a "
+            "string)",
+            _line_of_constant(source, name),
+        )
+
+    def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise _NotStrictJson(
+                    f"duplicate key {json.dumps(key)[:60]} in one object (JSON readers keep "
+                    "only the last one)",
+                    _line_of_duplicate(source, key),
+                )
+            seen.add(key)
+        return dict(pairs)
+
     try:
-        json.loads(text)
+        json.loads(source, parse_constant=refuse_constant, object_pairs_hook=refuse_duplicates)
     except json.JSONDecodeError as exc:
         return exc.lineno, exc.msg
+    except _NotStrictJson as exc:
+        return exc.line, exc.message
+    except RecursionError:
+        return 1, "nested too deeply to parse"
     return None
+
+
+_JSONC_NAMES = re.compile(
+    r"^(?:tsconfig.*|jsconfig.*|\.eslintrc|deno|turbo|devcontainer|\.devcontainer|tslint"
+    r"|api-extractor|\.babelrc|babel\.config|\.swcrc|biome)\.json$"
+)
+
+
+def allows_comments(path: str) -> bool:
+    """True for JSON files that are JSON with comments by convention (tsconfig.json, .jsonc)."""
+    parts = PurePosixPath(path.replace("\\", "/").lower()).parts
+    if not parts:
+        return False
+    name = parts[-1]
+    return (
+        name.endswith(".jsonc")
+        or bool(_JSONC_NAMES.match(name))
+        or (name.endswith(".json") and any(p in (".vscode", ".devcontainer") for p in parts[:-1]))
+    )
+
+
+_JSON_STRING = r'"(?:\\.|[^"\\\n])*"'
+_JSON_COMMENTS = re.compile(rf"{_JSON_STRING}|//[^\n]*|/\*.*?\*/", re.DOTALL)
+_JSON_TRAILING_COMMAS = re.compile(rf"{_JSON_STRING}|,(?=\s*[}}\]])")
+
+
+def without_comments(text: str) -> str:
+    """``text`` with // and /* */ comments and trailing commas blanked; lines stay in place."""
+
+    def blank(match: re.Match[str]) -> str:
+        token = match.group()
+        return token if token.startswith('"') else re.sub(r"[^\n]", " ", token)
+
+    return _JSON_TRAILING_COMMAS.sub(blank, _JSON_COMMENTS.sub(blank, text))
+
+
+def _line_of_constant(source: str, name: str) -> int:
+    """The line of the first ``name`` (NaN, Infinity) standing outside a string."""
+    for match in re.finditer(rf"{_JSON_STRING}|(?<![\w.]){re.escape(name)}(?!\w)", source):
+        if not match.group().startswith('"'):
+            return source.count("\n", 0, match.start()) + 1
+    return 1
+
+
+def _line_of_duplicate(source: str, key: str) -> int:
+    """The line where ``key`` first repeats within one object (found with tree-sitter)."""
+    try:
+        tree = grammars.parser_for("json").parse(source.encode("utf-8"))
+    except Exception:  # no JSON grammar: the message still names the key
+        return 1
+    stack = [tree.root_node]
+    while stack:
+        node = stack.pop()
+        if node.type == "object":
+            seen: set[str] = set()
+            for pair in node.named_children:
+                key_node = pair.child_by_field_name("key") if pair.type == "pair" else None
+                if key_node is None or key_node.text is None:
+                    continue
+                try:
+                    name = json.loads(key_node.text.decode("utf-8"))
+                except ValueError:
+                    continue
+                if name == key and name in seen:
+                    return key_node.start_point[0] + 1
+                seen.add(name)
+        stack.extend(reversed(node.named_children))
+    return 1
 
 
 def _toml(text: str, path: str) -> FirstError:
@@ -132,8 +244,6 @@ def _fingerprint(path: str, text: str) -> bytes:
 
 
 def _line_from_message(message: str) -> int:
-    import re
-
     match = re.search(r"line (\d+)", message)
     return int(match.group(1)) if match else 1
 
@@ -147,6 +257,9 @@ PARSERS: dict[str, Callable[[str, str], FirstError]] = {
 
 
 def language_of(path: str) -> str | None:
+    """The language ``path`` is validated as (by suffix or name, ignoring case), or None."""
+    if path.lower().endswith(".jsonc"):
+        return "json"
     return grammars.language_for(path)
 
 

@@ -30,6 +30,7 @@ from grinta_jupyter.runtime.errors import (
     PATH_FORBIDDEN,
     PATH_OUTSIDE_WORKSPACE,
     PATH_TOO_LONG,
+    SYMLINK_LOOP,
     WORKSPACE_MISSING,
     ToolFailure,
     fail,
@@ -131,6 +132,11 @@ class Workspace:
         _check_length(lexical, path)
         if not os.path.isdir(self._root_str):
             raise fail(WORKSPACE_MISSING, _MISSING.format(root=self.root))
+        try:
+            os.stat(lexical)  # a link loop on the way would resolve to a made-up path
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise fail(SYMLINK_LOOP, f"{path!r} runs into a symbolic link loop") from None
         real = Path(os.path.realpath(lexical))
         if not _is_within(real, self.root):
             raise fail(

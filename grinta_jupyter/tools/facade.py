@@ -263,8 +263,8 @@ class Runtime:
         for change in changes:
             added = change.added
             error = (
-                check_serialized("\n".join(line for _, line in added))
-                or check_placeholder(added, change.before or "")
+                check_serialized("\n".join(line for _, line in added), change.path)
+                or check_placeholder(added, change.before or "", change.path, change.after or "")
                 or check_syntax(change.path, change.before, change.after or "")
             )
             if error is not None:
