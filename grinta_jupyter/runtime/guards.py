@@ -60,7 +60,9 @@ _CLOSERS = r"\*+/\}?|--+>|#\}|\*\)|-\}"
 _COMMENT_LINE = re.compile(rf"^(?P<open>{_OPENERS})?\s*(?P<body>.*?)\s*(?P<close>{_CLOSERS})?$")
 _BRACKETED = re.compile(r"^(?:\[.*\]|\(.*\)|<[^<>]*>|\{.*\})$")
 _ELLIPSIS = re.compile(r"\.{3,}|…+|⋯+")
-_BARE_ELLIPSIS = re.compile(r"^[\[(<{]?(?:\.{3,4}|…{1,2}|⋯{1,2})[\])>}]?$")  # not "# ........" rules
+_BARE_ELLIPSIS = re.compile(
+    r"^[\[(<{]?(?:\.{3,4}|…{1,2}|⋯{1,2})[\])>}]?$"
+)  # not "# ........" rules
 _TAG = re.compile(r"^(?:todo|fixme|xxx|note|hack)\b\s*[:\-]?\s*", re.IGNORECASE)
 # Without a comment marker, only a line led and closed by an ellipsis ("...existing code...",
 # "... rest of file ..."); not JS spread (...rest,) and no quotes (print('...'), test data).
