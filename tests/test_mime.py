@@ -152,3 +152,19 @@ def test_long_diffs_are_cut_with_a_note():
     )
     html = diff_rows_html(diff, max_lines=50)
     assert html.count("<tr") == 50 and "353 more diff lines" in html  # file, hunk, 47 lines, note
+
+
+def test_a_session_ended_by_a_model_error_says_why_on_its_card(tmp_path, monkeypatch):
+    from grinta_jupyter.agent.models import LiteLLMModel
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("GRINTA_API_KEY", raising=False)
+    root = copy_workspace("raft_kv", tmp_path / "raft_kv")
+    session = drive(
+        Session("fix", model=LiteLLMModel("openai/gpt-4o-mini"), root=root), lambda s: None
+    )
+    assert session.end_reason == "error"
+    bundle = session_bundle(session)
+    assert bundle[SESSION_MIME]["error"].startswith("MISSING_KEY: ")
+    assert "OPENAI_API_KEY" in bundle["text/html"] and "Error: MISSING_KEY" in bundle["text/html"]
+    assert "error: MISSING_KEY" in bundle["text/plain"]

@@ -161,11 +161,20 @@ def session_payload(session: Session) -> dict[str, Any]:
         "root": str(session.root),
         "end_reason": session.end_reason,
         "summary": session.summary,
+        "error": _last_error(session),
         "metrics": metrics,
         "log": str(session.log_path) if session.log_path else None,
     }
     redacted: dict[str, Any] = session_secrets(session).redact_data(payload)
     return redacted
+
+
+def _last_error(session: Session) -> str | None:
+    """``CODE: message`` of the error that ended the session (a missing key, say), if any."""
+    errors = [e for e in session.log.events if e.type == "error"]
+    if not session.done or not errors:
+        return None
+    return f"{getattr(errors[-1], 'code', 'ERROR')}: {getattr(errors[-1], 'message', '')}"
 
 
 def trace_bundle(session: Session) -> dict[str, Any]:
@@ -277,7 +286,8 @@ def session_text(payload: dict[str, Any]) -> str:
     return (
         f"[grinta session {line_text(payload['session'])}] {line_text(payload['end_reason'])}: "
         f"{line_text(payload['summary'] or '')}\n"
-        f"steps {m['steps']}, commits {m['commits']}, entropy {m['tool_entropy_bits']} bits, "
+        + (f"error: {line_text(payload['error'])}\n" if payload.get("error") else "")
+        + f"steps {m['steps']}, commits {m['commits']}, entropy {m['tool_entropy_bits']} bits, "
         f"tokens {m['prompt_tokens'] + m['completion_tokens']}"
     )
 
@@ -525,7 +535,13 @@ def session_html(payload: dict[str, Any]) -> str:
         f"{text_html(payload['task'])}</div>"
         '<div style="white-space:pre-wrap">Summary: '
         f"{text_html(payload['summary'] or '(none)')}</div>"
-        f'<table style="{_MONO};margin-top:6px">{rows}</table></div></div>'
+        + (
+            f'<div class="grinta-session-error" style="color:#cf222e;white-space:pre-wrap">'
+            f"Error: {text_html(payload['error'])}</div>"
+            if payload.get("error")
+            else ""
+        )
+        + f'<table style="{_MONO};margin-top:6px">{rows}</table></div></div>'
     )
 
 

@@ -91,6 +91,8 @@ export interface Session {
   root: string;
   end_reason: string;
   summary: string;
+  /** `CODE: message` of the error that ended the session; empty when none. */
+  error: string;
   metrics: Record<string, unknown>;
   log: string | null;
   /**
@@ -170,6 +172,7 @@ export function parseSession(data: unknown): Parsed<Session> {
     // Empty while the session runs (a live trace).
     end_reason: r.text('end_reason'),
     summary: r.text('summary'),
+    error: r.text('error'),
     metrics: r.objectOrNull('metrics') ?? {},
     log: r.stringOrNull('log'),
     steps: r.listOrNull('steps')

@@ -147,7 +147,13 @@ describe('parseSession', () => {
   it('accepts the documented shape', () => {
     const result = parseSession(SESSION);
     assert.ok(result.ok);
-    assert.deepEqual(result.value, { ...SESSION, steps: null });
+    assert.deepEqual(result.value, { ...SESSION, error: '', steps: null });
+  });
+
+  it('carries the error that ended a session, shown on its card', () => {
+    const result = parseSession({ ...SESSION, end_reason: 'error', error: 'MISSING_KEY: set X' });
+    assert.ok(result.ok);
+    assert.equal(result.value.error, 'MISSING_KEY: set X');
   });
 
   it('accepts a live trace: no end reason yet, and the steps left for their own cards', () => {

@@ -37,6 +37,7 @@ export function renderSession(s: Session): HTMLElement {
     s.task && section('task', 'Task', h('div', { class: 'grinta-text' }, s.task)),
     s.steps && h('div', { class: 'grinta-steps' }, s.steps.map(stepCard)),
     s.summary && section('session-summary', 'Summary', h('div', { class: 'grinta-text' }, s.summary)),
+    s.error && section('session-error', 'Error', h('div', { class: 'grinta-text grinta-error' }, s.error)),
     !running && metrics.length > 0 && section('metrics', 'Metrics', metricsTable(metrics)),
     (s.root || s.log) &&
       h(
