@@ -373,7 +373,6 @@ def _run_session(
     except OSError as exc:
         raise UserError(f"cannot work in {root}: {exc.strerror or exc}") from None
     console = Console(sys.stdout)
-    session.on_text = console.model_text
     print(
         f"model: {visible(session.model.name)}   task: {visible(task)}\nlog: {session.log_path}\n"
     )

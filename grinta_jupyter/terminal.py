@@ -1,7 +1,8 @@
 """A session in the terminal: each step shown once, each proposal decided at a prompt.
 
 ``grinta run`` and ``grinta demo`` (``cli.py``) build a session and hand it to
-``steer``, which steps it to its end with a ``Console``. This module sits in
+``steer``: a loop over the session's typed updates (``session.updates()``) that
+shows each with a ``Console`` and answers each ``NeedsDecision`` at a prompt. This module sits in
 the same layer as the CLI: it may import ``agent/``, ``events/`` and
 ``runtime/``, and it imports nothing heavy at module import.
 
@@ -94,21 +95,30 @@ def _run_until_done(session: Session, driver: Coroutine[Any, Any, None]) -> bool
 
 
 async def _drive(session: Session, console: Console) -> None:
-    """Step ``session`` to its end, showing each step once and asking about each proposal.
+    """Show each update of ``session`` once and ask about each proposal that needs it.
 
     The prompt blocks the loop on purpose: nothing else runs while a person decides.
     """
-    while not session.done:
-        await session.step()
-        console.show_new(session)
-        if not session.waiting:
-            continue
-        answered = _decide(session, console)
-        await session.step()  # apply the decision
-        console.show_new(session)
-        if not answered and not session.done:
-            console.say("standard input closed: the proposal was vetoed and the session stops")
-            session.stop(STDIN_CLOSED)
+    from grinta_jupyter.agent.updates import (
+        ModelText,
+        NeedsDecision,
+        StepObserved,
+        StepProposed,
+    )
+
+    closing: Step | None = None  # vetoed because stdin closed: stop once it is observed
+    async for update in session.updates():
+        if isinstance(update, ModelText):
+            console.model_text(update.text)
+        elif isinstance(update, StepProposed):
+            console.show_proposal(update.step)
+        elif isinstance(update, StepObserved):
+            console.show_observation(update.step)
+            if update.step is closing and not session.done:
+                console.say("standard input closed: the proposal was vetoed and the session stops")
+                session.stop(STDIN_CLOSED)
+        elif isinstance(update, NeedsDecision) and not _decide(session, console):
+            closing = update.step
 
 
 def _decide(session: Session, console: Console) -> bool:
@@ -163,7 +173,7 @@ def _edit(session: Session, step: Step, console: Console) -> None:
         console.say("the proposal is unchanged")
         return
     proposal = session.edit(value)
-    console.proposal(step)
+    console.show_proposal(step)
     if not proposal.ok:
         console.say(
             "the edited call does not validate: edit again, veto, or approve to send the error "
@@ -242,7 +252,7 @@ class Console:
         if color is None:
             color = _isatty(out) and not os.environ.get("NO_COLOR")
         self.color = color
-        self._headers: set[int] = set()
+        self._proposals: set[int] = set()  # ids of the proposals shown
         self._outputs: set[int] = set()
 
     def say(self, line: str) -> None:
@@ -255,15 +265,17 @@ class Console:
         """Streamed model text: escapes are per character, so a split sequence stays harmless."""
         print(visible(piece), end="", file=self.out, flush=True)
 
-    def show_new(self, session: Session) -> None:
-        """Each step's proposal the first time it is seen, and its outcome once it has one."""
-        for step in session.steps:
-            if step.number not in self._headers:
-                self._headers.add(step.number)
-                self.proposal(step)
-            if step.observation is not None and step.number not in self._outputs:
-                self._outputs.add(step.number)
-                self.observation(step)
+    def show_proposal(self, step: Step) -> None:
+        """A step's proposal, once (an edited call is a new proposal, shown again)."""
+        if step.proposal.id not in self._proposals:
+            self._proposals.add(step.proposal.id)
+            self.proposal(step)
+
+    def show_observation(self, step: Step) -> None:
+        """A step's outcome, once."""
+        if step.observation is not None and step.number not in self._outputs:
+            self._outputs.add(step.number)
+            self.observation(step)
 
     def proposal(self, step: Step) -> None:
         p = step.proposal

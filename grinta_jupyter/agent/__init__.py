@@ -4,6 +4,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+# Decisions and updates are small dataclasses with no heavy imports: imported eagerly.
+from grinta_jupyter.agent.updates import (
+    Approve,
+    Decision,
+    Edit,
+    ModelText,
+    NeedsDecision,
+    SessionEnded,
+    StepObserved,
+    StepProposed,
+    Update,
+    Veto,
+)
+
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
 
@@ -27,7 +41,20 @@ def make_model(spec: Any = None, *, require_key: bool = False) -> Any:
     return model
 
 
-__all__ = ["Session", "make_model"]
+__all__ = [
+    "Approve",
+    "Decision",
+    "Edit",
+    "ModelText",
+    "NeedsDecision",
+    "Session",
+    "SessionEnded",
+    "StepObserved",
+    "StepProposed",
+    "Update",
+    "Veto",
+    "make_model",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -20,7 +20,8 @@ import asyncio
 import json
 import time
 import uuid
-from collections.abc import Callable
+from collections import deque
+from collections.abc import AsyncIterator, Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,18 @@ from grinta_jupyter.agent.step import (
     Step,
     Totals,
     check_policy_verdict,
+)
+from grinta_jupyter.agent.updates import (
+    Approve,
+    Decision,
+    Edit,
+    ModelText,
+    NeedsDecision,
+    SessionEnded,
+    StepObserved,
+    StepProposed,
+    Update,
+    Veto,
 )
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import EventLog
@@ -107,6 +120,7 @@ class Session:
         self._turns_without_tool = 0
         self._stuck_warnings = 0
         self._log_failed = False
+        self._sinks: list[Callable[[Update], None]] = []  # the running updates() iterators
         self.stuck = StuckDetector(self.limits)
         self.breaker = CircuitBreaker(self.limits)
         self.budgets = Budgets(self.limits)
@@ -139,6 +153,23 @@ class Session:
         return self.log.path
 
     # -- decisions (synchronous: they only record; step() acts on them) -------------
+
+    def decide(self, decision: Decision) -> Proposal | None:
+        """Answer the pending proposal: ``Approve()``, ``Edit(arguments)`` or ``Veto(reason)``.
+
+        Returns the re-staged proposal for an ``Edit`` (it waits for a decision in turn).
+        """
+        if isinstance(decision, Approve):
+            self.approve()
+            return None
+        if isinstance(decision, Veto):
+            self.veto(decision.reason)
+            return None
+        if isinstance(decision, Edit):
+            return self.edit(decision.arguments)
+        raise TypeError(
+            f"decide takes Approve(), Edit(arguments) or Veto(reason), not {decision!r}"
+        )
 
     def approve(self) -> None:
         self._decide("approve", None)
@@ -193,6 +224,56 @@ class Session:
         await self._think()
         return None
 
+    async def updates(self) -> AsyncIterator[Update]:
+        """Drive the session to its end, yielding what happens (agent/updates.py).
+
+        Updates are yielded as they happen, model text included, while a step is
+        still being worked on. Each ``NeedsDecision`` waits for ``decide``: from the
+        loop body, or from any other task while the iterator waits.
+        """
+        queue: deque[Update] = deque()
+        arrived = asyncio.Event()
+
+        def sink(update: Update) -> None:
+            queue.append(update)
+            arrived.set()
+
+        self._sinks.append(sink)
+        asked: tuple[int, int] | None = None
+        try:
+            while True:
+                while queue:
+                    update = queue.popleft()
+                    yield update
+                    if isinstance(update, SessionEnded):
+                        return
+                if self.done:
+                    return
+                pending = self.pending
+                if pending is not None and self.waiting:
+                    if asked != (pending.number, pending.proposal.id):
+                        asked = (pending.number, pending.proposal.id)
+                        queue.append(NeedsDecision(pending))
+                        continue
+                    self._decided.clear()
+                    await self._decided.wait()
+                    continue
+                work = asyncio.ensure_future(self.step())
+                try:
+                    while not work.done():
+                        arrived.clear()
+                        woken = asyncio.ensure_future(arrived.wait())
+                        await asyncio.wait({work, woken}, return_when=asyncio.FIRST_COMPLETED)
+                        woken.cancel()
+                        while queue and not work.done():
+                            yield queue.popleft()
+                    work.result()  # a failure of the step is the caller's to see
+                finally:
+                    if not work.done():  # the caller stopped listening mid-step
+                        work.cancel()
+        finally:
+            self._sinks.remove(sink)
+
     async def run(self) -> Session:
         """Step until done, waiting for decisions whenever a proposal needs one."""
         while not self.done:
@@ -245,7 +326,7 @@ class Session:
             len(self.steps) + 1,
         )
         started = time.monotonic()
-        self._model_task = asyncio.ensure_future(self.model.complete(messages, tools, self.on_text))
+        self._model_task = asyncio.ensure_future(self.model.complete(messages, tools, self._text))
         try:
             reply = await self._model_task
         except asyncio.CancelledError:
@@ -551,9 +632,25 @@ class Session:
         )
         self.log.close()
 
+    def _text(self, piece: str) -> None:
+        if self.on_text is not None:
+            self.on_text(piece)
+        self._publish(ModelText(piece))
+
+    def _publish(self, update: Update) -> None:
+        for sink in list(self._sinks):
+            sink(update)
+
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
         self._changed.set()
         emitted = self.log.emit(event, step)
+        if self._sinks:
+            if isinstance(event, ev.ToolProposed) and 0 < step <= len(self.steps):
+                self._publish(StepProposed(self.steps[step - 1]))
+            elif isinstance(event, ev.Observed) and 0 < step <= len(self.steps):
+                self._publish(StepObserved(self.steps[step - 1]))
+            elif isinstance(event, ev.SessionEnd):
+                self._publish(SessionEnded(event.reason, self.summary))
         if self.log.error is not None and not self._log_failed:
             # The session survives a failed log write (events stay in memory) and ends at the
             # next unit of work, before anything else is committed: a session that cannot be
