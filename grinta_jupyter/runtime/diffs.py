@@ -207,8 +207,15 @@ def group_opcodes(ops: list[Opcode], context: int = CONTEXT) -> list[list[Opcode
     return groups
 
 
+# What str.splitlines breaks at besides "\n" and "\r\n": when none is there (a lone "\r"
+# aside), splitlines is the same split and runs in C.
+_OTHER_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
 def split_keepends(text: str) -> list[str]:
     """Lines with their ``\n`` (CRLF stays whole); only ``\n`` ends a line."""
+    if text.count("\r") == text.count("\r\n") and not any(c in text for c in _OTHER_BREAKS):
+        return text.splitlines(keepends=True)
     lines = text.split("\n")
     last = lines.pop()
     out = [line + "\n" for line in lines]

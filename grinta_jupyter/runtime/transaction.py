@@ -269,7 +269,7 @@ class Journal:
         """The target as it is now; raise StaleError or ReadOnlyError."""
         with _faults(write.path):
             found = look(tree, write.path, -1 if write.old is None else len(write.old))
-        if found.sha != _sha_or_none(write.old):
+        if not found.holds(write.old):
             raise StaleError(write.path)
         if found.locked:
             raise ReadOnlyError(write.path, found.locked)

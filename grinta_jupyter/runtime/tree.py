@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import fcntl
+import functools
 import os
 import stat
 import struct
@@ -44,11 +45,24 @@ class StaleError(Exception):
 class Found:
     """What a target's path holds now."""
 
-    sha: str | None  # None when absent; "size N" when the size alone tells it differs
-    data: bytes | None
+    data: bytes | None  # None when absent, or when its size alone tells it differs
     mode: int | None
     locked: str | None  # why it may not be written, or None
     folder: tuple[int, int] | None  # (st_dev, st_ino) of its folder; None when that is missing
+    other_size: int | None = None  # the size, when it differs from the one expected
+
+    @functools.cached_property
+    def sha(self) -> str | None:
+        """sha256 of the bytes (None when absent; ``size N`` when only the size was read)."""
+        if self.other_size is not None:
+            return f"size {self.other_size}"
+        return None if self.data is None else sha256(self.data)
+
+    def holds(self, expected: bytes | None) -> bool:
+        """True when the path holds exactly ``expected`` (None: nothing is there)."""
+        if self.other_size is not None:
+            return False
+        return self.data == expected  # bytes equality: no hashing on the hot path
 
 
 class Tree:
@@ -119,14 +133,14 @@ def look(tree: Tree, rel: str, size: int | None) -> Found:
     try:
         parent = tree.folder(parent_rel, for_path=rel)
     except FileNotFoundError:
-        return Found(None, None, None, None, None)
+        return Found(None, None, None, None)
     folder = identity(parent)
     try:
         if not stat.S_ISREG(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode):
             raise StaleError(rel)  # a symlink, FIFO, socket, device or folder: never opened
         fd = os.open(name, READ, dir_fd=parent)
     except FileNotFoundError:
-        return Found(None, None, None, None, folder)
+        return Found(None, None, None, folder)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENXIO):  # swapped since the stat
             raise StaleError(rel) from None
@@ -138,9 +152,9 @@ def look(tree: Tree, rel: str, size: int | None) -> Found:
         mode = stat.S_IMODE(info.st_mode)
         locked = _why_locked(fd, mode)
         if size is not None and info.st_size != size:
-            return Found(f"size {info.st_size}", None, mode, locked, folder)
+            return Found(None, mode, locked, folder, other_size=info.st_size)
         data = read_fd(fd, info.st_size if size is None else size)
-        return Found(sha256(data), data, mode, locked, folder)
+        return Found(data, mode, locked, folder)
     finally:
         os.close(fd)
 
