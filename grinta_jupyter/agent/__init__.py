@@ -7,13 +7,17 @@ from typing import TYPE_CHECKING, Any
 # Decisions and updates are small dataclasses with no heavy imports: imported eagerly.
 from grinta_jupyter.agent.updates import (
     Approve,
+    ApproveHunks,
     Decision,
     Edit,
     ModelText,
+    ModelTurn,
     NeedsDecision,
     SessionEnded,
+    StepCommitted,
     StepObserved,
     StepProposed,
+    Undone,
     Update,
     Veto,
 )
@@ -43,14 +47,18 @@ def make_model(spec: Any = None, *, require_key: bool = False) -> Any:
 
 __all__ = [
     "Approve",
+    "ApproveHunks",
     "Decision",
     "Edit",
     "ModelText",
+    "ModelTurn",
     "NeedsDecision",
     "Session",
     "SessionEnded",
+    "StepCommitted",
     "StepObserved",
     "StepProposed",
+    "Undone",
     "Update",
     "Veto",
     "make_model",

@@ -15,7 +15,8 @@ the loop body before the next ``update`` is asked for.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -46,10 +47,35 @@ class Veto:
     reason: str = DEFAULT_VETO_REASON
 
 
-Decision = Approve | Edit | Veto
+@dataclass(frozen=True)
+class ApproveHunks:
+    """Commit only some hunks of the pending write; the rest are declined.
+
+    Hunks are numbered from 0 in the order they appear in ``proposal.diff``,
+    counting across files. What is accepted is re-staged and re-validated, then
+    committed atomically; the model is told which hunks were declined, and why
+    when ``reason`` is given. Accepting every hunk is the same as ``Approve()``;
+    accepting none is a ``Veto``.
+    """
+
+    hunks: Sequence[int] = field(default_factory=tuple)
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "hunks", tuple(self.hunks))
+
+
+Decision = Approve | Edit | Veto | ApproveHunks
 
 
 # -- updates: what a session tells its front ends ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class ModelTurn:
+    """The model is asked for its next move (step ``number`` if it proposes a call)."""
+
+    number: int
 
 
 @dataclass(frozen=True)
@@ -74,6 +100,14 @@ class NeedsDecision:
 
 
 @dataclass(frozen=True)
+class StepCommitted:
+    """A write of ``step`` reached the disk (``commit_id`` undoes it); ``StepObserved`` follows."""
+
+    step: Step
+    commit_id: str
+
+
+@dataclass(frozen=True)
 class StepObserved:
     """``step`` has its outcome (``step.observation``): committed, run, refused or vetoed."""
 
@@ -88,4 +122,21 @@ class SessionEnded:
     summary: str | None
 
 
-Update = ModelText | StepProposed | NeedsDecision | StepObserved | SessionEnded
+@dataclass(frozen=True)
+class Undone:
+    """The user undid the last commit (``ok`` False when there was nothing to undo)."""
+
+    ok: bool
+    message: str
+
+
+Update = (
+    ModelTurn
+    | ModelText
+    | StepProposed
+    | NeedsDecision
+    | StepCommitted
+    | StepObserved
+    | Undone
+    | SessionEnded
+)
