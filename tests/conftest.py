@@ -31,11 +31,27 @@ def drive(session, decide):  # type: ignore[no-untyped-def]
     """Step ``session`` to the end, answering every pending proposal with ``decide(session)``."""
     import asyncio
 
+    from grinta_jupyter.agent import NeedsDecision
+
     async def go() -> None:
-        while not session.done:
-            if session.waiting:
+        async for update in session.updates():
+            if isinstance(update, NeedsDecision):
                 decide(session)
-            await session.step()
+
+    asyncio.run(go())
+    return session
+
+
+def until_decision(session):  # type: ignore[no-untyped-def]
+    """Drive ``session`` until a proposal waits for a decision (or the session ends)."""
+    import asyncio
+
+    from grinta_jupyter.agent import NeedsDecision
+
+    async def go() -> None:
+        async for update in session.updates():
+            if isinstance(update, NeedsDecision):
+                return
 
     asyncio.run(go())
     return session

@@ -11,9 +11,10 @@ from grinta_jupyter.agent.context import unfence
 from grinta_jupyter.agent.guards import Limits
 from grinta_jupyter.agent.models import ScriptedModel, call, raw_call, reply
 from grinta_jupyter.agent.session import Session, State
+from grinta_jupyter.agent.stepper import Stepper
 from grinta_jupyter.events.log import read_events
 from grinta_jupyter.samples.tasks import DEMO_FIX, copy_workspace, get_task
-from tests.conftest import drive
+from tests.conftest import drive, until_decision
 
 TESTS = "python -m pytest"
 WRONG_FIX = {**DEMO_FIX, "new_string": DEMO_FIX["old_string"].replace("<", "<=")}
@@ -74,8 +75,7 @@ def test_edit_path_restages_and_commits_the_users_arguments(raft):
         ]
     )
     session = Session("fix", model=model, root=raft)
-    asyncio.run(session.step())  # model turn
-    asyncio.run(session.step())  # the proposal
+    until_decision(session)
     assert session.waiting and "<=" in session.pending.proposal.diff
     bad = session.edit({"path": "raft_kv/node.py", "old_string": "no such text", "new_string": "x"})
     assert bad.error.code == "NOT_FOUND" and session.waiting, "an invalid edit keeps waiting"
@@ -140,12 +140,10 @@ def test_several_calls_in_one_reply_are_gated_in_order(raft):
         ]
     )
     session = Session("two", model=model, root=raft)
-    asyncio.run(session.step())
-    asyncio.run(session.step())
+    until_decision(session)
     assert session.pending.proposal.args["path"] == "a.txt"
     session.approve()
-    asyncio.run(session.step())
-    asyncio.run(session.step())
+    until_decision(session)
     assert session.pending.proposal.args["path"] == "b.txt"
     session.veto("only one file please")
     drive(session, lambda s: s.approve())
@@ -256,8 +254,7 @@ def test_user_undo_is_recorded_and_told_to_the_model(raft):
         ]
     )
     session = Session("u", model=model, root=raft, policy="auto")
-    asyncio.run(session.step())
-    asyncio.run(session.step())
+    Stepper(session).advance()  # the model turn and the committed fix
     assert session.undo().ok
     assert "< request.prev_log_term" in (raft / "raft_kv/node.py").read_text()
     asyncio.run(session.run())

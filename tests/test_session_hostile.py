@@ -236,11 +236,11 @@ def test_staging_runs_off_the_event_loop(tmp_path):
 
     async def go() -> tuple[float, int]:
         task = asyncio.ensure_future(ticker())
-        await session.step()  # the model turn
+        await session._advance()  # the model turn
         before = ticks
         loop = asyncio.get_running_loop()
         started = loop.time()
-        await session.step()  # the read: indexes the tree
+        await session._advance()  # the read: indexes the tree
         elapsed = loop.time() - started
         task.cancel()
         return elapsed, ticks - before
@@ -259,8 +259,8 @@ def test_stop_while_staging_leaves_nothing_pending(ws):
     session = Session("fix", model=model, root=ws)
 
     async def go() -> None:
-        await session.step()
-        staging = asyncio.ensure_future(session.step())
+        await session._advance()
+        staging = asyncio.ensure_future(session._advance())
         await asyncio.sleep(0)  # staging has started in its thread
         session.stop("stopped by the user")
         await staging

@@ -11,9 +11,11 @@ from grinta_jupyter.agent import (
     Approve,
     Edit,
     ModelText,
+    ModelTurn,
     NeedsDecision,
     Session,
     SessionEnded,
+    StepCommitted,
     StepObserved,
     StepProposed,
     Veto,
@@ -67,20 +69,31 @@ def test_a_session_is_a_stream_of_typed_updates_answered_by_decisions(ws):
         if not isinstance(u, ModelText)
     ]
     assert kinds(updates) == [
+        "ModelTurn",
         "StepProposed",  # the read runs without asking
         "StepObserved",
+        "ModelTurn",
         "StepProposed",
         "NeedsDecision",
+        "StepCommitted",
         "StepObserved",
+        "ModelTurn",
         "StepProposed",  # the test run asks too
         "NeedsDecision",
         "StepObserved",
+        "ModelTurn",
         "StepProposed",
         "StepObserved",
         "SessionEnded",
     ]
-    assert updates[3].step.proposal.tool == "replace_string"
-    assert updates[4].step.observation.ok and "return 42" in (ws / "app.py").read_text()
+    turns = [u.number for u in updates if isinstance(u, ModelTurn)]
+    assert turns == [1, 2, 3, 4], "each turn names the step it would propose"
+    committed = next(u for u in updates if isinstance(u, StepCommitted))
+    assert (
+        committed.step.number == 2 and isinstance(committed.commit_id, str) and committed.commit_id
+    )
+    assert updates[5].step.proposal.tool == "replace_string"
+    assert updates[7].step.observation.ok and "return 42" in (ws / "app.py").read_text()
     assert updates[-1] == SessionEnded("finished", "answer is 42 now")
 
 
@@ -161,4 +174,98 @@ def test_stopping_ends_the_stream(ws):
     session = Session("change answer", model=model, root=ws)
     updates = collect(session, lambda s, u: s.stop("stopped by the user"))
     assert isinstance(updates[-1], SessionEnded) and updates[-1].reason == "stopped by the user"
-    assert isinstance(updates[0], StepProposed)
+    assert isinstance(updates[0], ModelTurn) and isinstance(updates[1], StepProposed)
+
+
+def test_two_listeners_see_every_update_and_only_one_drives(ws):
+    model = ScriptedModel(
+        [
+            reply("Fixing.", call("replace_string", **EDIT)),
+            reply("", call("finish", summary="answer is 42 now")),
+        ]
+    )
+    session = Session("change answer", model=model, root=ws)
+
+    async def go() -> tuple[list, list]:
+        async def listen() -> list:
+            return [u async for u in session.updates()]
+
+        driver = asyncio.ensure_future(listen())
+        watcher = asyncio.ensure_future(listen())  # a second front end, from the start
+        while not session.waiting:
+            await asyncio.sleep(0.01)
+        session.decide(Approve())
+        return await driver, await watcher
+
+    first, second = asyncio.run(go())
+    assert kinds(first) == kinds(second), "both see the same updates, in the same order"
+    assert kinds(first).count("NeedsDecision") == 1
+    turns = [u.number for u in first if isinstance(u, ModelTurn)]
+    assert turns == [1, 2, 3], "each turn once (the finish guard sends the finish back)"
+    assert len(model.requests) == 3, "one driver: the model was asked once per turn"
+    assert (ws / "app.py").read_text() == "def answer():\n    return 42\n"
+
+
+def test_a_listener_that_joins_after_the_end_hears_the_end(ws):
+    model = ScriptedModel([reply("", call("finish", summary="nothing to do"))])
+    session = Session("nothing", model=model, root=ws)
+    collect(session, lambda s, u: None)
+    late = collect(session, lambda s, u: None)
+    assert late == [SessionEnded("finished", "nothing to do")]
+
+
+def test_a_stepper_advances_from_plain_code_one_stop_at_a_time(ws):
+    from grinta_jupyter.agent.stepper import Stepper
+
+    model = ScriptedModel(
+        [
+            reply("Reading.", call("read", path="app.py")),
+            reply("Fixing.", call("replace_string", **EDIT)),
+            reply("", call("run", command="python -m pytest -q -p no:cacheprovider")),
+            reply("", call("finish", summary="answer is 43 now")),
+        ]
+    )
+    session = Session("change answer", model=model, root=ws)
+    stepper = Stepper(session)
+    first = stepper.advance()
+    assert kinds(first)[-1] == "StepObserved" and first[-1].step.proposal.tool == "read"
+    second = [u for u in stepper.advance() if not isinstance(u, ModelText)]
+    assert kinds(second) == ["ModelTurn", "StepProposed", "NeedsDecision"]
+    assert stepper.advance() == [], "while the proposal waits, advancing returns at once"
+    assert stepper.advance() == []
+    # An edit is a new proposal: the stepper shows it and asks again.
+    session.decide(Edit({**EDIT, "new_string": "43"}))
+    assert kinds(stepper.advance()) == ["StepProposed", "NeedsDecision"]
+    session.decide(Approve())  # from this thread, while the stream runs on another loop
+    assert kinds(stepper.advance()) == ["StepCommitted", "StepObserved"]
+    assert (ws / "app.py").read_text() == "def answer():\n    return 43\n"
+    assert kinds(stepper.advance())[-1] == "NeedsDecision"  # the test run
+    session.decide(Approve())
+    assert kinds(stepper.advance()) == ["StepObserved"]
+    rest = stepper.advance()
+    assert kinds(rest)[-3:] == ["StepProposed", "StepObserved", "SessionEnded"]
+    assert session.end_reason == "finished"
+    assert stepper.advance() == []
+
+
+def test_a_consumer_that_stops_listening_mid_turn_cancels_the_turn(ws):
+    class Slow(ScriptedModel):
+        async def complete(self, messages, tools, on_text=None):  # type: ignore[no-untyped-def]
+            if on_text is not None:
+                on_text("thinking")
+            await asyncio.sleep(30)
+            raise AssertionError("the turn should have been cancelled")
+
+    session = Session("slow", model=Slow([]), root=ws)
+
+    async def go() -> list:
+        seen = []
+        async for update in session.updates():
+            seen.append(update)
+            if isinstance(update, ModelText):
+                break
+        return seen
+
+    seen = asyncio.run(asyncio.wait_for(go(), 10))
+    assert kinds(seen) == ["ModelTurn", "ModelText"]
+    assert not session.done and session._driver is None, "nothing left running"

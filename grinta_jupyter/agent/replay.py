@@ -20,6 +20,7 @@ from pathlib import Path
 from grinta_jupyter.agent.blocking import run_blocking
 from grinta_jupyter.agent.models.replay import ReplayModel
 from grinta_jupyter.agent.session import Session
+from grinta_jupyter.agent.updates import Approve, ApproveHunks, Edit, NeedsDecision, Veto
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import LogError, read_log
 from grinta_jupyter.tools import TOOLSETS
@@ -93,22 +94,25 @@ def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = No
     )
 
     async def drive() -> None:
-        while not session.done:
-            if session.waiting:
-                assert session.pending is not None
-                queue = decisions.get(session.pending.number, [])
-                if not queue:
-                    session.stop("replay: the log has no decision for this step")
-                    break
-                decision = queue.pop(0)
-                if decision.decision in ("approve", "auto"):
-                    session.approve()
-                elif decision.decision == "veto":
-                    session.veto(decision.reason or "")
-                else:
-                    session.edit(decision.arguments or "{}")
-                    continue
-            await session.step()
+        async for update in session.updates():
+            if not isinstance(update, NeedsDecision):
+                continue
+            queue = decisions.get(update.step.number, [])
+            if not queue:
+                session.stop("replay: the log has no decision for this step")
+                continue
+            recorded = queue.pop(0)
+            if recorded.decision in ("approve", "auto"):
+                session.decide(Approve())
+            elif recorded.decision == "veto":
+                session.decide(Veto(recorded.reason or ""))
+            elif recorded.decision == "approve_hunks":
+                chosen = ApproveHunks(recorded.hunks or [], recorded.reason or "")
+                selected = session.decide(chosen)
+                if selected is not None and not selected.ok:
+                    session.stop("replay: the recorded hunks no longer apply")
+            else:
+                session.decide(Edit(recorded.arguments or "{}"))
 
     run_blocking(drive())
     recorded, replayed = _fingerprints(events), _fingerprints(session.log.events)

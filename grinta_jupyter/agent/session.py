@@ -6,12 +6,13 @@
                                   |--invalid--> OBSERVED (structured error goes back to the model)
     finish --> FINISH_CHECK --accepted--> DONE   (premature finish goes back to the model)
 
-``await session.step()`` does one unit of work (one model turn, or one tool
-call taken as far as it can go without a person) and returns. A proposal
-that needs a decision waits in ``session.pending`` until ``approve()``,
-``edit(args)`` or ``veto(reason)``; ``await session.run()`` loops until the
-task is done, waiting for decisions as it goes. Magics, widgets, the CLI
-and tests all drive this same object.
+One way out, one way in: ``session.updates()`` drives the session and yields
+typed updates (agent/updates.py) as they happen; ``session.decide(...)``
+answers a proposal that waits (``Approve()``, ``Edit(arguments)``,
+``Veto(reason)``, ``ApproveHunks([...])``). ``await session.run()`` is that
+loop with nobody watching; ``Stepper`` (agent/stepper.py) pulls the same
+stream from synchronous code. The CLI, the notebook panel, the magics, the
+replayer and the experiment runner are all loops over this stream.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import json
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Sequence
+from contextlib import aclosing
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -46,14 +48,19 @@ from grinta_jupyter.agent.step import (
     check_policy_verdict,
 )
 from grinta_jupyter.agent.updates import (
+    DEFAULT_VETO_REASON,
     Approve,
+    ApproveHunks,
     Decision,
     Edit,
     ModelText,
+    ModelTurn,
     NeedsDecision,
     SessionEnded,
+    StepCommitted,
     StepObserved,
     StepProposed,
+    Undone,
     Update,
     Veto,
 )
@@ -109,18 +116,16 @@ class Session:
         self.totals = Totals()
         self.end_reason: str | None = None
         self.summary: str | None = None
-        self.on_text: Callable[[str], None] | None = None  # streaming model text, for front ends
         self.auto_reads = True  # under "ask", reads run without asking unless this is switched off
-        # Called (with no arguments) when a proposal starts or stops waiting: front ends redraw.
-        self.watchers: list[Callable[[], None]] = []
-        self._decision: tuple[str, Any] | None = None
-        self._decided = asyncio.Event()
-        self._changed = asyncio.Event()  # set on every event and state change, for settle()
+        # The answer to the pending proposal, until the driver acts on it. An ApproveHunks is
+        # kept as the proposal of the accepted hunks, staged and validated when it was decided.
+        self._decision: Approve | Veto | _Selected | None = None
         self._model_task: asyncio.Task[ModelReply] | None = None
+        self._driver: asyncio.Future[None] | None = None  # the unit of work in progress
         self._turns_without_tool = 0
         self._stuck_warnings = 0
         self._log_failed = False
-        self._sinks: list[Callable[[Update], None]] = []  # the running updates() iterators
+        self._listeners: list[_Listener] = []  # the running updates() iterators
         self.stuck = StuckDetector(self.limits)
         self.breaker = CircuitBreaker(self.limits)
         self.budgets = Budgets(self.limits)
@@ -152,47 +157,44 @@ class Session:
     def log_path(self) -> Path | None:
         return self.log.path
 
-    # -- decisions (synchronous: they only record; step() acts on them) -------------
+    # -- decisions: synchronous, from any thread; the driver acts on them -------------------
 
     def decide(self, decision: Decision) -> Proposal | None:
-        """Answer the pending proposal: ``Approve()``, ``Edit(arguments)`` or ``Veto(reason)``.
+        """Answer the pending proposal.
 
-        Returns the re-staged proposal for an ``Edit`` (it waits for a decision in turn).
+        ``Approve()`` commits it as staged, ``Veto(reason)`` refuses it (the reason goes
+        to the model), ``Edit(arguments)`` re-stages the call with new arguments and
+        returns the new proposal, which waits for a decision in turn.
+        ``ApproveHunks(indices, reason)`` stages the accepted hunks of a write now and
+        returns that proposal; when it does not validate (half an edit can break the
+        syntax) nothing is decided and the step still waits.
         """
         if isinstance(decision, Approve):
-            self.approve()
+            self._record(decision)
             return None
         if isinstance(decision, Veto):
-            self.veto(decision.reason)
+            self._record(Veto(decision.reason or DEFAULT_VETO_REASON))
             return None
         if isinstance(decision, Edit):
-            return self.edit(decision.arguments)
+            return self._edit(decision.arguments)
+        if isinstance(decision, ApproveHunks):
+            return self._select_hunks(decision)
         raise TypeError(
-            f"decide takes Approve(), Edit(arguments) or Veto(reason), not {decision!r}"
+            "decide takes Approve(), Edit(arguments), Veto(reason) or ApproveHunks(indices), "
+            f"not {decision!r}"
         )
 
     def approve(self) -> None:
-        self._decide("approve", None)
+        self.decide(Approve())
 
-    def veto(self, reason: str = "vetoed by the user") -> None:
-        self._decide("veto", reason or "vetoed by the user")
+    def veto(self, reason: str = DEFAULT_VETO_REASON) -> None:
+        self.decide(Veto(reason))
 
     def edit(self, new_args: dict[str, Any] | str) -> Proposal:
         """Replace the pending call's arguments; the new proposal must be approved in turn."""
-        step = self._require_pending()
-        raw = new_args if isinstance(new_args, str) else json.dumps(new_args)
-        self._emit(
-            ev.UserDecision(call_id=step.call.id, decision="edit", arguments=raw), step.number
-        )
-        step.call = ToolCall(step.call.id, step.call.name, raw)
-        step.proposal = self.runtime.propose(step.call.name, raw)
-        step.edits += 1
-        self._record_proposal(step, edited=True)
-        if (
-            not step.proposal.ok
-        ):  # an edit that does not validate still waits: the user may edit again
-            self.state = State.PROPOSED
-        return step.proposal
+        proposal = self.decide(Edit(new_args))
+        assert proposal is not None
+        return proposal
 
     def stop(self, reason: str = "stopped") -> None:
         """End the session now, cancelling a running model call."""
@@ -204,95 +206,79 @@ class Session:
         """Undo the last commit (a user action, recorded and reported to the model)."""
         obs = self.runtime.undo()
         self._emit(ev.Undone(ok=obs.ok, message=obs.output), len(self.steps))
+        self._publish(Undone(obs.ok, obs.output))
         if obs.ok:
             self.finish_guard.undo(len(self.steps))
             self.context.add_user(f"(The user undid the last commit: {obs.output})")
         return obs
 
-    # -- driving ----------------------------------------------------------------------
-
-    async def step(self) -> Step | None:
-        """Do one unit of work; returns the step it worked on, if any."""
-        if self.done or self._stop_if_log_failed():
-            return None
-        if self.pending is not None:
-            if self._decision is None:
-                return self.pending
-            return await self._apply_decision()
-        if self.queue:
-            return await self._next_call()
-        await self._think()
-        return None
+    # -- driving ----------------------------------------------------------------------------
 
     async def updates(self) -> AsyncIterator[Update]:
         """Drive the session to its end, yielding what happens (agent/updates.py).
 
         Updates are yielded as they happen, model text included, while a step is
         still being worked on. Each ``NeedsDecision`` waits for ``decide``: from the
-        loop body, or from any other task while the iterator waits.
+        loop body, or from any other task or thread while the iterator waits.
+
+        Several iterators may run at once (a panel and a cell of the user's, say):
+        each sees every update, and only one of them drives at a time.
         """
-        queue: deque[Update] = deque()
-        arrived = asyncio.Event()
-
-        def sink(update: Update) -> None:
-            queue.append(update)
-            arrived.set()
-
-        self._sinks.append(sink)
+        me = _Listener()
+        self._listeners.append(me)
         asked: tuple[int, int] | None = None
         try:
             while True:
-                while queue:
-                    update = queue.popleft()
+                me.arrived.clear()
+                while me.queue:
+                    update = me.queue.popleft()
                     yield update
                     if isinstance(update, SessionEnded):
                         return
-                if self.done:
+                if self.done:  # it ended before this iterator started
+                    yield SessionEnded(self.end_reason or "", self.summary)
                     return
                 pending = self.pending
-                if pending is not None and self.waiting:
+                if pending is not None and self._decision is None:
                     if asked != (pending.number, pending.proposal.id):
                         asked = (pending.number, pending.proposal.id)
-                        queue.append(NeedsDecision(pending))
+                        me.queue.append(NeedsDecision(pending))
                         continue
-                    self._decided.clear()
-                    await self._decided.wait()
+                    await me.arrived.wait()
                     continue
-                work = asyncio.ensure_future(self.step())
-                try:
-                    while not work.done():
-                        arrived.clear()
-                        woken = asyncio.ensure_future(arrived.wait())
-                        await asyncio.wait({work, woken}, return_when=asyncio.FIRST_COMPLETED)
-                        woken.cancel()
-                        while queue and not work.done():
-                            yield queue.popleft()
-                    work.result()  # a failure of the step is the caller's to see
-                finally:
-                    if not work.done():  # the caller stopped listening mid-step
-                        work.cancel()
+                if self._driver is not None:  # another iterator drives: listen
+                    await me.arrived.wait()
+                    continue
+                async with aclosing(self._drive(me)) as driving:
+                    async for update in driving:
+                        yield update
+                        if isinstance(update, SessionEnded):
+                            return
         finally:
-            self._sinks.remove(sink)
+            self._listeners.remove(me)
+
+    async def _drive(self, me: _Listener) -> AsyncIterator[Update]:
+        """Do one unit of work, yielding the updates it makes as they happen."""
+        work = self._driver = asyncio.ensure_future(self._advance())
+        try:
+            while not work.done():
+                woken = asyncio.ensure_future(me.arrived.wait())
+                await asyncio.wait({work, woken}, return_when=asyncio.FIRST_COMPLETED)
+                woken.cancel()
+                me.arrived.clear()
+                while me.queue and not work.done():
+                    yield me.queue.popleft()
+            work.result()  # a failure of the step is the caller's to see
+        finally:
+            if not work.done():  # the caller stopped listening (or the session ended) mid-step
+                work.cancel()
+            self._driver = None
+            self._wake()  # a listener may take over driving
 
     async def run(self) -> Session:
-        """Step until done, waiting for decisions whenever a proposal needs one."""
-        while not self.done:
-            if self.waiting:
-                self._decided.clear()
-                await self._decided.wait()
-                continue
-            await self.step()
-        return self
-
-    async def settle(self, timeout: float | None = None) -> Session:
-        """Wait until the session needs a decision or has ended (while it runs as a task)."""
-
-        async def wait() -> None:
-            while not (self.done or self.waiting):
-                self._changed.clear()
-                await self._changed.wait()
-
-        await asyncio.wait_for(wait(), timeout)
+        """Drive the session to its end; decisions must come from elsewhere (or the policy)."""
+        async for _update in self.updates():
+            pass
         return self
 
     def run_sync(self) -> Session:
@@ -300,6 +286,19 @@ class Session:
         from grinta_jupyter.agent.blocking import run_blocking
 
         return run_blocking(self.run())
+
+    async def _advance(self) -> None:
+        """One unit of work: act on a decision, stage the next queued call, or ask the model."""
+        if self.done or self._stop_if_log_failed():
+            return
+        if self.pending is not None:
+            if self._decision is not None:
+                await self._apply_decision()
+            return
+        if self.queue:
+            await self._next_call()
+            return
+        await self._think()
 
     # -- the machine --------------------------------------------------------------------
 
@@ -393,8 +392,8 @@ class Session:
         self._record_proposal(step)
         if step.proposal.kind == "finish" and step.proposal.ok:
             return self._finish_check(step)
-        if not step.proposal.ok:
-            await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))  # type: ignore[arg-type]
+        if step.proposal.error is not None:
+            await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))
             return step
         verdict = self._policy_verdict(step)
         if verdict is True:
@@ -403,39 +402,54 @@ class Session:
             await self._commit(step)
         elif isinstance(verdict, tuple):
             self.pending = step
-            self.veto(verdict[1])
-            return await self._apply_decision()
+            self._decision = Veto(verdict[1])
+            await self._apply_decision()
         else:
             self.pending = step
             self.state = State.PROPOSED
-            self._notify()
         return step
 
-    async def _apply_decision(self) -> Step:
+    async def _apply_decision(self) -> None:
         step = self._require_pending()
-        assert self._decision is not None
-        kind, reason = self._decision
+        decision = self._decision
         self._decision = None
         self.pending = None
-        step.decision = kind
-        if kind == "approve":
-            self._emit(ev.UserDecision(call_id=step.call.id, decision="approve"), step.number)
-            if not step.proposal.ok:  # approving an invalid edit sends its error back to the model
-                await self._observe(
-                    step, Observation.failure(step.proposal.error, step.proposal.id)
-                )  # type: ignore[arg-type]
-            else:
-                await self._commit(step)
-        else:
-            step.reason = reason
+        if isinstance(decision, Veto):
+            step.decision, step.reason = "veto", decision.reason
             self._emit(
-                ev.UserDecision(call_id=step.call.id, decision="veto", reason=reason), step.number
+                ev.UserDecision(call_id=step.call.id, decision="veto", reason=decision.reason),
+                step.number,
             )
-            text = f"The user vetoed this {step.call.name} call; nothing was done. Reason: {reason}"
+            text = (
+                f"The user vetoed this {step.call.name} call; nothing was done. "
+                f"Reason: {decision.reason}"
+            )
             await self._observe(step, Observation(False, text, None, step.proposal.id), vetoed=True)
-        return step
+            return
+        if isinstance(decision, _Selected):
+            step.decision, step.reason = "approve_hunks", decision.reason or None
+            self._emit(
+                ev.UserDecision(
+                    call_id=step.call.id,
+                    decision="approve_hunks",
+                    reason=decision.reason or None,
+                    hunks=list(decision.accepted),
+                ),
+                step.number,
+            )
+            step.proposal = decision.proposal
+            await self._commit(step, notes=[decision.note])
+            return
+        step.decision = "approve"
+        self._emit(ev.UserDecision(call_id=step.call.id, decision="approve"), step.number)
+        if not step.proposal.ok:  # approving an invalid edit sends its error back to the model
+            error = step.proposal.error
+            assert error is not None
+            await self._observe(step, Observation.failure(error, step.proposal.id))
+        else:
+            await self._commit(step)
 
-    async def _commit(self, step: Step) -> None:
+    async def _commit(self, step: Step, notes: Sequence[str] = ()) -> None:
         if self._stop_if_log_failed():  # nothing is committed that the log cannot record
             return
         self.state = State.COMMITTED
@@ -458,13 +472,15 @@ class Session:
                 ),
                 step.number,
             )
-        await self._observe(step, obs)
+        await self._observe(step, obs, notes=notes)
 
-    async def _observe(self, step: Step, obs: Observation, vetoed: bool = False) -> None:
+    async def _observe(
+        self, step: Step, obs: Observation, vetoed: bool = False, notes: Sequence[str] = ()
+    ) -> None:
         self.state = State.OBSERVED
         proposal = step.proposal
         data = obs.output  # what the tool produced: fenced as data for the model
-        notes: list[str] = []  # what grinta itself says about it: outside the fence
+        notes = list(notes)  # what grinta itself says about it: outside the fence
         firings = (
             []
             if vetoed
@@ -579,16 +595,37 @@ class Session:
             self._finish_session("policy_error")
             raise PolicyError(message) from exc
 
-    def _decide(self, kind: str, value: Any) -> None:
+    def _record(self, decision: Approve | Veto | _Selected) -> None:
         self._require_pending()
-        self._decision = (kind, value)
-        self._decided.set()
-        self._notify()
+        self._decision = decision
+        self._wake()
 
-    def _notify(self) -> None:
-        self._changed.set()
-        for watcher in list(self.watchers):
-            watcher()
+    def _edit(self, arguments: dict[str, Any] | str) -> Proposal:
+        step = self._require_pending()
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        self._emit(
+            ev.UserDecision(call_id=step.call.id, decision="edit", arguments=raw), step.number
+        )
+        step.call = ToolCall(step.call.id, step.call.name, raw)
+        step.proposal = self.runtime.propose(step.call.name, raw)
+        step.edits += 1
+        # An edit that does not validate still waits: the user may edit again.
+        self.state = State.PROPOSED
+        self._record_proposal(step, edited=True)
+        self._wake()
+        return step.proposal
+
+    def _select_hunks(self, decision: ApproveHunks) -> Proposal:
+        step = self._require_pending()
+        selected = self.runtime.select_hunks(step.proposal, decision.hunks)
+        if selected.ok:
+            note = declined_note(step.proposal, decision.hunks, decision.reason)
+            self._record(_Selected(selected, tuple(decision.hunks), decision.reason, note))
+        return selected
+
+    def _wake(self) -> None:
+        for listener in list(self._listeners):
+            listener.wake()
 
     def _require_pending(self) -> Step:
         if self.pending is None:
@@ -619,7 +656,7 @@ class Session:
         self.state = State.DONE
         self.end_reason = reason
         self.pending = None
-        self._decided.set()
+        self._decision = None
         self._emit(
             ev.SessionEnd(
                 reason=reason,
@@ -633,24 +670,18 @@ class Session:
         self.log.close()
 
     def _text(self, piece: str) -> None:
-        if self.on_text is not None:
-            self.on_text(piece)
         self._publish(ModelText(piece))
 
     def _publish(self, update: Update) -> None:
-        for sink in list(self._sinks):
-            sink(update)
+        for listener in list(self._listeners):
+            listener.push(update)
 
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
-        self._changed.set()
         emitted = self.log.emit(event, step)
-        if self._sinks:
-            if isinstance(event, ev.ToolProposed) and 0 < step <= len(self.steps):
-                self._publish(StepProposed(self.steps[step - 1]))
-            elif isinstance(event, ev.Observed) and 0 < step <= len(self.steps):
-                self._publish(StepObserved(self.steps[step - 1]))
-            elif isinstance(event, ev.SessionEnd):
-                self._publish(SessionEnded(event.reason, self.summary))
+        if self._listeners:
+            update = self._update_for(event, step)
+            if update is not None:
+                self._publish(update)
         if self.log.error is not None and not self._log_failed:
             # The session survives a failed log write (events stay in memory) and ends at the
             # next unit of work, before anything else is committed: a session that cannot be
@@ -659,7 +690,76 @@ class Session:
             self.log.emit(ev.ErrorEvent(code="LOG_WRITE_FAILED", message=self.log.error), step)
         return emitted
 
+    def _update_for(self, event: ev.Event, number: int) -> Update | None:
+        """What an event means to a front end, if anything (the log and the stream agree)."""
+        step = self.steps[number - 1] if 0 < number <= len(self.steps) else None
+        if isinstance(event, ev.ModelRequest):
+            return ModelTurn(number)
+        if isinstance(event, ev.SessionEnd):
+            return SessionEnded(event.reason, self.summary)
+        if step is None:
+            return None
+        if isinstance(event, ev.ToolProposed):
+            return StepProposed(step)
+        if isinstance(event, ev.Committed) and event.ok and event.commit_id:
+            return StepCommitted(step, event.commit_id)
+        if isinstance(event, ev.Observed):
+            return StepObserved(step)
+        return None
+
     def _stop_if_log_failed(self) -> bool:
         if self._log_failed and not self.done:
             self._finish_session("log_write_failed")
         return self._log_failed
+
+
+class _Listener:
+    """One running ``updates()`` iterator: what it has yet to yield, and how to wake it.
+
+    ``push`` and ``wake`` may be called from any thread (a decision typed in a
+    kernel while the session runs on a background loop): the event is set on
+    the loop the iterator runs on.
+    """
+
+    def __init__(self) -> None:
+        self.queue: deque[Update] = deque()
+        self.loop = asyncio.get_running_loop()
+        self.arrived = asyncio.Event()
+
+    def push(self, update: Update) -> None:
+        self.queue.append(update)
+        self.wake()
+
+    def wake(self) -> None:
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is self.loop:
+            self.arrived.set()
+        elif not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.arrived.set)
+
+
+class _Selected:
+    """An ``ApproveHunks`` decision, staged: the proposal of the accepted hunks."""
+
+    def __init__(self, proposal: Proposal, accepted: tuple[int, ...], reason: str, note: str):
+        self.proposal = proposal
+        self.accepted = accepted
+        self.reason = reason
+        self.note = note
+
+
+def declined_note(proposal: Proposal, accepted: Sequence[int], reason: str) -> str:
+    """What the model is told about the hunks the user declined (grinta's words, not data)."""
+    from grinta_jupyter.runtime.hunks import hunks
+
+    every = hunks(proposal)
+    declined = [h for h in every if h.index not in set(accepted)]
+    listed = "; ".join(f"hunk {h.index + 1} in {h.path} ({h.header.strip()})" for h in declined)
+    note = (
+        f"[review] The user approved {len(every) - len(declined)} of {len(every)} hunks of this "
+        f"edit. Declined, and NOT applied: {listed}. The files hold only the approved hunks."
+    )
+    return note + (f" The user's reason: {reason}" if reason else "")

@@ -27,6 +27,10 @@ class State(str, Enum):
 Policy = Literal["ask", "auto"] | Callable[[Proposal], "bool | tuple[str, str]"]
 
 
+# How a step was decided: by the policy ("auto"), or by a person.
+DecisionKind = Literal["auto", "approve", "approve_hunks", "veto"]
+
+
 class PolicyError(TypeError):
     """A policy callable returned something that is not a decision (a developer's mistake)."""
 
@@ -56,7 +60,7 @@ class Step:
     call: ToolCall
     proposal: Proposal
     text: str = ""  # the model's text that came with the call
-    decision: str | None = None  # approve | edit | veto | auto
+    decision: DecisionKind | None = None
     reason: str | None = None
     observation: Observation | None = None
     guards: list[Firing] = field(default_factory=list)

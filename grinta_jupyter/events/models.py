@@ -98,9 +98,10 @@ class Validated(Event):
 class UserDecision(Event):
     type: Literal["user_decision"] = "user_decision"
     call_id: str
-    decision: Literal["approve", "edit", "veto", "auto"]
+    decision: Literal["approve", "approve_hunks", "edit", "veto", "auto"]
     reason: str | None = None
     arguments: str | None = None  # the edited arguments
+    hunks: list[int] | None = None  # approve_hunks: the accepted hunks, numbered from 0
 
 
 class Committed(Event):
