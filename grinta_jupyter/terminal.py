@@ -8,7 +8,9 @@ the same layer as the CLI: it may import ``agent/``, ``events/`` and
 
 Deciding: a proposal is approved only on an explicit yes (Enter, ``y``,
 ``yes``); ``v``/``veto``/``n``/``no`` veto it, ``e``/``edit`` edit it, and any
-other answer asks again. End of input (Ctrl-D, a closed pipe) vetoes the
+other answer asks again. A write of several hunks also offers ``h``/``hunks``:
+each hunk is shown and answered in turn, and only the accepted ones are
+re-validated and committed (``ApproveHunks``). End of input (Ctrl-D, a closed pipe) vetoes the
 pending proposal and stops the session: stdin will not answer again, and
 stopping costs nothing while another model turn costs tokens. Ctrl-C stops
 the session wherever it lands (the prompt, a model call).
@@ -37,14 +39,20 @@ from grinta_jupyter.runtime.display import has_unsafe, visible
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.agent.step import Step
+    from grinta_jupyter.runtime.hunks import Hunk
 
 SHOWN_OUTPUT_CHARS = 2000
 
 PROMPT = "approve? [Y]es / [v]eto / [e]dit: "
+HUNKS_PROMPT = "approve? [Y]es / [v]eto / [e]dit / [h]unk by hunk: "
 HINT = "answer y or Enter to approve, v or n to veto (you give a reason), e to edit"
+HUNKS_HINT = HINT + ", h to choose hunk by hunk"
 APPROVE_WORDS = frozenset({"", "y", "yes"})
 VETO_WORDS = frozenset({"v", "veto", "n", "no"})
 EDIT_WORDS = frozenset({"e", "edit"})
+HUNK_WORDS = frozenset({"h", "hunks"})
+YES_WORDS = frozenset({"y", "yes"})
+NO_WORDS = frozenset({"n", "no"})
 DEFAULT_VETO_REASON = "vetoed by the user"
 STDIN_CLOSED = "stopped: standard input closed"
 INTERRUPTED = "interrupted by the user"
@@ -122,26 +130,79 @@ async def _drive(session: Session, console: Console) -> None:
 
 
 def _decide(session: Session, console: Console) -> bool:
-    """Ask until the pending proposal is approved or vetoed; False when stdin closed (vetoed)."""
+    """Ask until the pending proposal is decided; False when stdin closed (it is vetoed then)."""
+    from grinta_jupyter.agent.updates import Approve, Veto
+    from grinta_jupyter.runtime.hunks import hunks
+
     step = session.pending
     assert step is not None
     while True:
-        answer = _read_line(PROMPT)
+        several = step.proposal.ok and len(hunks(step.proposal)) > 1
+        answer = _read_line(HUNKS_PROMPT if several else PROMPT)
         if answer is None:
-            session.veto("no answer: standard input closed")
+            session.decide(Veto("no answer: standard input closed"))
             return False
         word = answer.strip().lower()
         if word in APPROVE_WORDS:
-            session.approve()
+            session.decide(Approve())
             return True
         if word in VETO_WORDS:
             reason = _read_line("reason: ")
-            session.veto((reason or "").strip() or DEFAULT_VETO_REASON)
+            session.decide(Veto((reason or "").strip() or DEFAULT_VETO_REASON))
             return reason is not None
         if word in EDIT_WORDS:
             _edit(session, step, console)
             continue
-        console.say(HINT)
+        if several and word in HUNK_WORDS:
+            decided = _choose_hunks(session, step, console)
+            if decided is not None:
+                return decided
+            continue
+        console.say(HUNKS_HINT if several else HINT)
+
+
+def _choose_hunks(session: Session, step: Step, console: Console) -> bool | None:
+    """Ask hunk by hunk; None when nothing was decided (the person asks again).
+
+    Accepting every hunk approves; accepting none vetoes; anything between is an
+    ``ApproveHunks``, which stays undecided when the chosen hunks do not validate.
+    """
+    from grinta_jupyter.agent.updates import Approve, ApproveHunks, Veto
+    from grinta_jupyter.runtime.hunks import hunks
+
+    every = hunks(step.proposal)
+    accepted: list[int] = []
+    for hunk in every:
+        console.hunk(hunk, len(every))
+        while True:
+            answer = _read_line(f"apply hunk {hunk.index + 1} of {len(every)}? [y/n]: ")
+            if answer is None:
+                session.decide(Veto("no answer: standard input closed"))
+                return False
+            word = answer.strip().lower()
+            if word in YES_WORDS | NO_WORDS:
+                break
+            console.say("answer y to apply this hunk, n to leave it out")
+        if word in YES_WORDS:
+            accepted.append(hunk.index)
+    if len(accepted) == len(every):
+        session.decide(Approve())
+        return True
+    reason = _read_line("why leave those out? (the model reads this; Enter for no reason): ")
+    if reason is None:
+        session.decide(Veto("no answer: standard input closed"))
+        return False
+    if not accepted:
+        session.decide(Veto(reason.strip() or DEFAULT_VETO_REASON))
+        return True
+    chosen = session.decide(ApproveHunks(accepted, reason.strip()))
+    if chosen is not None and chosen.error is not None:
+        console.say(
+            f"those hunks do not validate on their own ({chosen.error.code}: "
+            f"{chosen.error.message}); nothing was decided"
+        )
+        return None
+    return True
 
 
 # -- editing a proposal ----------------------------------------------------------------------
@@ -277,6 +338,13 @@ class Console:
             self._outputs.add(step.number)
             self.observation(step)
 
+    def hunk(self, hunk: Hunk, total: int) -> None:
+        """One hunk of a pending write, for choosing hunk by hunk."""
+        where = visible(hunk.path, keep_newlines=False)
+        lines = [f"--- hunk {hunk.index + 1} of {total} in {where}"]
+        lines.extend("    " + line for line in hunk_lines(hunk, self.color))
+        print("\n".join(lines), file=self.out, flush=True)
+
     def proposal(self, step: Step) -> None:
         p = step.proposal
         name = visible(step.call.name, keep_newlines=False)
@@ -362,6 +430,26 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
                     out.append(_MARKS["context"] + text)
                 else:
                     out.append(paint(row.role, _MARKS[row.role] + text))
+    return out
+
+
+def hunk_lines(hunk: Hunk, color: bool = False) -> list[str]:
+    """A hunk's header and rows, marked as in ``diff_lines``.
+
+    The rows come from the runtime's own hunk (``runtime.hunks``), not parsed
+    from text: the first character of each is its role by construction.
+    """
+    roles = {"+": "add", "-": "del", " ": "context"}
+    out = [f"{_STYLES['hunk']}{hunk.header}{_RESET}" if color else hunk.header]
+    for row in hunk.lines:
+        role = roles.get(row[:1])
+        text = visible(row[1:], keep_newlines=False)
+        if role is None:
+            out.append(f"\\ {text}")
+        elif role == "context" or not color:
+            out.append(_MARKS[role] + text)
+        else:
+            out.append(f"{_STYLES[role]}{_MARKS[role]}{text}{_RESET}")
     return out
 
 

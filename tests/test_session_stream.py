@@ -9,6 +9,7 @@ import pytest
 
 from grinta_jupyter.agent import (
     Approve,
+    ApproveHunks,
     Edit,
     ModelText,
     ModelTurn,
@@ -269,3 +270,74 @@ def test_a_consumer_that_stops_listening_mid_turn_cancels_the_turn(ws):
     seen = asyncio.run(asyncio.wait_for(go(), 10))
     assert kinds(seen) == ["ModelTurn", "ModelText"]
     assert not session.done and session._driver is None, "nothing left running"
+
+
+LONG = "".join(f"def f{i}():\n    return {i}\n\n\n" for i in range(12))
+TWO_HUNKS = {
+    "edits": [
+        {"path": "long.py", "old_string": "return 1\n", "new_string": "return 100\n"},
+        {"path": "long.py", "old_string": "return 10\n", "new_string": "return 1000\n"},
+    ]
+}
+
+
+def test_approving_some_hunks_commits_only_those_and_tells_the_model_the_rest(ws):
+    (ws / "long.py").write_text(LONG)
+    model = ScriptedModel(
+        [reply("", call("multiedit", **TWO_HUNKS)), reply("", call("finish", summary="x"))]
+    )
+    session = Session("change two returns", model=model, root=ws)
+    answers = []
+
+    def answer(s, u):  # type: ignore[no-untyped-def]
+        assert u.step.proposal.diff.count("\n@@ ") + u.step.proposal.diff.startswith("@@") >= 2
+        answers.append(s.decide(ApproveHunks([1], "keep f1 as it is")))
+
+    updates = collect(session, answer)
+    assert (
+        answers[0].ok and "return 1000" in answers[0].diff and "return 100\n" not in answers[0].diff
+    )
+    text = (ws / "long.py").read_text()
+    assert "return 1000\n" in text and "return 100\n" not in text and "    return 1\n" in text
+    assert "StepCommitted" in kinds(updates)
+    decision = next(e for e in session.log.events if e.type == "user_decision")
+    assert (decision.decision, decision.hunks, decision.reason) == (
+        "approve_hunks",
+        [1],
+        "keep f1 as it is",
+    )
+    told = model.requests[1]["messages"][-1]["content"]
+    assert "1 of 2 hunks" in told and "hunk 1 in long.py" in told and "keep f1 as it is" in told
+    assert session.steps[0].decision == "approve_hunks"
+
+
+def test_a_choice_of_hunks_that_does_not_validate_leaves_the_step_waiting(ws):
+    (ws / "app.py").write_text("x = 1\n" + LONG + "y = 2\n")
+    before = snapshot(ws)
+    # Two hunks that only make sense together: one opens a string, the other closes it.
+    edits = {
+        "edits": [
+            {"path": "app.py", "old_string": "x = 1\n", "new_string": 'x = """\n'},
+            {"path": "app.py", "old_string": "y = 2\n", "new_string": '"""\n'},
+        ]
+    }
+    model = ScriptedModel(
+        [reply("", call("multiedit", **edits)), reply("", call("finish", summary="x"))]
+    )
+    session = Session("t", model=model, root=ws)
+    results = []
+
+    def answer(s, u):  # type: ignore[no-untyped-def]
+        if results:
+            s.decide(Veto("no"))
+            return
+        results.append(s.decide(ApproveHunks([0])))
+        assert s.waiting, "a choice that does not validate decides nothing"
+        results.append(s.decide(ApproveHunks([])))
+        results.append(s.decide(ApproveHunks([5])))
+        assert s.waiting
+        s.decide(Veto("no"))
+
+    collect(session, answer)
+    assert [r.error.code for r in results] == ["SYNTAX_ERROR", "INVALID_ARGS", "INVALID_ARGS"]
+    assert snapshot(ws) == before
