@@ -26,7 +26,7 @@ def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
                 target=r.target,
                 chosen=r.chosen,
                 reason=r.reason,
-                candidates=r.candidates,
+                candidates=list(r.candidates),
             )
             for r in p.resolutions
         ),

@@ -37,17 +37,20 @@ class ReplayReport:
         return not self.differences
 
 
-def _fingerprints(events: list[ev.Event]) -> dict[int, tuple]:
+Fingerprint = tuple[str, str, str, "str | None"]
+
+
+def _fingerprints(events: list[ev.Event]) -> dict[int, Fingerprint]:
     """Per step: (tool, arguments, diff, validation code) of the last proposal."""
-    prints: dict[int, list] = {}
+    prints: dict[int, Fingerprint] = {}
     for e in events:
         if isinstance(e, ev.ToolProposed):
-            prints[e.step] = [e.tool, e.arguments, "", None]
+            prints[e.step] = (e.tool, e.arguments, "", None)
         elif isinstance(e, ev.DiffStaged) and e.step in prints:
-            prints[e.step][2] = e.diff
+            prints[e.step] = (*prints[e.step][:2], e.diff, prints[e.step][3])
         elif isinstance(e, ev.Validated) and e.step in prints:
-            prints[e.step][3] = e.code
-    return {k: tuple(v) for k, v in prints.items()}
+            prints[e.step] = (*prints[e.step][:3], e.code)
+    return prints
 
 
 def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> ReplayReport:
@@ -131,6 +134,6 @@ def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = No
     return report
 
 
-def _what_differs(a: tuple, b: tuple) -> str:
+def _what_differs(a: Fingerprint, b: Fingerprint) -> str:
     names = ("tool", "arguments", "diff", "validation")
     return "differs in " + ", ".join(n for n, x, y in zip(names, a, b, strict=True) if x != y)

@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import asdict
 from pathlib import Path
@@ -81,7 +82,7 @@ class Session:
         task: str,
         *,
         model: Model,
-        root: str | Path,
+        root: str | os.PathLike[str],
         toolset: str | Toolset = "intent",
         policy: Policy = "ask",
         limits: Limits | None = None,
@@ -257,7 +258,7 @@ class Session:
         finally:
             self._listeners.remove(me)
 
-    async def _drive(self, me: _Listener) -> AsyncIterator[Update]:
+    async def _drive(self, me: _Listener) -> AsyncGenerator[Update, None]:
         """Do one unit of work, yielding the updates it makes as they happen."""
         work = self._driver = asyncio.ensure_future(self._advance())
         try:
@@ -586,7 +587,7 @@ class Session:
         if self.policy == "ask":
             return False
         try:
-            return check_policy_verdict(self.policy(proposal))  # type: ignore[operator]
+            return check_policy_verdict(self.policy(proposal))
         except Exception as exc:
             # A developer's mistake: end the session cleanly (nothing pending, nothing half-done),
             # then raise so whoever drives it sees exactly what was wrong.

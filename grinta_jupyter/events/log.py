@@ -22,7 +22,7 @@ import stat
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from grinta_jupyter.events.models import Event, SessionStart, parse_event
 from grinta_jupyter.runtime import private
@@ -104,7 +104,7 @@ def _open_private(path: Path) -> IO[str]:
     return os.fdopen(fd, "a", encoding="utf-8")
 
 
-def read_events(source: str | os.PathLike[str] | Iterable[Event | dict]) -> list[Event]:
+def read_events(source: str | os.PathLike[str] | Iterable[Event | dict[str, Any]]) -> list[Event]:
     """Events from a JSONL log path, or from an iterable of events or dicts."""
     if isinstance(source, (str, os.PathLike)):
         return list(_iter_file(Path(source)))

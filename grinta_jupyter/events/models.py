@@ -182,6 +182,9 @@ EVENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AnyEvent)
 
 
 def parse_event(data: dict[str, Any] | str) -> Event:
+    event: Event
     if isinstance(data, str):
-        return EVENT_ADAPTER.validate_json(data)
-    return EVENT_ADAPTER.validate_python(data)
+        event = EVENT_ADAPTER.validate_json(data)
+    else:
+        event = EVENT_ADAPTER.validate_python(data)
+    return event
