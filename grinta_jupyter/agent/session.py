@@ -41,6 +41,7 @@ from grinta_jupyter.agent.guards import (
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
 from grinta_jupyter.agent.recorder import proposal_events, target_of
 from grinta_jupyter.agent.step import (
+    EndReason,
     Policy,
     PolicyError,
     State,
@@ -201,7 +202,7 @@ class Session:
         """End the session now, cancelling a running model call."""
         if self._model_task is not None and not self._model_task.done():
             self._model_task.cancel()
-        self._finish_session(reason)
+        self._end(reason)
 
     def undo(self) -> Observation:
         """Undo the last commit (a user action, recorded and reported to the model)."""
@@ -311,7 +312,7 @@ class Session:
         )
         if firing:
             self._fire(firing)
-            self._finish_session(firing.guard)
+            self._finish_session(ending(firing))
             return
         self.state = State.THINKING
         messages, masked = self.context.messages()
@@ -526,7 +527,7 @@ class Session:
             data=not vetoed,  # a veto carries the user's own words, not data
         )
         if any(f.action == "stop" for f in firings):
-            self._finish_session(next(f.guard for f in firings if f.action == "stop"))
+            self._finish_session(ending(next(f for f in firings if f.action == "stop")))
         elif self._stuck_warnings > self.limits.max_stuck_warnings:
             self._finish_session("stuck")
 
@@ -651,7 +652,12 @@ class Session:
             step.number if step else len(self.steps),
         )
 
-    def _finish_session(self, reason: str) -> None:
+    def _finish_session(self, reason: EndReason) -> None:
+        """End the session for one of the machine's own reasons."""
+        self._end(reason)
+
+    def _end(self, reason: str) -> None:
+        """End the session: an ``EndReason``, or the words given to ``stop``."""
         if self.done:
             return
         self.state = State.DONE
@@ -712,6 +718,16 @@ class Session:
         if self._log_failed and not self.done:
             self._finish_session("log_write_failed")
         return self._log_failed
+
+
+def ending(firing: Firing) -> EndReason:
+    """The end reason of a guard that stops the session (its own name)."""
+    guard = firing.guard
+    if guard in ("circuit_breaker", "no_tool_call"):
+        return guard
+    if guard in ("budget:steps", "budget:tokens", "budget:cost", "budget:wall_time"):
+        return guard
+    raise ValueError(f"the {guard} guard does not end a session")
 
 
 class _Listener:
