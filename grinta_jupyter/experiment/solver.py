@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +45,12 @@ class SolverModel:
         self.queue: list[tuple[str, dict[str, Any]]] = []
         self.turn = 0
 
-    async def complete(self, messages: list[dict], tools: list[dict], on_text=None) -> ModelReply:  # type: ignore[no-untyped-def]
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelReply:
         if not self.queue:
             self._refill()
         name, args = (

@@ -229,8 +229,8 @@ def _check_rename_entry(root: Path) -> CheckResult:
         relative = path.relative_to(root).as_posix()
         try:
             lines = _lines_naming(path, "Entry")
-        except (SyntaxError, tokenize.TokenError) as error:
-            return CheckResult(False, f"{relative} does not parse: {error}")
+        except (SyntaxError, tokenize.TokenError) as exc:
+            return CheckResult(False, f"{relative} does not parse: {exc}")
         leftovers += [f"{relative}:{line}" for line in lines]
     if leftovers:
         return CheckResult(False, f"Entry is still used at {listing(leftovers)}")
