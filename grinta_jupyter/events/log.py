@@ -20,7 +20,7 @@ import os
 import re
 import stat
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,13 +42,13 @@ _BAD_LINE = re.compile(r":(\d+): not a grinta event")  # the message of _iter_fi
 
 
 class EventLog:
-    """Appends events to ``path`` and to in-memory listeners (the notebook, tests)."""
+    """Appends events to ``path`` and keeps them in ``events`` (front ends read the
+    session's update stream, not the log)."""
 
     def __init__(self, path: Path | None, session: str, secrets: Secrets | None = None):
         self.path = path
         self.session = session
         self.events: list[Event] = []
-        self.listeners: list[Callable[[Event], None]] = []
         self.error: str | None = None  # why the file stopped being written, if it did
         self._started = time.monotonic()
         self._secrets = secrets if secrets is not None else Secrets.from_env()
@@ -81,8 +81,6 @@ class EventLog:
             except OSError as exc:
                 self.error = f"writing the event log {self.path} failed: {exc.strerror or exc}"
                 self._close_quietly()
-        for listener in list(self.listeners):
-            listener(event)
         return event
 
     def close(self) -> None:
