@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from grinta_jupyter.agent.models.base import ModelReply
 from grinta_jupyter.agent.step import Step
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.runtime.proposal import Proposal
@@ -52,6 +53,22 @@ def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
             )
         )
     return events
+
+
+def reply_event(reply: ModelReply, duration: float) -> ev.ModelReplied:
+    """The record of one model reply: its text, raw tool calls, tokens, cost and duration."""
+    usage = reply.usage
+    return ev.ModelReplied(
+        text=reply.text,
+        tool_calls=[
+            {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
+        ],
+        prompt_tokens=usage.prompt_tokens,
+        completion_tokens=usage.completion_tokens,
+        cost=usage.cost,
+        duration=round(duration, 4),
+        finish_reason=reply.finish_reason,
+    )
 
 
 def target_of(proposal: Proposal) -> str | None:

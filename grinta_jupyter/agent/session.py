@@ -22,7 +22,6 @@ import json
 import os
 import time
 import uuid
-from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
 from contextlib import aclosing
 from dataclasses import asdict
@@ -39,7 +38,7 @@ from grinta_jupyter.agent.guards import (
     StuckDetector,
 )
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
-from grinta_jupyter.agent.recorder import proposal_events, target_of
+from grinta_jupyter.agent.recorder import proposal_events, reply_event, target_of
 from grinta_jupyter.agent.step import (
     EndReason,
     Policy,
@@ -47,8 +46,9 @@ from grinta_jupyter.agent.step import (
     State,
     Step,
     Totals,
-    check_policy_verdict,
+    policy_verdict,
 )
+from grinta_jupyter.agent.stream import Listener, Listeners, update_for
 from grinta_jupyter.agent.updates import (
     DEFAULT_VETO_REASON,
     Approve,
@@ -56,12 +56,8 @@ from grinta_jupyter.agent.updates import (
     Decision,
     Edit,
     ModelText,
-    ModelTurn,
     NeedsDecision,
     SessionEnded,
-    StepCommitted,
-    StepObserved,
-    StepProposed,
     Undone,
     Update,
     Veto,
@@ -127,7 +123,7 @@ class Session:
         self._turns_without_tool = 0
         self._stuck_warnings = 0
         self._log_failed = False
-        self._listeners: list[_Listener] = []  # the running updates() iterators
+        self._listeners = Listeners()  # the running updates() iterators
         self.stuck = StuckDetector(self.limits)
         self.breaker = CircuitBreaker(self.limits)
         self.budgets = Budgets(self.limits)
@@ -208,7 +204,7 @@ class Session:
         """Undo the last commit (a user action, recorded and reported to the model)."""
         obs = self.runtime.undo()
         self._emit(ev.Undone(ok=obs.ok, message=obs.output), len(self.steps))
-        self._publish(Undone(obs.ok, obs.output))
+        self._listeners.publish(Undone(obs.ok, obs.output))
         if obs.ok:
             self.finish_guard.undo(len(self.steps))
             self.context.add_user(f"(The user undid the last commit: {obs.output})")
@@ -226,10 +222,8 @@ class Session:
         Several iterators may run at once (a panel and a cell of the user's, say):
         each sees every update, and only one of them drives at a time.
         """
-        me = _Listener()
-        self._listeners.append(me)
         asked: tuple[int, int] | None = None
-        try:
+        with self._listeners.joined() as me:
             while True:
                 me.arrived.clear()
                 while me.queue:
@@ -256,10 +250,8 @@ class Session:
                         yield update
                         if isinstance(update, SessionEnded):
                             return
-        finally:
-            self._listeners.remove(me)
 
-    async def _drive(self, me: _Listener) -> AsyncGenerator[Update, None]:
+    async def _drive(self, me: Listener) -> AsyncGenerator[Update, None]:
         """Do one unit of work, yielding the updates it makes as they happen."""
         work = self._driver = asyncio.ensure_future(self._advance())
         try:
@@ -275,7 +267,7 @@ class Session:
             if not work.done():  # the caller stopped listening (or the session ended) mid-step
                 work.cancel()
             self._driver = None
-            self._wake()  # a listener may take over driving
+            self._listeners.wake()  # a listener may take over driving
 
     async def run(self) -> Session:
         """Drive the session to its end; decisions must come from elsewhere (or the policy)."""
@@ -342,27 +334,10 @@ class Session:
             self._model_task = None
         if self.done:
             return
-        usage = reply.usage
-        self.totals.prompt_tokens += usage.prompt_tokens
-        self.totals.completion_tokens += usage.completion_tokens
-        if usage.cost is None:
-            self.totals.cost_known = False
-        else:
-            self.totals.cost += usage.cost
-        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls]
-        self._emit(
-            ev.ModelReplied(
-                text=reply.text,
-                tool_calls=calls,
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                cost=usage.cost,
-                duration=round(time.monotonic() - started, 4),
-                finish_reason=reply.finish_reason,
-            ),
-            len(self.steps) + 1,
-        )
-        self.context.add_assistant(reply.text, calls)
+        self.totals.add(reply.usage)
+        replied = reply_event(reply, time.monotonic() - started)
+        self._emit(replied, len(self.steps) + 1)
+        self.context.add_assistant(reply.text, replied.tool_calls)
         if not reply.tool_calls:
             self._turns_without_tool += 1
             if self._turns_without_tool >= self.limits.max_model_turns_without_tool:
@@ -578,17 +553,8 @@ class Session:
     # -- helpers ---------------------------------------------------------------------------
 
     def _policy_verdict(self, step: Step) -> bool | tuple[str, str]:
-        proposal = step.proposal
-        if proposal.kind == "finish":
-            return True
-        if not proposal.needs_approval and (self.auto_reads or self.policy == "auto"):
-            return True
-        if self.policy == "auto":
-            return True
-        if self.policy == "ask":
-            return False
         try:
-            return check_policy_verdict(self.policy(proposal))
+            return policy_verdict(self.policy, step.proposal, self.auto_reads)
         except Exception as exc:
             # A developer's mistake: end the session cleanly (nothing pending, nothing half-done),
             # then raise so whoever drives it sees exactly what was wrong.
@@ -600,7 +566,7 @@ class Session:
     def _record(self, decision: Approve | Veto | _Selected) -> None:
         self._require_pending()
         self._decision = decision
-        self._wake()
+        self._listeners.wake()
 
     def _edit(self, arguments: dict[str, Any] | str) -> Proposal:
         step = self._require_pending()
@@ -614,7 +580,7 @@ class Session:
         # An edit that does not validate still waits: the user may edit again.
         self.state = State.PROPOSED
         self._record_proposal(step, edited=True)
-        self._wake()
+        self._listeners.wake()
         return step.proposal
 
     def _select_hunks(self, decision: ApproveHunks) -> Proposal:
@@ -624,10 +590,6 @@ class Session:
             note = declined_note(step.proposal, decision.hunks, decision.reason)
             self._record(_Selected(selected, tuple(decision.hunks), decision.reason, note))
         return selected
-
-    def _wake(self) -> None:
-        for listener in list(self._listeners):
-            listener.wake()
 
     def _require_pending(self) -> Step:
         if self.pending is None:
@@ -677,18 +639,15 @@ class Session:
         self.log.close()
 
     def _text(self, piece: str) -> None:
-        self._publish(ModelText(piece))
-
-    def _publish(self, update: Update) -> None:
-        for listener in list(self._listeners):
-            listener.push(update)
+        self._listeners.publish(ModelText(piece))
 
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
         emitted = self.log.emit(event, step)
         if self._listeners:
-            update = self._update_for(event, step)
+            found = self.steps[step - 1] if 0 < step <= len(self.steps) else None
+            update = update_for(emitted, found, self.summary)
             if update is not None:
-                self._publish(update)
+                self._listeners.publish(update)
         if self.log.error is not None and not self._log_failed:
             # The session survives a failed log write (events stay in memory) and ends at the
             # next unit of work, before anything else is committed: a session that cannot be
@@ -696,23 +655,6 @@ class Session:
             self._log_failed = True
             self.log.emit(ev.ErrorEvent(code="LOG_WRITE_FAILED", message=self.log.error), step)
         return emitted
-
-    def _update_for(self, event: ev.Event, number: int) -> Update | None:
-        """What an event means to a front end, if anything (the log and the stream agree)."""
-        step = self.steps[number - 1] if 0 < number <= len(self.steps) else None
-        if isinstance(event, ev.ModelRequest):
-            return ModelTurn(number)
-        if isinstance(event, ev.SessionEnd):
-            return SessionEnded(event.reason, self.summary)
-        if step is None:
-            return None
-        if isinstance(event, ev.ToolProposed):
-            return StepProposed(step)
-        if isinstance(event, ev.Committed) and event.ok and event.commit_id:
-            return StepCommitted(step, event.commit_id)
-        if isinstance(event, ev.Observed):
-            return StepObserved(step)
-        return None
 
     def _stop_if_log_failed(self) -> bool:
         if self._log_failed and not self.done:
@@ -728,34 +670,6 @@ def ending(firing: Firing) -> EndReason:
     if guard in ("budget:steps", "budget:tokens", "budget:cost", "budget:wall_time"):
         return guard
     raise ValueError(f"the {guard} guard does not end a session")
-
-
-class _Listener:
-    """One running ``updates()`` iterator: what it has yet to yield, and how to wake it.
-
-    ``push`` and ``wake`` may be called from any thread (a decision typed in a
-    kernel while the session runs on a background loop): the event is set on
-    the loop the iterator runs on.
-    """
-
-    def __init__(self) -> None:
-        self.queue: deque[Update] = deque()
-        self.loop = asyncio.get_running_loop()
-        self.arrived = asyncio.Event()
-
-    def push(self, update: Update) -> None:
-        self.queue.append(update)
-        self.wake()
-
-    def wake(self) -> None:
-        try:
-            here = asyncio.get_running_loop()
-        except RuntimeError:
-            here = None
-        if here is self.loop:
-            self.arrived.set()
-        elif not self.loop.is_closed():
-            self.loop.call_soon_threadsafe(self.arrived.set)
 
 
 class _Selected:

@@ -8,7 +8,7 @@ from enum import Enum
 from typing import Literal
 
 from grinta_jupyter.agent.guards import Firing
-from grinta_jupyter.agent.models.base import ToolCall
+from grinta_jupyter.agent.models.base import ToolCall, Usage
 from grinta_jupyter.runtime.proposal import Observation, Proposal
 
 
@@ -51,6 +51,23 @@ class PolicyError(TypeError):
     """A policy callable returned something that is not a decision (a developer's mistake)."""
 
 
+def policy_verdict(policy: Policy, proposal: Proposal, auto_reads: bool) -> bool | tuple[str, str]:
+    """Whether ``proposal`` runs without asking (True), asks (False) or is vetoed.
+
+    Finish always runs; reads run unless the person switched ``auto_reads`` off;
+    a callable policy that answers something else raises PolicyError.
+    """
+    if proposal.kind == "finish":
+        return True
+    if not proposal.needs_approval and (auto_reads or policy == "auto"):
+        return True
+    if policy == "auto":
+        return True
+    if policy == "ask":
+        return False
+    return check_policy_verdict(policy(proposal))
+
+
 def check_policy_verdict(value: object) -> bool | tuple[str, str]:
     """``value`` if it is a decision a policy may return, else a PolicyError saying what it was."""
     if value is True or value is False:
@@ -88,4 +105,12 @@ class Totals:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost: float = 0.0
-    cost_known: bool = True
+    cost_known: bool = True  # False once any reply's cost was unknown
+
+    def add(self, usage: Usage) -> None:
+        self.prompt_tokens += usage.prompt_tokens
+        self.completion_tokens += usage.completion_tokens
+        if usage.cost is None:
+            self.cost_known = False
+        else:
+            self.cost += usage.cost

@@ -1,0 +1,102 @@
+"""How a session's updates reach every running ``updates()`` iterator.
+
+``Listeners`` keeps one ``Listener`` per running iterator; ``publish`` puts
+an update in each one's queue and wakes it. ``update_for`` says what an
+event of the log means to a front end, so the stream and the log cannot
+disagree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from grinta_jupyter.agent.updates import (
+    ModelTurn,
+    SessionEnded,
+    StepCommitted,
+    StepObserved,
+    StepProposed,
+    Update,
+)
+from grinta_jupyter.events import models as ev
+
+if TYPE_CHECKING:
+    from grinta_jupyter.agent.step import Step
+
+
+class Listener:
+    """One running ``updates()`` iterator: what it has yet to yield, and how to wake it.
+
+    ``push`` and ``wake`` may be called from any thread (a decision typed in a
+    kernel while the session runs on a background loop): the event is set on
+    the loop the iterator runs on.
+    """
+
+    def __init__(self) -> None:
+        self.queue: deque[Update] = deque()
+        self.loop = asyncio.get_running_loop()
+        self.arrived = asyncio.Event()
+
+    def push(self, update: Update) -> None:
+        self.queue.append(update)
+        self.wake()
+
+    def wake(self) -> None:
+        try:
+            here = asyncio.get_running_loop()
+        except RuntimeError:
+            here = None
+        if here is self.loop:
+            self.arrived.set()
+        elif not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self.arrived.set)
+
+
+class Listeners:
+    """The running iterators of one session."""
+
+    def __init__(self) -> None:
+        self._all: list[Listener] = []
+
+    def __bool__(self) -> bool:
+        return bool(self._all)
+
+    @contextmanager
+    def joined(self) -> Iterator[Listener]:
+        """A new listener for as long as the iterator runs."""
+        me = Listener()
+        self._all.append(me)
+        try:
+            yield me
+        finally:
+            self._all.remove(me)
+
+    def publish(self, update: Update) -> None:
+        for listener in list(self._all):
+            listener.push(update)
+
+    def wake(self) -> None:
+        """Wake every iterator (a decision was made, the driver finished)."""
+        for listener in list(self._all):
+            listener.wake()
+
+
+def update_for(event: ev.Event, step: Step | None, summary: str | None) -> Update | None:
+    """What ``event`` (of ``step``, if it belongs to one) means to a front end, if anything."""
+    if isinstance(event, ev.ModelRequest):
+        return ModelTurn(event.step)
+    if isinstance(event, ev.SessionEnd):
+        return SessionEnded(event.reason, summary)
+    if step is None:
+        return None
+    if isinstance(event, ev.ToolProposed):
+        return StepProposed(step)
+    if isinstance(event, ev.Committed) and event.ok and event.commit_id:
+        return StepCommitted(step, event.commit_id)
+    if isinstance(event, ev.Observed):
+        return StepObserved(step)
+    return None
