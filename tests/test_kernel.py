@@ -1,5 +1,6 @@
-"""A real kernel, no browser: the session runs in the background and widget
-messages press Approve, Edit and Veto exactly as a browser would send them."""
+"""A real kernel, no browser: the session runs in the background and the step
+card's messages (Approve, Edit, Veto) arrive exactly as the browser's card
+(labextension/src/render/liveCard.ts) sends them."""
 
 from __future__ import annotations
 
@@ -66,23 +67,13 @@ def send_to_widget(kc, model_id: str, data: dict) -> None:
     kc.shell_channel.send(kc.session.msg("comm_msg", {"comm_id": model_id, "data": data}))
 
 
-def press(kc, model_id: str, action: str) -> None:
-    send_to_widget(
-        kc, model_id, {"method": "custom", "content": {"event": "action", "action": action}}
-    )
+def send_card(kc, model_id: str, content: dict) -> None:
+    """What the TypeScript card sends (labextension/src/review.ts, CardMessage)."""
+    send_to_widget(kc, model_id, {"method": "custom", "content": content})
 
 
-def click(kc, model_id: str) -> None:
-    send_to_widget(kc, model_id, {"method": "custom", "content": {"event": "click"}})
-
-
-def set_value(kc, model_id: str, value: str) -> None:
-    send_to_widget(
-        kc, model_id, {"method": "update", "state": {"value": value}, "buffer_paths": []}
-    )
-
-
-def card_ids(kc) -> dict:
+def pending_card(kc) -> dict:
+    """The pending step's card: its widget id, its payload, whether it shows the bar."""
     return json.loads(
         execute(
             kc,
@@ -90,10 +81,9 @@ def card_ids(kc) -> dict:
 from grinta_jupyter.jupyter.controller import current_view
 _v = current_view()
 _c = _v.panel.cards[_v.session.pending.number]
-print(json.dumps({"step": _c.step.number, "tool": _c.step.call.name, "actions": _c.actions.model_id,
-                  "args": _c.args_editor.model_id, "text": _c.text_editor.model_id,
-                  "revalidate": _c.revalidate.model_id, "reason": _c.reason.model_id,
-                  "send_veto": _c.send_veto.model_id}))
+print(json.dumps({"id": _c.model_id, "payload": _c.payload, "pending": _c.pending,
+                  "status": _c.status, "editable": _c.editable,
+                  "esm": "export" in _c.get_state()["_esm"]}))
 """,
         )
         .strip()
@@ -109,30 +99,42 @@ def test_approve_edit_and_veto_through_widget_messages(kernel, tmp_path: Path):
     original = node.read_text()
 
     wait_for(kc, "session.waiting")
-    ids = card_ids(kc)
-    assert ids["tool"] == "run"
-    press(kc, ids["actions"], "approve")
+    card = pending_card(kc)
+    assert card["payload"]["tool"] == "run" and card["pending"] and card["esm"]
+    send_card(kc, card["id"], {"event": "approve"})
 
-    # The read runs by itself; the fix waits. Edit it in the widget: add a comment to the new text.
+    # The read runs by itself; the fix waits. Edit it from the card: add a comment to the new text.
     wait_for(kc, "session.waiting and session.pending.call.name == 'replace_string'")
     assert node.read_text() == original
-    ids = card_ids(kc)
-    press(kc, ids["actions"], "edit")
-    wait_for(kc, "session.pending is not None")
-    set_value(kc, ids["text"], DEMO_FIX["new_string"] + "  # terms must match")
-    click(kc, ids["revalidate"])
+    card = pending_card(kc)
+    arguments = json.loads(card["editable"])  # the call as the model sent it, for the editor
+    assert arguments["new_string"] == DEMO_FIX["new_string"]
+    # Not a decision: ignored, and said so on the card.
+    send_card(kc, card["id"], {"event": "edit", "arguments": "not an object"})
+    wait_for(kc, "'ignored' in current_view().panel.cards[3].status")
+    send_card(
+        kc,
+        card["id"],
+        {
+            "event": "edit",
+            "arguments": {
+                **arguments,
+                "new_string": arguments["new_string"] + "  # terms must match",
+            },
+        },
+    )
     wait_for(kc, "session.pending.edits == 1")
     assert node.read_text() == original, "an edit re-stages; it does not write"
-    assert "# terms must match" in execute(kc, "print(session.pending.proposal.diff)")
-    press(kc, ids["actions"], "approve")
+    card = pending_card(kc)
+    assert "# terms must match" in card["payload"]["diff"], "the card shows the new diff"
+    assert card["pending"] and card["status"].startswith("valid")
+    send_card(kc, card["id"], {"event": "approve"})
     wait_for(kc, "session.waiting and session.pending.number == 4")
     assert "!= request.prev_log_term:  # terms must match" in node.read_text()
 
     # Veto the test run with a reason typed into the card.
-    ids = card_ids(kc)
-    press(kc, ids["actions"], "veto")
-    set_value(kc, ids["reason"], "run only the replication tests")
-    click(kc, ids["send_veto"])
+    card = pending_card(kc)
+    send_card(kc, card["id"], {"event": "veto", "reason": "run only the replication tests"})
     wait_for(kc, "len(session.steps) >= 5")
 
     log = Path(execute(kc, "print(session.log_path)").strip())
@@ -144,3 +146,78 @@ def test_approve_edit_and_veto_through_widget_messages(kernel, tmp_path: Path):
     commits = [e for e in events if e.type == "commit"]
     assert len(commits) == 1 and commits[0].ok and commits[0].step == 3
     execute(kc, "session.stop()")
+
+
+def test_card_messages_become_typed_decisions():
+    from grinta_jupyter.agent import Approve, ApproveHunks, Edit, Veto
+    from grinta_jupyter.jupyter.card import decision_of
+
+    assert decision_of({"event": "approve"}) == Approve()
+    assert decision_of({"event": "veto", "reason": " why "}) == Veto("why")
+    assert decision_of({"event": "veto", "reason": ""}) == Veto()
+    assert decision_of({"event": "edit", "arguments": {"path": "a"}}) == Edit({"path": "a"})
+    assert decision_of({"event": "hunks", "accepted": [0, 2], "reason": "no"}) == ApproveHunks(
+        [0, 2], "no"
+    )
+    for junk in (
+        None,
+        "approve",
+        {"event": "click"},
+        {"event": "edit", "arguments": "{}"},
+        {"event": "hunks", "accepted": [0, -1]},
+        {"event": "hunks", "accepted": [True]},
+        {"event": "hunks", "accepted": [0], "reason": 3},
+    ):
+        assert decision_of(junk) is None, junk
+
+
+def test_the_panel_draws_the_update_stream_and_decides_through_its_cards(tmp_path: Path):
+    """No kernel: the controller's loop, by hand; the cards' messages as the browser sends them."""
+    import asyncio
+
+    from grinta_jupyter.agent import NeedsDecision, Session
+    from grinta_jupyter.agent.models import ScriptedModel, call, reply
+    from grinta_jupyter.jupyter.panel import SessionPanel
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    turns = [
+        reply("Reading.", call("read", path="a.py")),
+        reply("", call("replace_string", path="a.py", old_string="x = 1", new_string="x = 2")),
+        reply("", call("run", command="true")),
+    ]
+    session = Session("t", model=ScriptedModel(turns), root=tmp_path)
+    decisions: list[int] = []
+    panel = SessionPanel(session, on_decision=lambda: decisions.append(len(session.steps)))
+    assert panel.reads_toggle.description == "Auto-approve reads: on"
+    panel.reads_toggle.value = False
+    assert panel.reads_toggle.description == "Auto-approve reads: off"
+    assert session.auto_reads is False
+    seen: list[tuple[int, bool, str]] = []
+
+    async def go() -> None:
+        async for update in session.updates():
+            panel.apply(update)
+            if isinstance(update, NeedsDecision):
+                card = panel.cards[update.step.number]
+                seen.append((update.step.number, card.pending, panel.state))
+                assert "waiting for you" in panel.header.value
+                if update.step.call.name == "run":
+                    session.stop("enough")
+                    continue
+                card.receive({"event": "approve"})
+                assert not card.pending, "a decided card hides its bar at once"
+                card.receive({"event": "approve"})  # a second click: nothing waits, ignored
+
+    asyncio.run(go())
+    assert seen == [
+        (1, True, "waiting for you"),
+        (2, True, "waiting for you"),
+        (3, True, "waiting for you"),
+    ]
+    assert decisions == [1, 2]
+    assert (tmp_path / "a.py").read_text() == "x = 2\n"
+    assert [c.payload["status"] for c in panel.cards.values()] == ["done", "committed", "pending"]
+    assert not any(c.pending for c in panel.cards.values()), "an ended session waits for nothing"
+    (summary,) = panel.summary.children
+    assert summary.kind == "session" and summary.payload["end_reason"] == "enough"
+    assert panel.stop_button.disabled and "enough" in panel.header.value

@@ -168,3 +168,27 @@ def test_a_session_ended_by_a_model_error_says_why_on_its_card(tmp_path, monkeyp
     assert bundle[SESSION_MIME]["error"].startswith("MISSING_KEY: ")
     assert "OPENAI_API_KEY" in bundle["text/html"] and "Error: MISSING_KEY" in bundle["text/html"]
     assert "error: MISSING_KEY" in bundle["text/plain"]
+
+
+def test_a_write_approved_in_part_says_why_the_other_hunks_were_declined(tmp_path):
+    from grinta_jupyter.agent import ApproveHunks
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "calc.py").write_text("a = 1\n" + "\n" * 8 + "b = 1\n")
+    edits = [
+        {"path": "calc.py", "old_string": "a = 1", "new_string": "a = 2"},
+        {"path": "calc.py", "old_string": "b = 1", "new_string": "b = 2"},
+    ]
+    turns = [reply("", call("multiedit", edits=edits)), reply("", call("finish", summary="x"))]
+    session = drive(
+        Session("t", model=ScriptedModel(turns), root=root),
+        lambda s: s.decide(ApproveHunks([0], "b stays")),
+    )
+    bundle = step_bundle(session.steps[0], session.id)
+    payload = bundle[STEP_MIME]
+    assert (payload["decision"], payload["reason"]) == ("approve_hunks", "b stays")
+    assert payload["status"] == "committed" and "+b = 2" not in payload["diff"]
+    assert "hunks declined: b stays" in bundle["text/html"]
+    assert "hunks declined: b stays" in bundle["text/plain"]
+    assert "vetoed" not in bundle["text/plain"]

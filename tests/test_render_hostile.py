@@ -16,6 +16,7 @@ GRINTA_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_render_hostile.py
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import re
@@ -33,6 +34,7 @@ from grinta_jupyter.agent.session import Session
 from grinta_jupyter.agent.step import Step
 from grinta_jupyter.jupyter.mime import (
     MAX_DIFF_CHARS,
+    SESSION_MIME,
     diff_rows_html,
     diff_text_lines,
     session_bundle,
@@ -45,7 +47,6 @@ from grinta_jupyter.jupyter.mime import (
 from grinta_jupyter.runtime.diffs import DiffFile, parse_unified
 from grinta_jupyter.runtime.display import visible, visible_parts
 from grinta_jupyter.runtime.secrets import Secrets
-from tests.conftest import drive
 
 FIXTURES = Path(__file__).resolve().parents[1] / "labextension" / "test" / "fixtures"
 
@@ -339,11 +340,19 @@ def test_a_whole_session_and_the_live_panel_show_escapes(tmp_path):
         reply("", call("create", path=NEWLINE_NAME, content=f"{HOSTILE}\n")),
         reply("", call("finish", summary=f"done {HOSTILE}")),
     ]
+    from grinta_jupyter.agent import ModelText, NeedsDecision
     from grinta_jupyter.jupyter.panel import SessionPanel
 
     session = Session(f"fix {HOSTILE}", model=ScriptedModel(turns), root=root)
     panel = SessionPanel(session)  # the live panel draws each card as the session runs
-    drive(session, _approve)
+
+    async def go() -> None:  # the controller's loop: every update to the panel
+        async for update in session.updates():
+            panel.apply(update)
+            if isinstance(update, NeedsDecision):
+                panel.cards[update.step.number].receive({"event": "approve"})
+
+    asyncio.run(go())
     trace = trace_bundle(session)
     summary = session_bundle(session)
     assert_no_raw_controls(
@@ -358,18 +367,13 @@ def test_a_whole_session_and_the_live_panel_show_escapes(tmp_path):
     assert card.headers() == ["q.txt", NEWLINE_NAME.replace("\n", "\\n") + " (new file)"]
     assert f"Task: fix {SHOWN}" in Card(summary["text/html"]).text
 
-    live = "".join(c.view.value for c in panel.cards.values())
-    assert len(panel.cards) == len(session.steps)
-    assert_no_raw_controls(live, panel.header.value, panel.summary.value)
-    assert Card(live).role("del") == card.role("del")
-    assert session.on_text is not None
-    session.on_text(f"thinking {HOSTILE}")
+    # The live cards carry the saved trace's payloads (the same TypeScript card draws both,
+    # and escapes there: labextension/test/hostile.test.ts); the panel's own HTML escapes here.
+    assert [c.payload for c in panel.cards.values()] == trace[SESSION_MIME]["steps"]
+    assert_no_raw_controls(panel.header.value)
+    panel.apply(ModelText(f"thinking {HOSTILE}"))
     assert_no_raw_controls(panel.thinking.value)
     assert f"thinking {SHOWN}" in Card(panel.thinking.value).text
-
-
-def _approve(session: Session) -> None:
-    session.approve()
 
 
 def test_the_visible_rule_matches_the_shared_cases():

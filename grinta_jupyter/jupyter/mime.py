@@ -274,11 +274,16 @@ def step_text(payload: dict[str, Any]) -> str:
     if not v["ok"]:
         lines.append(block_text(v["message"] or "", f"{line_text(v['code'])}: "))
     if payload.get("reason"):
-        lines.append(block_text(payload["reason"], "vetoed: "))
+        lines.append(block_text(payload["reason"], _reason_label(payload) + ": "))
     obs = payload.get("observation")
     if obs and not payload["diff"] and obs["output"]:
         lines.append(block_text(obs["output"][:MAX_TEXT_OUTPUT_CHARS]))
     return "\n".join(lines)
+
+
+def _reason_label(payload: dict[str, Any]) -> str:
+    """What a step's ``reason`` is: a veto's, or why the hunks left out of a partial approval were."""
+    return "hunks declined" if payload.get("decision") == "approve_hunks" else "vetoed"
 
 
 def session_text(payload: dict[str, Any]) -> str:
@@ -484,7 +489,7 @@ def step_html(payload: dict[str, Any]) -> str:
     if payload.get("reason"):
         parts.append(
             '<div style="color:#cf222e;white-space:pre-wrap">'
-            f"vetoed: {text_html(payload['reason'])}</div>"
+            f"{_reason_label(payload)}: {text_html(payload['reason'])}</div>"
         )
     for g in payload["guards"]:
         parts.append(

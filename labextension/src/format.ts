@@ -10,6 +10,8 @@ export function decisionText(step: Pick<Step, 'status' | 'decision' | 'edits'>):
   switch (step.decision) {
     case 'approve':
       return 'approved' + edited;
+    case 'approve_hunks':
+      return 'approved in part (some hunks declined)' + edited;
     case 'edit':
       return 'approved after edits' + edited;
     case 'veto':

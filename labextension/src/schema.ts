@@ -12,7 +12,7 @@ export const SESSION_MIME = 'application/vnd.grinta.session+json';
 
 export const KINDS = ['read', 'write', 'command', 'finish'] as const;
 export const STATUSES = ['pending', 'committed', 'vetoed', 'refused', 'done'] as const;
-export const DECISIONS = ['approve', 'edit', 'veto', 'auto'] as const;
+export const DECISIONS = ['approve', 'approve_hunks', 'edit', 'veto', 'auto'] as const;
 
 export type Kind = (typeof KINDS)[number];
 export type Status = (typeof STATUSES)[number];

@@ -9,6 +9,10 @@ describe('decisionText', () => {
     assert.equal(decisionText({ status: 'committed', decision: 'auto', edits: 0 }), 'approved by policy');
     assert.equal(decisionText({ status: 'vetoed', decision: 'veto', edits: 2 }), 'vetoed by you · edited 2×');
     assert.equal(decisionText({ status: 'refused', decision: null, edits: 0 }), '');
+    assert.equal(
+      decisionText({ status: 'committed', decision: 'approve_hunks', edits: 0 }),
+      'approved in part (some hunks declined)'
+    );
   });
 });
 

@@ -34,3 +34,23 @@ export function fixture<T>(name: string): T {
   const path = join(__dirname, '..', '..', 'test', 'fixtures', name);
   return JSON.parse(readFileSync(path, 'utf8')) as T;
 }
+
+/** Two files, three hunks: numbered 0, 1 (a.py) and 2 (b.py). */
+export const THREE_HUNKS = [
+  '--- a/a.py',
+  '+++ b/a.py',
+  '@@ -1,2 +1,2 @@',
+  ' def f():',
+  '-    return 1',
+  '+    return 2',
+  '@@ -20,2 +20,2 @@',
+  ' def g():',
+  '-    return 3',
+  '+    return 4',
+  '--- a/b.py',
+  '+++ b/b.py',
+  '@@ -5 +5 @@',
+  '-x = 1',
+  '+x = 2',
+  ''
+].join('\n');

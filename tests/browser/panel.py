@@ -1,12 +1,13 @@
 """Locators for grinta's live panel (grinta_jupyter/jupyter/panel.py) in a browser.
 
-Shared by the live tests in JupyterLab (test_live.py) and Notebook 7
-(test_notebook7.py): both front ends draw the same ipywidgets panel.
+Shared by the live tests in JupyterLab (test_live.py, test_live_cards.py) and
+Notebook 7 (test_notebook7.py): both front ends draw the same panel, whose
+step cards are the labextension's TypeScript card in an anywidget
+(grinta_jupyter/jupyter/card.py).
 """
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 STEP_TIMEOUT_MS = 30_000
@@ -32,7 +33,7 @@ def pending_card(page: Any, panel: Any, tool: str) -> Any:
     """
     cards = panel.locator(".grinta-panel-step")
     pending = cards.filter(has=page.locator(".grinta-actions:visible")).filter(
-        has=page.locator("code", has_text=re.compile(f"^{tool}$"))
+        has=page.locator(f'.grinta-step[data-tool="{tool}"]')
     )
     pending.wait_for(timeout=STEP_TIMEOUT_MS)
     index = pending.evaluate(
@@ -42,7 +43,5 @@ def pending_card(page: Any, panel: Any, tool: str) -> Any:
 
 
 def wait_for_status(card: Any, status: str) -> None:
-    """Wait until the card's header says ``status``."""
-    card.locator(".grinta-step span", has_text=re.compile(f"^{status}")).first.wait_for(
-        timeout=STEP_TIMEOUT_MS
-    )
+    """Wait until the card's step has ``status`` (its badge: pending, committed, vetoed...)."""
+    card.locator(f'.grinta-step[data-status="{status}"]').wait_for(timeout=STEP_TIMEOUT_MS)

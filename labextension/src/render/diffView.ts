@@ -1,6 +1,8 @@
 /**
  * A unified diff as per-file tables: old and new line numbers, a marker
  * column and highlighted code. Long diffs start collapsed behind a toggle.
+ * Given a `HunkPicker` (a pending write, src/review.ts), each hunk header
+ * carries a checkbox: hunks are numbered from 0 across files.
  */
 
 import { planDiff } from '../collapse';
@@ -12,12 +14,20 @@ import { recall, remember } from './memory';
 
 const MARKS = { context: ' ', add: '+', del: '-', note: '\\' } as const;
 
+/** Which hunks the reviewer keeps; `changed` is called after each checkbox toggle. */
+export interface HunkPicker {
+  selected: Set<number>;
+  total: number;
+  changed: () => void;
+}
+
 /** `key` names this diff in the reader's memory of what they expanded. */
 export function renderDiff(
   diff: string,
   truncated: boolean,
   stats: FileStat[],
-  key: string
+  key: string,
+  picker: HunkPicker | null = null
 ): HTMLElement {
   const files = parseUnifiedDiff(diff);
   if (rowCount(files) === 0) {
@@ -25,10 +35,15 @@ export function renderDiff(
   }
   const plan = planDiff(files);
   const hidden: HTMLElement[] = [];
+  let first = 0;
   const view = h(
     'div',
     { class: 'grinta-diff' },
-    files.map((file, f) => renderFile(file, stats, plan.shown[f], hidden))
+    files.map((file, f) => {
+      const block = renderFile(file, stats, plan.shown[f], hidden, picker, first);
+      first += file.hunks.length;
+      return block;
+    })
   );
   if (hidden.length) {
     view.classList.add('grinta-collapsed');
@@ -50,7 +65,9 @@ function renderFile(
   file: DiffFile,
   stats: FileStat[],
   shown: number[],
-  hidden: HTMLElement[]
+  hidden: HTMLElement[],
+  picker: HunkPicker | null,
+  first: number
 ): HTMLElement {
   const stat = stats.find(s => s.path === file.path);
   const added = stat?.added ?? file.added;
@@ -70,7 +87,12 @@ function renderFile(
     const headRow = h(
       'tr',
       { class: 'grinta-diff-hunk' },
-      h('td', { class: 'grinta-diff-hunk-header', colspan: 4 }, hunk.header)
+      h(
+        'td',
+        { class: 'grinta-diff-hunk-header', colspan: 4 },
+        picker && hunkCheckbox(picker, first + k),
+        hunk.header
+      )
     );
     body.append(headRow);
     if (shown[k] === 0) {
@@ -123,6 +145,26 @@ function toggle(
   });
   setOpen(recall(key, false));
   return button;
+}
+
+function hunkCheckbox(picker: HunkPicker, index: number): HTMLElement {
+  const box = h('input', {
+    type: 'checkbox',
+    class: 'grinta-hunk-check',
+    'data-hunk': index,
+    'aria-label': `Include hunk ${index + 1} of ${picker.total}`,
+    title: 'Include this hunk when approving'
+  });
+  box.checked = picker.selected.has(index);
+  box.addEventListener('change', () => {
+    if (box.checked) {
+      picker.selected.add(index);
+    } else {
+      picker.selected.delete(index);
+    }
+    picker.changed();
+  });
+  return h('label', { class: 'grinta-hunk-pick' }, box);
 }
 
 /** A token as text (control characters escaped), in a span when it has a highlighting class. */

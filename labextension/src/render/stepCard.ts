@@ -7,7 +7,7 @@ import { foldText } from '../collapse';
 import { decisionText } from '../format';
 import { languageForPath, tokenizeLines } from '../highlight';
 import { GuardFiring, Observation, parseStep, Resolution, Step, Validation } from '../schema';
-import { renderDiff, renderToken } from './diffView';
+import { HunkPicker, renderDiff, renderToken } from './diffView';
 import { Child, h, oneLine, section } from './dom';
 import { rememberDetails } from './memory';
 import { guarded } from './problem';
@@ -23,11 +23,17 @@ export function stepCard(data: unknown): HTMLElement {
   return guarded('step', data, parseStep, renderStep);
 }
 
-export function renderStep(step: Step): HTMLElement {
+/** `picker`: checkboxes on the diff's hunks, for a pending write in the live panel. */
+export function renderStep(step: Step, picker: HunkPicker | null = null): HTMLElement {
   const key = `${step.session}/${step.step}`;
   return h(
     'div',
-    { class: 'grinta-card grinta-step', 'data-status': step.status, 'data-kind': step.kind },
+    {
+      class: 'grinta-card grinta-step',
+      'data-status': step.status,
+      'data-kind': step.kind,
+      'data-tool': step.tool
+    },
     header(step),
     step.text && h('div', { class: 'grinta-text' }, step.text),
     step.summary && h('div', { class: 'grinta-summary' }, step.summary),
@@ -37,11 +43,16 @@ export function renderStep(step: Step): HTMLElement {
       section(
         'diff-section',
         'Diff',
-        renderDiff(step.diff, step.diff_truncated, step.files, `${key}/diff`)
+        renderDiff(step.diff, step.diff_truncated, step.files, `${key}/diff`, picker)
       ),
     validationSection(step.validation),
-    step.reason && section('reason', 'Veto reason', h('div', null, step.reason)),
-    step.observation && observationSection(step.observation, `${key}/observation`),
+    step.reason &&
+      section(
+        'reason',
+        step.decision === 'approve_hunks' ? 'Why the other hunks were declined' : 'Veto reason',
+        h('div', null, step.reason)
+      ),
+    step.observation && observationSection(observed(step), `${key}/observation`),
     step.guards.length > 0 && guardsSection(step.guards)
   );
 }
@@ -207,6 +218,19 @@ function snippet(path: string, text: string): HTMLElement {
     { class: 'grinta-pre grinta-snippet' },
     tokens.flatMap((line, i) => [i > 0 ? '\n' : null, ...line.flatMap(renderToken)])
   );
+}
+
+/**
+ * The observation without the diff the card already shows: a committed
+ * write's report to the model repeats a short diff after its first line.
+ */
+function observed(step: Step): Observation {
+  const o = step.observation as Observation;
+  const diff = step.diff.replace(/\n$/, '');
+  if (step.kind !== 'write' || !diff || !o.output.includes(diff)) {
+    return o;
+  }
+  return { ...o, output: o.output.replace(diff, '(the diff above)') };
 }
 
 function observationSection(o: Observation, key: string): HTMLElement {

@@ -1,0 +1,108 @@
+"""The live panel's step card: the labextension's TypeScript card, as an anywidget.
+
+The front end is ``static/card.js``, bundled from ``labextension/src/widget.ts``
+(the same ``renderStep`` that draws the saved trace, plus the Approve / Edit /
+Veto bar and the hunk checkboxes; docs/labextension.md), with the cards' CSS in
+``static/card.css``. So a step looks the same live and saved, in every theme.
+
+Traits (synced to the front end):
+
+- ``payload``: the step payload (``mime.step_payload``), or a session payload
+  when ``kind`` is ``"session"``;
+- ``pending``: the step waits for a decision (the bar shows);
+- ``status``: the kernel's word on the last edit (``CODE: message`` when it
+  did not validate);
+- ``editable``: the pending call's arguments as the model sent them, the edit
+  form's starting text (only while pending).
+
+What the reviewer decides arrives as a custom message, turned into a typed
+decision (``grinta_jupyter.agent.updates``) and handed to ``on_decision``:
+``{"event": "approve"}``, ``{"event": "veto", "reason": str}``,
+``{"event": "edit", "arguments": {...}}``,
+``{"event": "hunks", "accepted": [int, ...], "reason": str}``. A message of
+any other shape is ignored and said so in ``status``: nothing is decided on
+a guess.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any, TypeGuard
+
+import anywidget
+import traitlets
+
+from grinta_jupyter.agent.updates import (
+    DEFAULT_VETO_REASON,
+    Approve,
+    ApproveHunks,
+    Decision,
+    Edit,
+    Veto,
+)
+
+STATIC = Path(__file__).parent / "static"
+
+
+def decision_of(content: object) -> Decision | None:
+    """The decision a front-end message carries, or None when it is not one."""
+    if not isinstance(content, dict):
+        return None
+    event = content.get("event")
+    if event == "approve":
+        return Approve()
+    if event == "veto":
+        reason = content.get("reason")
+        return Veto(
+            reason.strip() if isinstance(reason, str) and reason.strip() else DEFAULT_VETO_REASON
+        )
+    if event == "edit" and isinstance(content.get("arguments"), dict):
+        return Edit(content["arguments"])
+    if event == "hunks":
+        accepted = content.get("accepted")
+        reason = content.get("reason", "")
+        if _indices(accepted) and isinstance(reason, str):
+            return ApproveHunks(accepted, reason.strip())
+    return None
+
+
+def _indices(value: object) -> TypeGuard[list[int]]:
+    return isinstance(value, list) and all(
+        isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in value
+    )
+
+
+class StepCardWidget(anywidget.AnyWidget):
+    """One step (or the session summary) of the live panel, drawn by the TypeScript card."""
+
+    _esm = STATIC / "card.js"
+    _css = STATIC / "card.css"
+    kind = traitlets.Unicode("step").tag(sync=True)
+    payload = traitlets.Dict().tag(sync=True)
+    pending = traitlets.Bool(False).tag(sync=True)
+    status = traitlets.Unicode("").tag(sync=True)
+    editable = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self, on_decision: Callable[[Decision], None] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**kwargs)
+        self.on_decision = on_decision
+        self.on_msg(self._received)
+        # Stable hooks for styles and browser tests.
+        self.add_class("grinta-panel-step" if self.kind == "step" else "grinta-panel-summary")
+
+    def receive(self, content: object) -> None:
+        """Act on a front-end message, as if it came from the browser (tests, magics)."""
+        if not self.pending:
+            return  # a second click, or a click that crossed the kernel's own decision
+        decision = decision_of(content)
+        if decision is None:
+            self.status = f"grinta: ignored a message that is not a decision: {content!r:.200}"
+            return
+        if self.on_decision is not None:
+            self.on_decision(decision)
+
+    def _received(self, _widget: object, content: object, _buffers: Sequence[object]) -> None:
+        self.receive(content)

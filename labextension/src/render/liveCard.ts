@@ -1,0 +1,292 @@
+/**
+ * A step card in the live panel: the saved trace's card (stepCard.ts) plus,
+ * while the step waits for a decision, the action bar (actionBar.ts) and the
+ * hunk checkboxes of a multi-hunk write (review.ts).
+ *
+ * It reads a widget model (grinta_jupyter/jupyter/card.py, an anywidget):
+ * `payload` (the step payload of docs/mime-schema.md, or a session payload
+ * when `kind` is "session"), `pending`, `status` (the kernel's word on the
+ * last edit) and `editable` (the call's arguments as the model sent them, for
+ * the edit form). What the reviewer decides goes back with `model.send`.
+ */
+
+import { parseStep, Step } from '../schema';
+import {
+  approvalMessage,
+  CardMessage,
+  editDraft,
+  editMessage,
+  primaryAction,
+  selectableHunks,
+  vetoMessage
+} from '../review';
+import { editBar, EditForm, hunkReasonInput, reviewBar, vetoBar } from './actionBar';
+import { h } from './dom';
+import { sessionCard } from './sessionCard';
+import { renderStep, stepCard } from './stepCard';
+
+/** The part of an anywidget model the card uses. */
+export interface CardModel {
+  get(name: string): unknown;
+  on(event: string, callback: () => void): void;
+  off(event: string, callback: () => void): void;
+  send(message: CardMessage): void;
+}
+
+type Mode = 'review' | 'veto' | 'edit';
+
+const TRAITS = ['payload', 'pending', 'status', 'editable', 'kind'];
+
+/**
+ * Where the review stands: kept per widget model, not per view, because the
+ * front end draws a new view of the panel whenever the kernel updates the
+ * cell's display (after each step), and a half-typed edit or veto reason, or
+ * the hunks unchecked, must survive that.
+ */
+interface Review {
+  mode: Mode;
+  selected: Set<number>;
+  total: number;
+  hunkReason: string;
+  form: EditForm | null;
+  /** The payload this review is of (JSON): a different one starts a new review. */
+  seen: string | null;
+}
+
+const reviews = new WeakMap<CardModel, Review>();
+
+function reviewOf(model: CardModel): Review {
+  let review = reviews.get(model);
+  if (!review) {
+    review = { mode: 'review', selected: new Set(), total: 0, hunkReason: '', form: null, seen: null };
+    reviews.set(model, review);
+  }
+  return review;
+}
+
+export class LiveCard {
+  /** `.grinta-output` so the cards' CSS applies (style/base.css). */
+  readonly node: HTMLElement;
+  private readonly cardSlot: HTMLElement;
+  private readonly barSlot: HTMLElement;
+  private readonly review: Review;
+  private wasPending = false;
+  private readonly onPayload = () => this.payloadChanged();
+  private readonly onOther = () => this.draw(false);
+
+  constructor(private readonly model: CardModel) {
+    this.review = reviewOf(model);
+    this.cardSlot = h('div', { class: 'grinta-live-card' });
+    this.barSlot = h('div', { class: 'grinta-live-bar' });
+    this.node = h('div', { class: 'grinta-output grinta-live' }, this.cardSlot, this.barSlot);
+    model.on('change:payload', this.onPayload);
+    for (const name of TRAITS.filter(t => t !== 'payload')) {
+      model.on(`change:${name}`, this.onOther);
+    }
+    this.payloadChanged();
+  }
+
+  dispose(): void {
+    this.model.off('change:payload', this.onPayload);
+    for (const name of TRAITS.filter(t => t !== 'payload')) {
+      this.model.off(`change:${name}`, this.onOther);
+    }
+  }
+
+  /** What the reviewer would send with the primary button now (for tests and the bar). */
+  get primary() {
+    return primaryAction(this.review.selected, this.review.total);
+  }
+
+  private get pending(): boolean {
+    return this.model.get('pending') === true && this.model.get('kind') !== 'session';
+  }
+
+  /** A new proposal: every hunk checked again; a valid re-validated edit ends the edit. */
+  private payloadChanged(): void {
+    const review = this.review;
+    const seen = JSON.stringify(this.model.get('payload') ?? null);
+    if (seen !== review.seen) {
+      review.seen = seen;
+      const step = this.step();
+      review.total = step ? selectableHunks(step) : 0;
+      review.selected = new Set(Array.from({ length: review.total }, (_, i) => i));
+      review.hunkReason = '';
+      if (review.mode === 'edit' && review.form?.busy) {
+        if (step?.validation.ok) {
+          review.mode = 'review';
+          review.form = null;
+        } else {
+          review.form = { ...review.form, busy: false };
+        }
+      }
+    }
+    this.draw(true);
+  }
+
+  private step(): Step | null {
+    if (this.model.get('kind') === 'session') {
+      return null;
+    }
+    const parsed = parseStep(this.model.get('payload'));
+    return parsed.ok ? parsed.value : null;
+  }
+
+  private draw(cardToo: boolean): void {
+    const pending = this.pending;
+    if (!pending) {
+      this.review.mode = 'review';
+      this.review.form = null;
+    }
+    if (cardToo || pending !== this.wasPending) {
+      this.cardSlot.replaceChildren(this.card(pending));
+    }
+    this.drawBar(pending);
+    if (pending && !this.wasPending) {
+      this.reveal();
+    }
+    this.wasPending = pending;
+  }
+
+  private card(pending: boolean): HTMLElement {
+    const payload = this.model.get('payload');
+    if (this.model.get('kind') === 'session') {
+      return sessionCard(payload);
+    }
+    const step = this.step();
+    if (!step) {
+      return stepCard(payload); // the visible "cannot render" message
+    }
+    const picker =
+      pending && this.review.total > 0
+        ? { selected: this.review.selected, total: this.review.total, changed: () => this.drawBar(true) }
+        : null;
+    return renderStep(step, picker);
+  }
+
+  private drawBar(pending: boolean): void {
+    if (!pending) {
+      this.barSlot.replaceChildren();
+      return;
+    }
+    const status = String(this.model.get('status') ?? '');
+    if (this.review.mode === 'veto') {
+      const { bar, focus } = vetoBar({
+        send: reason => this.send(vetoMessage(reason)),
+        cancel: () => this.setMode('review')
+      });
+      this.show(bar, focus);
+    } else if (this.review.mode === 'edit' && this.review.form) {
+      const form = { ...this.review.form, message: this.review.form.message || status };
+      const { bar, focus } = editBar(form, {
+        input: (json, text) => this.review.form && Object.assign(this.review.form, { json, text }),
+        revalidate: (json, text) => this.revalidate(json, text),
+        cancel: () => this.setMode('review')
+      });
+      this.show(bar, focus);
+    } else {
+      const partial = this.review.total > 0 && this.review.selected.size > 0 && this.review.selected.size < this.review.total;
+      const reason = partial
+        ? hunkReasonInput(this.review.hunkReason, value => (this.review.hunkReason = value))
+        : null;
+      const bar = reviewBar(
+        this.primary,
+        status,
+        {
+          primary: () => this.approve(),
+          edit: () => this.openEditor(),
+          veto: () => this.setMode('veto')
+        },
+        reason
+      );
+      this.show(bar, null);
+    }
+  }
+
+  /** Put `bar` in place, keeping focus inside the bar area when it was there. */
+  private show(bar: HTMLElement, focus: HTMLElement | null): void {
+    const hadFocus = this.barSlot.contains(document.activeElement);
+    this.barSlot.replaceChildren(bar);
+    if (focus) {
+      focus.focus();
+    } else if (hadFocus) {
+      bar.focus({ preventScroll: true });
+    }
+  }
+
+  private setMode(mode: Mode): void {
+    this.review.mode = mode;
+    if (mode !== 'edit') {
+      this.review.form = null;
+    }
+    this.drawBar(this.pending);
+    if (mode === 'review') {
+      this.barSlot.querySelector<HTMLElement>('.grinta-actions')?.focus({ preventScroll: true });
+    }
+  }
+
+  private approve(): void {
+    const message = approvalMessage(this.review.selected, this.review.total, this.review.hunkReason);
+    if (message.event === 'veto') {
+      this.setMode('veto'); // nothing selected: say why, or cancel
+      return;
+    }
+    this.send(message);
+  }
+
+  private openEditor(): void {
+    const draft = editDraft(String(this.model.get('editable') ?? ''));
+    this.review.form = { ...draft, message: '', busy: false };
+    this.setMode('edit');
+  }
+
+  private revalidate(json: string, text: string): void {
+    if (!this.review.form) {
+      return;
+    }
+    const result = editMessage(json, this.review.form.field, text);
+    if (!result.ok) {
+      this.review.form = { ...this.review.form, json, text, message: result.error };
+    } else {
+      this.review.form = { ...this.review.form, json, text, message: '', busy: true };
+      this.send(result.message);
+    }
+    this.drawBar(this.pending);
+  }
+
+  private send(message: CardMessage): void {
+    if (message.event !== 'edit') {
+      this.review.mode = 'review';
+    }
+    this.model.send(message);
+  }
+
+  /** A card that starts waiting scrolls into view and takes focus (not from someone typing). */
+  private reveal(): void {
+    let tries = 0;
+    const attempt = () => {
+      if (!this.pending) {
+        return;
+      }
+      if (!this.node.isConnected) {
+        if (++tries < 50) setTimeout(attempt, 50);
+        return;
+      }
+      if (typing(this.node)) {
+        return;
+      }
+      this.node.scrollIntoView({ block: 'nearest' });
+      this.barSlot.querySelector<HTMLElement>('.grinta-actions')?.focus();
+    };
+    setTimeout(attempt, 0);
+  }
+}
+
+/** True when the reader is typing somewhere else (a cell, a text box): focus is not taken. */
+function typing(node: HTMLElement): boolean {
+  const active = document.activeElement as HTMLElement | null;
+  if (!active || node.contains(active)) {
+    return false;
+  }
+  return active.isContentEditable || ['INPUT', 'TEXTAREA', 'SELECT'].includes(active.tagName);
+}
