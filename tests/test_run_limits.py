@@ -30,7 +30,7 @@ from grinta_jupyter.runtime.process import (
     OutputBuffer,
     run_command,
 )
-from grinta_jupyter.runtime.proposal import Proposal
+from grinta_jupyter.runtime.proposal import CommandProposal
 from grinta_jupyter.tools.base import Settings
 from grinta_jupyter.tools.run import execute, render_output, strip_ansi
 
@@ -278,7 +278,7 @@ def test_timeout_is_capped(ws):
     assert rt.propose("run", {"command": "true", "timeout": float("inf")}).timeout == 30
     assert rt.propose("run", {"command": "true", "timeout": 0}).error.code == "INVALID_ARGS"
     for bad in (float("nan"), -1.0):  # a hand-made proposal: the default applies
-        proposal = Proposal("run", {}, "command", command="echo ok", timeout=bad)
+        proposal = CommandProposal("run", {}, command="echo ok", timeout=bad)
         assert execute(proposal, rt.workspace, rt.settings).output.endswith("ok")
 
 
@@ -389,7 +389,7 @@ def test_render_output_marks_what_was_cut():
 def _direct(ws: Path, command: str, settings: Settings | None = None):  # type: ignore[no-untyped-def]
     """``execute`` on a proposal that skipped staging (a replayed or hand-made one)."""
     rt = Runtime(ws, settings=settings)
-    proposal = Proposal("run", {"command": command}, "command", command=command)
+    proposal = CommandProposal("run", {"command": command}, command=command)
     return execute(proposal, rt.workspace, rt.settings)
 
 

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from grinta_jupyter import Runtime
+from grinta_jupyter.runtime.transaction import DamagedJournal, parse_manifest
 from tests.conftest import snapshot
 
 
@@ -111,3 +116,52 @@ def test_undo_refuses_a_damaged_backup(rt, ws):
     obs = rt.undo()
     assert obs.error.code == "IO_ERROR" and "damaged" in obs.error.message
     assert (ws / "README.md").read_text() == "# x\n"
+
+
+# -- the journal's manifest is a typed record ---------------------------------------------
+
+
+def _undo_manifest(ws) -> dict:  # type: ignore[type-arg]
+    (record,) = sorted((ws / ".grinta" / "undo").iterdir())
+    return json.loads((record / "manifest.json").read_text())
+
+
+def test_the_manifest_on_disk_round_trips_through_the_typed_record(rt, ws):
+    assert rt.call("create", {"path": "deep/er/n.txt", "content": "x\n"}).ok
+    raw = _undo_manifest(ws)
+    manifest = parse_manifest(raw, "record")
+    assert manifest.state == "commit" and manifest.keep_undo and manifest.undoes is None
+    (entry,) = manifest.files
+    assert entry.path == "deep/er/n.txt" and entry.old_sha is None and entry.backup is None
+    assert entry.new_dirs == ("deep", "deep/er") and isinstance(entry.folder, tuple)
+    assert manifest.to_json() == raw  # the same field names and values as on disk
+
+
+def test_an_older_manifest_without_optional_fields_reads_with_their_defaults():
+    old = {"id": "1-a", "label": "l", "state": "prepare", "files": [{"path": "a.py"}]}
+    manifest = parse_manifest(old, "1-a")
+    assert (manifest.created, manifest.keep_undo, manifest.undoes) == (0.0, True, None)
+    assert manifest.files[0].tmp is None and manifest.files[0].new_dirs == ()
+
+
+def test_a_malformed_manifest_is_refused_naming_the_problem():
+    good = {"id": "1-a", "label": "l", "state": "commit", "files": [{"path": "a.py"}]}
+    bad = {
+        "state 'committing' is unknown": {**good, "state": "committing"},
+        "no list of files": {**good, "files": {}},
+        "label is not a string": {**good, "label": 3},
+        "keep_undo": {**good, "keep_undo": "yes"},
+        "undoes": {**good, "undoes": "../x"},
+        "path inside": {**good, "files": [{"path": "../a.py"}]},
+        "temp file": {**good, "files": [{"path": "a.py", "tmp": "sub/x.tmp"}]},
+        "backup": {**good, "files": [{"path": "a.py", "backup": "../0.old"}]},
+        "natural number": {**good, "files": [{"path": "a.py", "mode": -1}]},
+        "folder identity": {**good, "files": [{"path": "a.py", "folder": [1]}]},
+        "new_dirs": {**good, "files": [{"path": "a.py", "new_dirs": ["/etc"]}]},
+    }
+    for words, data in bad.items():
+        with pytest.raises(DamagedJournal, match="its manifest is damaged") as caught:
+            parse_manifest(data, "1-a")
+        assert words in str(caught.value), (words, str(caught.value))
+    with pytest.raises(DamagedJournal):
+        parse_manifest([], "1-a")

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
 from grinta_jupyter.code.symbols import Symbol, locate_nodes
+from grinta_jupyter.runtime.errors import ErrorCode
 from grinta_jupyter.runtime.grammars import syntax_errors
 
 if TYPE_CHECKING:
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 class SymbolEditError(Exception):
     """An edit that cannot be made as asked; ``code`` is stable, ``message`` is for the model."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: ErrorCode, message: str) -> None:
         super().__init__(f"{code}: {message}")
         self.code = code
         self.message = message
@@ -96,7 +97,9 @@ def insert_symbol(
 ) -> str:
     """``source`` with ``new_source`` added as a sibling just before or after ``anchor``."""
     if where not in ("before", "after"):
-        raise SymbolEditError("INVALID_ARGS", f"where must be 'before' or 'after', not {where!r}")
+        raise SymbolEditError(
+            ErrorCode.INVALID_ARGS, f"where must be 'before' or 'after', not {where!r}"
+        )
     text = _Text(source, anchor.language)
     target = _locate(text, anchor)
     new = _model_text(new_source, anchor.language)
@@ -201,14 +204,15 @@ def _append_python(text: _Text, target: _Target, new: str) -> str:
     assert node is not None
     block = node.child_by_field_name("body")
     if block is None or not block.named_children:
-        raise SymbolEditError("NOT_SUPPORTED", f"{target.symbol.qualname} has no body")
+        raise SymbolEditError(ErrorCode.NOT_SUPPORTED, f"{target.symbol.qualname} has no body")
     first = block.named_children[0]
     member_indent = text.indent_of(text.char(first.start_byte))
     if text.line_start(text.char(first.start_byte)) == text.line_start(
         text.char(node.start_byte)
     ):  # `class A: pass` on one line
         raise SymbolEditError(
-            "NOT_SUPPORTED", f"{target.symbol.qualname} is a one-line class; replace it instead"
+            ErrorCode.NOT_SUPPORTED,
+            f"{target.symbol.qualname} is a one-line class; replace it instead",
         )
     end = text.line_end(text.char(target.symbol.end_byte))
     members = [s for s in target.siblings if s.container == target.symbol.qualname]
@@ -223,7 +227,7 @@ def _append_into(text: _Text, node: tree_sitter.Node, target: _Target, new: str)
     closer = _closer(node, text.language)
     if closer is None:
         raise SymbolEditError(
-            "NOT_SUPPORTED",
+            ErrorCode.NOT_SUPPORTED,
             f"{target.symbol.qualname} ({target.symbol.kind}) has no body to append to; "
             "insert after one of its members instead",
         )
@@ -292,7 +296,7 @@ def _append_method(text: _Text, target: _Target, new: str, language: str) -> str
             )
         if target.node is not None and target.node.child_by_field_name("type_parameters"):
             raise SymbolEditError(
-                "NOT_SUPPORTED",
+                ErrorCode.NOT_SUPPORTED,
                 f"{owner.qualname} is generic and has no impl block yet; insert one after it",
             )
         new = f"impl {owner.name} {{\n{reindent(new, text.unit)}\n}}"
@@ -459,7 +463,7 @@ def _locate(text: _Text, symbol: Symbol) -> _Target:
         else:
             lines = ", ".join(str(s.def_line) for s, _ in same)
             problem = f"moved: it is now defined on lines {lines}; resolve it again"
-        raise SymbolEditError("SYMBOL_NOT_FOUND", f"{symbol.qualname} {problem}")
+        raise SymbolEditError(ErrorCode.SYMBOL_NOT_FOUND, f"{symbol.qualname} {problem}")
     found, node = exact[0]
     if symbol.language == "python":
         _check_python_location(text, found, len(same))
@@ -469,7 +473,9 @@ def _locate(text: _Text, symbol: Symbol) -> _Target:
 
 def _model_text(new_source: str, language: str) -> str:
     if not new_source.strip():
-        raise SymbolEditError("INVALID_ARGS", "new_source is empty; use delete to remove a symbol")
+        raise SymbolEditError(
+            ErrorCode.INVALID_ARGS, "new_source is empty; use delete to remove a symbol"
+        )
     if language == "python":
         _check_python_statements(new_source)
     return new_source
@@ -479,14 +485,16 @@ def _validated(text: _Text, result: str) -> str:
     if text.language == "python":
         error = _python_error(result)
         if error is not None and text.python_module() is not None:
-            raise SymbolEditError("SYNTAX_ERROR", f"the edited file would not parse: {error}")
+            raise SymbolEditError(
+                ErrorCode.SYNTAX_ERROR, f"the edited file would not parse: {error}"
+            )
         return result
     before = syntax_errors(text.language, text.encoded)
     after = syntax_errors(text.language, result.encode("utf-8", "surrogatepass"))
     if len(after) > len(before):
         new_lines = sorted(set(after) - set(before)) or after
         raise SymbolEditError(
-            "SYNTAX_ERROR",
+            ErrorCode.SYNTAX_ERROR,
             f"the edited file would have syntax errors on line(s) {', '.join(map(str, new_lines[:5]))}",
         )
     return result
@@ -578,11 +586,11 @@ def _check_python_statements(new_source: str) -> None:
         module = libcst.parse_module(code)
     except libcst.ParserSyntaxError as error:
         raise SymbolEditError(
-            "SYNTAX_ERROR",
+            ErrorCode.SYNTAX_ERROR,
             f"new_source does not parse as Python (line {error.raw_line}): {error.message}",
         ) from None
     if not module.body:
-        raise SymbolEditError("INVALID_ARGS", "new_source holds no statement")
+        raise SymbolEditError(ErrorCode.INVALID_ARGS, "new_source holds no statement")
 
 
 def _check_python_location(text: _Text, symbol: Symbol, count: int) -> None:
@@ -631,7 +639,7 @@ def _check_python_location(text: _Text, symbol: Symbol, count: int) -> None:
         module.visit(Finder())
     if len(found) != count:
         raise SymbolEditError(
-            "SYMBOL_NOT_FOUND",
+            ErrorCode.SYMBOL_NOT_FOUND,
             f"{symbol.qualname}: libcst finds {len(found)} definition(s) where tree-sitter "
             f"finds {count}; read the file and edit it with replace_string",
         )

@@ -109,7 +109,8 @@ def locate_nodes(
 def _compiled(language: str) -> tree_sitter.Query:
     import tree_sitter
 
-    return tree_sitter.Query(grammar(language), queries.SPECS[language].query)
+    query: tree_sitter.Query = tree_sitter.Query(grammar(language), queries.SPECS[language].query)
+    return query
 
 
 @dataclass(slots=True)

@@ -24,12 +24,31 @@ _NO_NEWLINE = "\\ No newline at end of file"
 
 
 @dataclass(frozen=True)
+class HunkSpan:
+    """One hunk: the line ranges it covers on each side and its text.
+
+    Ranges are 0-based, end exclusive, over ``split_keepends`` of each side, and
+    include the hunk's context lines. Between two hunks both sides hold the same
+    lines, so any choice of hunks can be applied by taking, hunk by hunk, the
+    new side's lines or the old side's (``runtime/hunks.py``).
+    """
+
+    old_start: int
+    old_end: int
+    new_start: int
+    new_end: int
+    header: str  # "@@ -a,b +c,d @@"
+    lines: tuple[str, ...]  # the header's rows: " ", "-", "+" and "\ No newline" lines
+
+
+@dataclass(frozen=True)
 class LineDiff:
-    """Which lines an edit touched: the unified text and the added lines."""
+    """Which lines an edit touched: the unified text, its hunks and the added lines."""
 
     text: str
     added: list[tuple[int, str]]  # (1-based line in the new text, line) for every added line
     removed: int
+    hunks: tuple[HunkSpan, ...] = ()
 
 
 def unified_diff(path: str, old: str | None, new: str | None, context: int = CONTEXT) -> LineDiff:
@@ -45,12 +64,12 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
         f"--- {quote_path('a/' + path) if old is not None else '/dev/null'}",
         f"+++ {quote_path('b/' + path) if new is not None else '/dev/null'}",
     ]
-    body: list[str] = []
+    hunks: list[HunkSpan] = []
     added: list[tuple[int, str]] = []
     removed = 0
     for group in group_opcodes(line_opcodes(a_mid, b_mid), context):
         i1, i2, j1, j2 = group[0][1], group[-1][2], group[0][3], group[-1][4]
-        body.append(f"@@ -{_range(start + i1, i2 - i1)} +{_range(start + j1, j2 - j1)} @@")
+        body: list[str] = []
         for tag, ai1, ai2, bj1, bj2 in group:
             if tag == "equal":
                 body.extend(_lines(" ", a_mid[ai1:ai2]))
@@ -64,9 +83,12 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
                     (start + bj1 + k + 1, line.removesuffix("\n").removesuffix("\r"))
                     for k, line in enumerate(b_mid[bj1:bj2])
                 )
-    if not body:
+        head = f"@@ -{_range(start + i1, i2 - i1)} +{_range(start + j1, j2 - j1)} @@"
+        hunks.append(HunkSpan(start + i1, start + i2, start + j1, start + j2, head, tuple(body)))
+    if not hunks:
         return LineDiff("", [], 0)
-    return LineDiff("\n".join(header + body) + "\n", added, removed)
+    rows = [row for hunk in hunks for row in (hunk.header, *hunk.lines)]
+    return LineDiff("\n".join(header + rows) + "\n", added, removed, tuple(hunks))
 
 
 # Above this many cells (lines of one side times lines of the other) difflib's matcher is not
@@ -156,10 +178,10 @@ def _unique_anchors(
         entry = counts.setdefault(a[i], [0, 0, i, -1])
         entry[0] += 1
     for j in range(blo, bhi):
-        entry = counts.get(b[j])
-        if entry is not None:
-            entry[1] += 1
-            entry[3] = j
+        seen = counts.get(b[j])
+        if seen is not None:
+            seen[1] += 1
+            seen[3] = j
     pairs = sorted((e[2], e[3]) for e in counts.values() if e[0] == 1 and e[1] == 1)
     # Longest increasing subsequence of the b positions (patience sorting).
     tails: list[int] = []

@@ -9,48 +9,112 @@ Developer mistakes (calling the API wrongly) raise ordinary exceptions instead.
 
 from __future__ import annotations
 
+import errno
+import os
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 from typing import Any
 
-# Stable error codes. The value is the code itself so it serialises as text.
-NOT_FOUND = "NOT_FOUND"
-AMBIGUOUS_MATCH = "AMBIGUOUS_MATCH"
-SYMBOL_NOT_FOUND = "SYMBOL_NOT_FOUND"
-AMBIGUOUS_SYMBOL = "AMBIGUOUS_SYMBOL"
-SYNTAX_ERROR = "SYNTAX_ERROR"
-CONTENT_SERIALIZED = "CONTENT_SERIALIZED"
-PLACEHOLDER = "PLACEHOLDER"
-NO_CHANGE = "NO_CHANGE"
-STALE_FILE = "STALE_FILE"
-FILE_EXISTS = "FILE_EXISTS"
-FILE_NOT_FOUND = "FILE_NOT_FOUND"
-BINARY_FILE = "BINARY_FILE"
-UNSUPPORTED_ENCODING = "UNSUPPORTED_ENCODING"
-PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
-PATH_FORBIDDEN = "PATH_FORBIDDEN"
-INVALID_ARGS = "INVALID_ARGS"
-UNKNOWN_TOOL = "UNKNOWN_TOOL"
-NOT_SUPPORTED = "NOT_SUPPORTED"
-ALREADY_COMMITTED = "ALREADY_COMMITTED"
-NOTHING_TO_UNDO = "NOTHING_TO_UNDO"
-COMMAND_TIMEOUT = "COMMAND_TIMEOUT"
-COMMAND_FAILED = "COMMAND_FAILED"
-IO_ERROR = "IO_ERROR"
-INTERNAL_ERROR = "INTERNAL_ERROR"
-# Added by the hardening work: hostile files, OS limits and faults get codes of their own.
-NOT_A_REGULAR_FILE = "NOT_A_REGULAR_FILE"  # a FIFO, socket or device: never opened for reading
-FILE_TOO_LARGE = "FILE_TOO_LARGE"
-PATH_TOO_LONG = "PATH_TOO_LONG"  # a name over 255 bytes, or a path over the OS limit
-SYMLINK_LOOP = "SYMLINK_LOOP"
-PERMISSION_DENIED = "PERMISSION_DENIED"
-READ_ONLY_FILE = "READ_ONLY_FILE"  # mode without write bits (e.g. 0444): respected, never written
-NO_SPACE = "NO_SPACE"  # the disk (or quota) is full
-SEARCH_TIMEOUT = "SEARCH_TIMEOUT"  # a regular expression ran past its time limit
-WORKSPACE_MISSING = "WORKSPACE_MISSING"  # the workspace folder was deleted or moved
+from grinta_jupyter.runtime.resolution import Resolution
 
-ALL_CODES = frozenset(
-    value for name, value in dict(globals()).items() if name.isupper() and isinstance(value, str)
-)
+
+class ErrorCode(str, Enum):
+    """The stable error codes. Each member is its own name as a string, so the wire format
+    is plain text: ``ErrorCode.NOT_FOUND == "NOT_FOUND"``, and ``json.dumps``, ``str`` and
+    f-strings all give ``NOT_FOUND`` (on Python 3.10 as on 3.11+, whose Enum formatting
+    differs; hence ``__str__`` and ``__format__`` below)."""
+
+    NOT_FOUND = "NOT_FOUND"
+    AMBIGUOUS_MATCH = "AMBIGUOUS_MATCH"
+    SYMBOL_NOT_FOUND = "SYMBOL_NOT_FOUND"
+    AMBIGUOUS_SYMBOL = "AMBIGUOUS_SYMBOL"
+    SYNTAX_ERROR = "SYNTAX_ERROR"
+    CONTENT_SERIALIZED = "CONTENT_SERIALIZED"
+    PLACEHOLDER = "PLACEHOLDER"
+    NO_CHANGE = "NO_CHANGE"
+    STALE_FILE = "STALE_FILE"
+    FILE_EXISTS = "FILE_EXISTS"
+    FILE_NOT_FOUND = "FILE_NOT_FOUND"
+    BINARY_FILE = "BINARY_FILE"
+    UNSUPPORTED_ENCODING = "UNSUPPORTED_ENCODING"
+    PATH_OUTSIDE_WORKSPACE = "PATH_OUTSIDE_WORKSPACE"
+    PATH_FORBIDDEN = "PATH_FORBIDDEN"
+    INVALID_ARGS = "INVALID_ARGS"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    NOT_SUPPORTED = "NOT_SUPPORTED"
+    ALREADY_COMMITTED = "ALREADY_COMMITTED"
+    NOTHING_TO_UNDO = "NOTHING_TO_UNDO"
+    COMMAND_TIMEOUT = "COMMAND_TIMEOUT"
+    COMMAND_FAILED = "COMMAND_FAILED"
+    IO_ERROR = "IO_ERROR"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    # Added by the hardening work: hostile files, OS limits and faults get codes of their own.
+    NOT_A_REGULAR_FILE = "NOT_A_REGULAR_FILE"  # a FIFO, socket or device: never opened
+    FILE_TOO_LARGE = "FILE_TOO_LARGE"
+    PATH_TOO_LONG = "PATH_TOO_LONG"  # a name over 255 bytes, or a path over the OS limit
+    SYMLINK_LOOP = "SYMLINK_LOOP"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    READ_ONLY_FILE = "READ_ONLY_FILE"  # mode without write bits (e.g. 0444): never written
+    NO_SPACE = "NO_SPACE"  # the disk (or quota) is full
+    SEARCH_TIMEOUT = "SEARCH_TIMEOUT"  # a regular expression ran past its time limit
+    WORKSPACE_MISSING = "WORKSPACE_MISSING"  # the workspace folder was deleted or moved
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    @classmethod
+    def parse(cls, code: str) -> ErrorCode:
+        """The member named ``code``; a ValueError naming the known codes for anything else,
+        so no code is ever invented by a typo."""
+        if isinstance(code, ErrorCode):
+            return code
+        try:
+            return cls(code)
+        except ValueError:
+            known = ", ".join(member.value for member in cls)
+            raise ValueError(f"unknown error code {code!r}; known codes: {known}") from None
+
+
+# The codes by their old module-level names, which every layer imports.
+NOT_FOUND = ErrorCode.NOT_FOUND
+AMBIGUOUS_MATCH = ErrorCode.AMBIGUOUS_MATCH
+SYMBOL_NOT_FOUND = ErrorCode.SYMBOL_NOT_FOUND
+AMBIGUOUS_SYMBOL = ErrorCode.AMBIGUOUS_SYMBOL
+SYNTAX_ERROR = ErrorCode.SYNTAX_ERROR
+CONTENT_SERIALIZED = ErrorCode.CONTENT_SERIALIZED
+PLACEHOLDER = ErrorCode.PLACEHOLDER
+NO_CHANGE = ErrorCode.NO_CHANGE
+STALE_FILE = ErrorCode.STALE_FILE
+FILE_EXISTS = ErrorCode.FILE_EXISTS
+FILE_NOT_FOUND = ErrorCode.FILE_NOT_FOUND
+BINARY_FILE = ErrorCode.BINARY_FILE
+UNSUPPORTED_ENCODING = ErrorCode.UNSUPPORTED_ENCODING
+PATH_OUTSIDE_WORKSPACE = ErrorCode.PATH_OUTSIDE_WORKSPACE
+PATH_FORBIDDEN = ErrorCode.PATH_FORBIDDEN
+INVALID_ARGS = ErrorCode.INVALID_ARGS
+UNKNOWN_TOOL = ErrorCode.UNKNOWN_TOOL
+NOT_SUPPORTED = ErrorCode.NOT_SUPPORTED
+ALREADY_COMMITTED = ErrorCode.ALREADY_COMMITTED
+NOTHING_TO_UNDO = ErrorCode.NOTHING_TO_UNDO
+COMMAND_TIMEOUT = ErrorCode.COMMAND_TIMEOUT
+COMMAND_FAILED = ErrorCode.COMMAND_FAILED
+IO_ERROR = ErrorCode.IO_ERROR
+INTERNAL_ERROR = ErrorCode.INTERNAL_ERROR
+NOT_A_REGULAR_FILE = ErrorCode.NOT_A_REGULAR_FILE
+FILE_TOO_LARGE = ErrorCode.FILE_TOO_LARGE
+PATH_TOO_LONG = ErrorCode.PATH_TOO_LONG
+SYMLINK_LOOP = ErrorCode.SYMLINK_LOOP
+PERMISSION_DENIED = ErrorCode.PERMISSION_DENIED
+READ_ONLY_FILE = ErrorCode.READ_ONLY_FILE
+NO_SPACE = ErrorCode.NO_SPACE
+SEARCH_TIMEOUT = ErrorCode.SEARCH_TIMEOUT
+WORKSPACE_MISSING = ErrorCode.WORKSPACE_MISSING
+
+ALL_CODES: frozenset[str] = frozenset(member.value for member in ErrorCode)
 
 
 # What one error may carry: a refusal with thousands of hits stays a short message.
@@ -81,17 +145,20 @@ class Candidate:
 
 @dataclass(frozen=True)
 class ToolError:
-    """A failure reported to the model as the tool result."""
+    """A failure reported to the model as the tool result.
 
-    code: str
+    ``code`` is always an ``ErrorCode``: a string naming a member is converted, any other
+    string is a ValueError (a developer mistake, not something the model sees).
+    """
+
+    code: ErrorCode
     message: str
     candidates: tuple[Candidate, ...] = field(default_factory=tuple)
     line: int | None = None  # 1-based line the error is about, when there is one
     more: int = 0  # candidates left out beyond MAX_CANDIDATES
 
     def __post_init__(self) -> None:
-        if self.code not in ALL_CODES:
-            raise ValueError(f"unknown error code {self.code!r}")
+        object.__setattr__(self, "code", ErrorCode.parse(self.code))
         candidates = tuple(self.candidates)
         if len(candidates) > MAX_CANDIDATES:  # bounded whatever a tool hands over
             object.__setattr__(self, "more", self.more + len(candidates) - MAX_CANDIDATES)
@@ -115,29 +182,38 @@ class ToolError:
         return "\n".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
+        """Plain JSON data: the code as its string, candidates as dicts."""
         data = asdict(self)
+        data["code"] = self.code.value
         data["candidates"] = [asdict(c) for c in self.candidates]
         return data
 
 
 class ToolFailure(Exception):
-    """Raised inside tool code to abort with a ToolError; caught by the runtime."""
+    """Raised inside tool code to abort with a ToolError; caught by the runtime.
 
-    def __init__(self, error: ToolError):
+    ``resolutions`` are the targets resolved (or not) before the failure, so the
+    reviewer sees how far resolution got even when staging stops.
+    """
+
+    def __init__(self, error: ToolError, resolutions: Iterable[Resolution] = ()):
         super().__init__(error.message)
         self.error = error
+        self.resolutions = tuple(resolutions)
 
 
-def fail(code: str, message: str, candidates=(), line: int | None = None) -> ToolFailure:
+def fail(
+    code: ErrorCode,
+    message: str,
+    candidates: Iterable[Candidate] = (),
+    line: int | None = None,
+) -> ToolFailure:
     """Build a ToolFailure to ``raise`` from tool code."""
     return ToolFailure(ToolError(code, message, tuple(candidates), line))
 
 
 def os_error(exc: OSError, what: str) -> ToolError:
     """A ToolError for an OS failure on ``what`` (a path or an action), by its errno."""
-    import errno
-    import os
-
     reason = exc.strerror or str(exc)
     by_errno = {
         errno.ENAMETOOLONG: (PATH_TOO_LONG, f"{what}: a name or the path is too long for the OS"),

@@ -36,6 +36,7 @@ import io
 import json
 import re
 import tokenize
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -172,7 +173,7 @@ def _placeholder(line: str, prose: bool) -> str | None:
 
 
 def check_placeholder(
-    added_lines: list[tuple[int, str]], old_text: str, path: str = "", new_text: str = ""
+    added_lines: Sequence[tuple[int, str]], old_text: str, path: str = "", new_text: str = ""
 ) -> ToolError | None:
     """PLACEHOLDER when an added line is an elision marker the file did not already hold.
 

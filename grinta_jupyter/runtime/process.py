@@ -344,7 +344,7 @@ def _spawn(command: bytes) -> int:
             for sig in (signal.SIGPIPE, signal.SIGXFSZ):  # Python ignores these; commands must not
                 signal.signal(sig, signal.SIG_DFL)
             signal.pthread_sigmask(signal.SIG_SETMASK, ())  # exec keeps the mask: unblock all
-            os.execv(SHELL, [SHELL, "-c", command])
+            os.execv(SHELL, (SHELL, "-c", command))
         except OSError as exc:
             os.write(write_end, str(exc.errno or 0).encode())
         finally:

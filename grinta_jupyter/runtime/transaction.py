@@ -75,9 +75,9 @@ import stat
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from grinta_jupyter.runtime import private
 from grinta_jupyter.runtime.textfile import sha256
@@ -98,6 +98,8 @@ from grinta_jupyter.runtime.tree import (
 __all__ = [
     "LOCK_WAIT",
     "MANIFEST",
+    "Manifest",
+    "ManifestFile",
     "UNDO_KEEP",
     "CommitError",
     "CommitRecord",
@@ -107,6 +109,7 @@ __all__ = [
     "ReadOnlyError",
     "StaleError",
     "StepHook",
+    "parse_manifest",
 ]
 
 MANIFEST = "manifest.json"
@@ -144,6 +147,115 @@ class CommitRecord:
     files: list[str]
     created: float
     folder: Path | None = field(default=None, repr=False)
+
+
+ManifestState = Literal["prepare", "commit"]
+
+
+@dataclass(frozen=True)
+class ManifestFile:
+    """One file of a journal's manifest (``manifest.json``, field names as on disk)."""
+
+    path: str  # workspace-relative POSIX, inside the workspace
+    old_sha: str | None  # None: the file was absent
+    new_sha: str | None  # None: the commit removes it
+    old_size: int | None
+    new_size: int | None
+    mode: int | None  # the target's mode, given to its temp file
+    backup: str | None  # "<i>.old" in the journal folder, the old bytes (for undo)
+    tmp: str | None  # the temp file's name beside the target
+    new_dirs: tuple[str, ...] = ()  # folders made for it (or removed with it), outermost first
+    folder: tuple[int, int] | None = None  # (st_dev, st_ino) of its folder, from the decision on
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A journal's manifest: what one transaction writes, and whether it is decided."""
+
+    id: str
+    label: str
+    state: ManifestState  # "prepare": roll back on recovery; "commit": decided, roll forward
+    created: float
+    keep_undo: bool
+    undoes: str | None  # the undo record this transaction consumes (an undo's)
+    files: tuple[ManifestFile, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        for entry in data["files"]:
+            entry["new_dirs"] = list(entry["new_dirs"])
+            entry["folder"] = None if entry["folder"] is None else list(entry["folder"])
+        data["files"] = list(data["files"])
+        return data
+
+
+def parse_manifest(data: object, name: str) -> Manifest:
+    """The manifest in ``data`` (parsed JSON); DamagedJournal naming what is wrong.
+
+    Paths must stay inside the workspace and names inside their folder, so a
+    tampered manifest cannot make recovery touch anything else. Optional fields
+    written by older versions (``keep_undo``, ``undoes``, ``created``,
+    ``new_dirs``, ``tmp``, ``backup``, ``folder``) take their old defaults.
+    """
+
+    def damaged(why: str) -> DamagedJournal:
+        return DamagedJournal(f"{name}: its manifest is damaged ({why})")
+
+    if not isinstance(data, dict) or not isinstance(data.get("files"), list):
+        raise damaged("no list of files")
+    for key in ("id", "label", "state"):
+        if not isinstance(data.get(key), str):
+            raise damaged(f"{key} is not a string")
+    state = data["state"]
+    if state not in ("prepare", "commit"):
+        raise damaged(f"its state {state!r} is unknown")
+    created = data.get("created", 0.0)
+    if isinstance(created, bool) or not isinstance(created, int | float):
+        raise damaged("created is not a time")
+    keep_undo = data.get("keep_undo", True)
+    if not isinstance(keep_undo, bool):
+        raise damaged("keep_undo is not true or false")
+    undoes = data.get("undoes")
+    if undoes is not None and not _plain_name(undoes):
+        raise damaged("undoes is not a record name")
+    files = tuple(_parse_file(entry, damaged) for entry in data["files"])
+    return Manifest(data["id"], data["label"], state, float(created), keep_undo, undoes, files)
+
+
+def _parse_file(entry: object, damaged: Callable[[str], DamagedJournal]) -> ManifestFile:
+    if not isinstance(entry, dict) or not _relative(entry.get("path")):
+        raise damaged("a file entry has no path inside the workspace")
+    path = entry["path"]
+    new_dirs = entry.get("new_dirs", [])
+    if not isinstance(new_dirs, list) or not all(_relative(d) for d in new_dirs):
+        raise damaged(f"new_dirs of {path} leave the workspace")
+    texts = {key: entry.get(key) for key in ("old_sha", "new_sha", "backup", "tmp")}
+    if any(value is not None and not isinstance(value, str) for value in texts.values()):
+        raise damaged(f"a hash or a name of {path} is not a string")
+    if texts["tmp"] is not None and not _plain_name(texts["tmp"]):
+        raise damaged(f"the temp file of {path} is not a plain name")
+    if texts["backup"] is not None and not re.fullmatch(r"\d+\.old", texts["backup"]):
+        raise damaged(f"the backup of {path} is not named <n>.old")
+    numbers = {key: entry.get(key) for key in ("old_size", "new_size", "mode")}
+    if any(value is not None and not _natural(value) for value in numbers.values()):
+        raise damaged(f"a size or the mode of {path} is not a natural number")
+    folder = entry.get("folder")
+    if folder is not None and not (
+        isinstance(folder, list) and len(folder) == 2 and all(map(_natural, folder))
+    ):
+        raise damaged(f"the folder identity of {path} is not two natural numbers")
+    return ManifestFile(
+        path,
+        texts["old_sha"],
+        texts["new_sha"],
+        numbers["old_size"],
+        numbers["new_size"],
+        numbers["mode"],
+        texts["backup"],
+        texts["tmp"],
+        tuple(new_dirs),
+        None if folder is None else (folder[0], folder[1]),
+    )
 
 
 class ReadOnlyError(Exception):
@@ -217,12 +329,12 @@ class Journal:
 
     def _prepare_and_decide(
         self,
-        manifest: dict[str, Any],
+        manifest: Manifest,
         writes: list[FileWrite],
         tree: Tree,
         step: Callable[[str], None],
     ) -> CommitRecord:
-        folder = self.journal_dir / manifest["id"]
+        folder = self.journal_dir / manifest.id
         staged: dict[int, tuple[int, tuple[int, int], int]] = {}  # i: (folder fd, id, temp inode)
         decided = False
         try:
@@ -230,28 +342,28 @@ class Journal:
                 _write_json(folder / MANIFEST, manifest)
                 _fsync_dir(folder)
             step("prepared-manifest")
-            for i, (write, entry) in enumerate(zip(writes, manifest["files"], strict=True)):
-                if write.old is not None:
+            for i, (write, entry) in enumerate(zip(writes, manifest.files, strict=True)):
+                if write.old is not None and entry.backup is not None:
                     # Backups serve only undo, which checks their sha256 before using one,
                     # so they need not be forced to disk before the commit decides.
                     with _faults(".grinta/journal"):
-                        private.write_file(folder / entry["backup"], write.old, durable=False)
-                if write.new is not None:
+                        private.write_file(folder / entry.backup, write.old, durable=False)
+                if write.new is not None and entry.tmp is not None:
                     with _faults(write.path):
-                        staged[i] = stage(
-                            tree, write.path, write.new or b"", entry["tmp"], entry["mode"]
-                        )
+                        staged[i] = stage(tree, write.path, write.new, entry.tmp, entry.mode)
                 step(f"staged-{i}")
             with _faults("the workspace folder"):
                 for parent in {fd for fd, _, _ in staged.values()}:
                     os.fsync(parent)  # the temp files' names must survive a crash, too
 
             with _faults(".grinta (grinta's state folder)"), self._workspace_lock():
-                self._recover_orphans(skip=manifest["id"])
+                self._recover_orphans(skip=manifest.id)
                 with _faults("the workspace folder"), Tree(self.root) as fresh:
-                    for i, (write, entry) in enumerate(zip(writes, manifest["files"], strict=True)):
-                        entry["folder"] = self._check_again(fresh, write, entry, staged.get(i))
-                    manifest["state"] = "commit"
+                    files = tuple(
+                        replace(entry, folder=self._check_again(fresh, write, entry, staged.get(i)))
+                        for i, (write, entry) in enumerate(zip(writes, manifest.files, strict=True))
+                    )
+                    manifest = replace(manifest, state="commit", files=files)
                     with _faults(".grinta/journal"):
                         _write_json(folder / MANIFEST, manifest)
                         decided = True  # from here on, recovery rolls forward
@@ -279,24 +391,24 @@ class Journal:
         self,
         tree: Tree,
         write: FileWrite,
-        entry: dict[str, Any],
+        entry: ManifestFile,
         staged: tuple[int, tuple[int, int], int] | None,
-    ) -> list[int] | None:
+    ) -> tuple[int, int] | None:
         """The last look before the decision; the identity of the target's folder."""
         found = self._check(tree, write)
-        if staged is not None:
+        if staged is not None and entry.tmp is not None:
             staged_fd, staged_id, temp_inode = staged
             if found.folder != staged_id:
                 raise StaleError(write.path)  # the folder was replaced since staging
             try:
-                temp = os.stat(entry["tmp"], dir_fd=staged_fd, follow_symlinks=False)
+                temp = os.stat(entry.tmp, dir_fd=staged_fd, follow_symlinks=False)
             except FileNotFoundError:
                 raise StaleError(write.path) from None
             if temp.st_ino != temp_inode:
                 raise StaleError(write.path)
-            if found.mode is not None and found.mode != entry["mode"]:
-                chmod_temp(staged_fd, entry["tmp"], found.mode)  # chmod'ed since staging
-        return None if found.folder is None else list(found.folder)
+            if found.mode is not None and found.mode != entry.mode:
+                chmod_temp(staged_fd, entry.tmp, found.mode)  # chmod'ed since staging
+        return found.folder
 
     def _manifest(
         self,
@@ -307,32 +419,24 @@ class Journal:
         tree: Tree,
         keep_undo: bool,
         undoes: str | None,
-    ) -> dict[str, Any]:
+    ) -> Manifest:
         entries = []
         for i, (write, mode) in enumerate(zip(writes, modes, strict=True)):
             parent, name = split(write.path)
             entries.append(
-                {
-                    "path": write.path,
-                    "old_sha": _sha_or_none(write.old),
-                    "new_sha": _sha_or_none(write.new),
-                    "old_size": None if write.old is None else len(write.old),
-                    "new_size": None if write.new is None else len(write.new),
-                    "mode": mode,
-                    "backup": f"{i}.old" if write.old is not None else None,
-                    "tmp": _tmp_name(name, txid, i) if write.new is not None else None,
-                    "new_dirs": [*write.prune_dirs, *tree.missing(parent)],
-                }
+                ManifestFile(
+                    path=write.path,
+                    old_sha=_sha_or_none(write.old),
+                    new_sha=_sha_or_none(write.new),
+                    old_size=None if write.old is None else len(write.old),
+                    new_size=None if write.new is None else len(write.new),
+                    mode=mode,
+                    backup=f"{i}.old" if write.old is not None else None,
+                    tmp=_tmp_name(name, txid, i) if write.new is not None else None,
+                    new_dirs=(*write.prune_dirs, *tree.missing(parent)),
+                )
             )
-        return {
-            "id": txid,
-            "label": label,
-            "state": "prepare",
-            "created": time.time(),
-            "keep_undo": keep_undo,
-            "undoes": undoes,
-            "files": entries,
-        }
+        return Manifest(txid, label, "prepare", time.time(), keep_undo, undoes, tuple(entries))
 
     def _begin(self, txid: str) -> int:
         """Make the journal folder and take its own lock, under the workspace lock."""
@@ -447,7 +551,7 @@ class Journal:
             return f"discarded {folder.name}"
         except DamagedJournal as exc:
             return _leave(folder, str(exc))
-        if manifest["state"] == "commit":
+        if manifest.state == "commit":
             try:
                 with Tree(self.root) as tree:
                     self._roll_forward(folder, manifest, _no_step, tree)
@@ -456,70 +560,63 @@ class Journal:
             except CommitError as exc:
                 return _leave(folder, f"decided, but it could not finish ({exc})")
             return f"completed {folder.name}"
-        if manifest["state"] == "prepare":
-            with Tree(self.root) as tree:
-                missed = self._roll_back(folder, manifest, tree)
-            where = f" (temp files left: {', '.join(missed)})" if missed else ""
-            return f"rolled back {folder.name}{where}"
-        return _leave(folder, f"its state {manifest['state']!r} is unknown")
+        with Tree(self.root) as tree:
+            missed = self._roll_back(folder, manifest, tree)
+        where = f" (temp files left: {', '.join(missed)})" if missed else ""
+        return f"rolled back {folder.name}{where}"
 
-    def _roll_back(self, folder: Path, manifest: dict[str, Any], tree: Tree) -> list[str]:
+    def _roll_back(self, folder: Path, manifest: Manifest, tree: Tree) -> list[str]:
         """Remove the temp files, the folders made for them and the journal; never raises."""
         missed = []
-        for entry in manifest["files"]:
-            if entry["tmp"]:
-                parent, _ = split(entry["path"])
+        for entry in manifest.files:
+            if entry.tmp:
+                parent, _ = split(entry.path)
                 try:
-                    os.unlink(entry["tmp"], dir_fd=tree.folder(parent, for_path=entry["path"]))
+                    os.unlink(entry.tmp, dir_fd=tree.folder(parent, for_path=entry.path))
                 except FileNotFoundError:
                     pass
                 except (OSError, StaleError):
-                    missed.append(f"{parent}/{entry['tmp']}".lstrip("/"))
-            for new_dir in reversed(entry["new_dirs"]):
+                    missed.append(f"{parent}/{entry.tmp}".lstrip("/"))
+            for new_dir in reversed(entry.new_dirs):
                 rmdir_if_empty(tree, new_dir)
         _remove(folder, manifest_first=False)
         return missed
 
     def _roll_forward(
-        self, folder: Path, manifest: dict[str, Any], step: Callable[[str], None], tree: Tree
+        self, folder: Path, manifest: Manifest, step: Callable[[str], None], tree: Tree
     ) -> CommitRecord:
-        for i, entry in enumerate(manifest["files"]):
-            path = entry["path"]
+        for i, entry in enumerate(manifest.files):
+            path = entry.path
             parent_rel, name = split(path)
             with _faults(path, decided=True):
-                if entry["tmp"]:
+                if entry.tmp:
                     parent = tree.folder(parent_rel, for_path=path)
-                    if entry.get("folder") not in (None, list(identity(parent))):
+                    if entry.folder not in (None, identity(parent)):
                         raise StaleError(path)  # not the folder the temp file was staged in
                     with contextlib.suppress(FileNotFoundError):  # renamed before a crash
-                        os.replace(entry["tmp"], name, src_dir_fd=parent, dst_dir_fd=parent)
+                        os.replace(entry.tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
                     os.fsync(parent)
                 else:
-                    found = look(tree, path, entry.get("old_size"))
-                    if found.sha is not None and found.sha == entry["old_sha"]:
+                    found = look(tree, path, entry.old_size)
+                    if found.sha is not None and found.sha == entry.old_sha:
                         parent = tree.folder(parent_rel, for_path=path)
-                        if entry.get("folder") not in (None, list(identity(parent))):
+                        if entry.folder not in (None, identity(parent)):
                             raise StaleError(path)
                         os.unlink(name, dir_fd=parent)
                         os.fsync(parent)
-                    for new_dir in reversed(entry["new_dirs"]):
+                    for new_dir in reversed(entry.new_dirs):
                         rmdir_if_empty(tree, new_dir)
             step(f"renamed-{i}")
-        record = CommitRecord(
-            manifest["id"],
-            manifest["label"],
-            [e["path"] for e in manifest["files"]],
-            manifest["created"],
-        )
+        record = _record(manifest)
         # Every file is in place: a fault from here on costs the undo record, not the commit
         # (the journal folder stays, and the next recovery moves it on).
         with contextlib.suppress(OSError):
             private.make_dir(self.undo_dir)  # a real folder, never a link to elsewhere
-            if manifest["undoes"]:
-                _remove(self.undo_dir / manifest["undoes"], manifest_first=True)
-            if manifest["keep_undo"]:
+            if manifest.undoes:
+                _remove(self.undo_dir / manifest.undoes, manifest_first=True)
+            if manifest.keep_undo:
                 (folder / _OWN_LOCK).unlink(missing_ok=True)
-                destination = self.undo_dir / manifest["id"]
+                destination = self.undo_dir / manifest.id
                 os.replace(folder, destination)
                 _fsync_dir(self.undo_dir)
                 record.folder = destination
@@ -546,15 +643,7 @@ class Journal:
                 manifest = _load_manifest(folder)
             except (OSError, DamagedJournal):
                 continue
-            records.append(
-                CommitRecord(
-                    manifest["id"],
-                    manifest["label"],
-                    [e["path"] for e in manifest["files"]],
-                    manifest["created"],
-                    folder,
-                )
-            )
+            records.append(_record(manifest, folder))
         return records
 
     def undo_writes(self, record: CommitRecord) -> list[FileWrite]:
@@ -573,28 +662,30 @@ class Journal:
             raise CommitError("the undo record", exc) from exc
         writes = []
         with _faults("the workspace folder"), Tree(self.root) as tree:
-            for entry in manifest["files"]:
-                size = -1 if entry["new_sha"] is None else entry.get("new_size")
-                with _faults(entry["path"]):
-                    found = look(tree, entry["path"], size)
-                if found.sha != entry["new_sha"]:
-                    raise StaleError(entry["path"])
-                old = self._backup(record.folder, entry) if entry["backup"] else None
-                prune = tuple(entry["new_dirs"]) if old is None else ()
-                writes.append(FileWrite(entry["path"], found.data, old, prune))
+            for entry in manifest.files:
+                size = -1 if entry.new_sha is None else entry.new_size
+                with _faults(entry.path):
+                    found = look(tree, entry.path, size)
+                if found.sha != entry.new_sha:
+                    raise StaleError(entry.path)
+                old = self._backup(record.folder, entry) if entry.backup else None
+                prune = entry.new_dirs if old is None else ()
+                writes.append(FileWrite(entry.path, found.data, old, prune))
         return writes
 
-    def _backup(self, folder: Path, entry: dict[str, Any]) -> bytes:
+    def _backup(self, folder: Path, entry: ManifestFile) -> bytes:
         damaged = DamagedJournal(
-            f"the undo record for {entry['path']} is damaged (its backup does not match)"
+            f"the undo record for {entry.path} is damaged (its backup does not match)"
         )
+        if entry.backup is None:
+            raise damaged
         try:
-            old = _read_state(folder / entry["backup"])
+            old = _read_state(folder / entry.backup)
         except (FileNotFoundError, DamagedJournal):
             raise damaged from None
         except OSError as exc:
             raise CommitError("the undo record", exc) from exc
-        if sha256(old) != entry["old_sha"]:
+        if sha256(old) != entry.old_sha:
             raise damaged
         return old
 
@@ -641,58 +732,26 @@ def _read_state(path: Path) -> bytes:
         os.close(fd)
 
 
-def _write_json(path: Path, data: dict[str, Any]) -> None:
+def _write_json(path: Path, manifest: Manifest) -> None:
     tmp = path.with_suffix(".tmp")
-    private.write_file(tmp, json.dumps(data, indent=1).encode("utf-8"), durable=True)
+    data = json.dumps(manifest.to_json(), indent=1).encode("utf-8")
+    private.write_file(tmp, data, durable=True)
     os.replace(tmp, path)
 
 
-def _load_manifest(folder: Path) -> dict[str, Any]:
+def _load_manifest(folder: Path) -> Manifest:
     """A manifest checked for shape; raises FileNotFoundError or DamagedJournal."""
     try:
-        manifest = json.loads(_read_state(folder / MANIFEST))
+        data = json.loads(_read_state(folder / MANIFEST))
     except ValueError:
         raise DamagedJournal(f"{folder.name}: its manifest is not valid JSON") from None
-    if not _valid_manifest(manifest):
-        raise DamagedJournal(f"{folder.name}: its manifest is damaged")
-    return manifest
+    return parse_manifest(data, folder.name)
 
 
-def _valid_manifest(manifest: Any) -> bool:
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("files"), list):
-        return False
-    if not all(isinstance(manifest.get(key), str) for key in ("id", "label", "state")):
-        return False
-    manifest.setdefault("keep_undo", True)
-    manifest.setdefault("undoes", None)
-    if not isinstance(manifest.setdefault("created", 0.0), (int, float)):
-        return False
-    if manifest["undoes"] is not None and not _plain_name(manifest["undoes"]):
-        return False
-    for entry in manifest["files"]:
-        if not isinstance(entry, dict) or not _relative(entry.get("path")):
-            return False
-        entry.setdefault("new_dirs", [])
-        if not all(_relative(d) for d in entry["new_dirs"]):
-            return False
-        for key in ("old_sha", "new_sha", "backup", "tmp"):
-            if entry.get(key) is not None and not isinstance(entry[key], str):
-                return False
-        if entry.get("tmp") is not None and not _plain_name(entry["tmp"]):
-            return False
-        if entry.get("backup") is not None and not re.fullmatch(r"\d+\.old", entry["backup"]):
-            return False
-        for key in ("old_size", "new_size", "mode"):
-            if entry.get(key) is not None and not _natural(entry[key]):
-                return False
-        folder_id = entry.get("folder")
-        if folder_id is not None and not (
-            isinstance(folder_id, list) and len(folder_id) == 2 and all(map(_natural, folder_id))
-        ):
-            return False
-        entry.setdefault("tmp", None)
-        entry.setdefault("backup", None)
-    return True
+def _record(manifest: Manifest, folder: Path | None = None) -> CommitRecord:
+    return CommitRecord(
+        manifest.id, manifest.label, [e.path for e in manifest.files], manifest.created, folder
+    )
 
 
 def _relative(path: Any) -> bool:

@@ -38,7 +38,7 @@ from grinta_jupyter.runtime.errors import SYNTAX_ERROR, ToolError
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
-    import tomli as tomllib
+    import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]  # 3.10 backport
 
 # (line, message) of the first error, or None when the text parses.
 FirstError = tuple[int, str] | None

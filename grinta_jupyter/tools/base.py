@@ -2,9 +2,11 @@
 
 A tool is a ``ToolSpec``: a name, a kind, a pydantic argument model whose
 field descriptions are the schema the model reads, and a ``stage`` function.
-``stage`` reads files through a ``ToolContext`` and stages whole new texts;
-it never writes. It returns the text the model sees (reads) or a one-line
-summary (writes), and raises ``ToolFailure`` for anything the model must fix.
+``stage`` reads files through a ``ToolContext`` and stages whole new texts in
+its staged-file buffer; it never writes. It returns a typed result of its
+kind (``ReadResult``, ``WriteResult``, ``CommandResult``, ``FinishResult``:
+the output, the one-line summary, the resolutions, the command), and raises
+``ToolFailure`` for anything the model must fix.
 """
 
 from __future__ import annotations
@@ -13,13 +15,14 @@ import copy
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
 from grinta_jupyter.runtime.errors import READ_ONLY_FILE, fail
 from grinta_jupyter.runtime.files import TOO_LARGE_ADVICE, read_regular
-from grinta_jupyter.runtime.proposal import Observation, Proposal, Resolution, ToolKind
+from grinta_jupyter.runtime.proposal import CommandProposal, Observation, ToolKind
+from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import TextFile
 from grinta_jupyter.runtime.workspace import Workspace, WorkspacePath
 
@@ -79,7 +82,9 @@ class StagedFile:
 
 
 class ToolContext:
-    """Everything a tool may use while staging. Staging never writes to disk."""
+    """What a tool may use while staging: files and symbols to read, and the buffer of
+    staged files (edits within one proposal build on each other). Staging never writes
+    to disk, and everything else a tool produces is in the result it returns."""
 
     def __init__(
         self,
@@ -91,9 +96,6 @@ class ToolContext:
         self.settings = settings
         self._symbols = symbols
         self.staged: dict[str, StagedFile] = {}
-        self.resolutions: list[Resolution] = []
-        self.command: str | None = None
-        self.timeout: float | None = None
 
     @property
     def symbols(self) -> SymbolIndex:
@@ -134,11 +136,49 @@ class ToolContext:
         self.staged[where.rel] = staged
         return staged
 
-    def resolved(
-        self, target: str, chosen: str | None, reason: str, candidates: Iterable[str] = ()
-    ) -> None:
-        self.resolutions.append(Resolution(target, chosen, reason, list(candidates)))
 
+# -- what staging returns, one type per kind of tool ----------------------------------
+
+
+@dataclass(frozen=True)
+class ReadResult:
+    """A read's output (what the model sees) and how its targets were resolved."""
+
+    output: str
+    resolutions: tuple[Resolution, ...] = ()
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """A write's one-line summary; the staged texts are in the context's buffer."""
+
+    summary: str
+    resolutions: tuple[Resolution, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommandResult:
+    """The command commit will run, and its timeout (already capped)."""
+
+    command: str
+    timeout: float
+    summary: str
+
+
+@dataclass(frozen=True)
+class FinishResult:
+    """The model's closing summary."""
+
+    summary: str
+
+
+StageResult = ReadResult | WriteResult | CommandResult | FinishResult
+RESULT_KINDS: dict[type[StageResult], ToolKind] = {
+    ReadResult: "read",
+    WriteResult: "write",
+    CommandResult: "command",
+    FinishResult: "finish",
+}
 
 _EDIT_ADVICE = "edit it with run (e.g. `sed -i`) instead, after finding the lines with `grep -n`"
 
@@ -152,19 +192,19 @@ def _decode(
     return TextFile.decode(raw, name), status
 
 
-StageFn = Callable[[Any, ToolContext], str]
-ExecuteFn = Callable[[Proposal, Workspace, Settings], Observation]
+ArgsT = TypeVar("ArgsT", bound=Args)
+ExecuteFn = Callable[[CommandProposal, Workspace, Settings], Observation]
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """One model-facing tool."""
+class ToolSpec(Generic[ArgsT]):
+    """One model-facing tool: ``stage`` takes its parsed ``args`` model."""
 
     name: str
     kind: ToolKind
     description: str
-    args: type[Args]
-    stage: StageFn
+    args: type[ArgsT]
+    stage: Callable[[ArgsT, ToolContext], StageResult]
     execute: ExecuteFn | None = None  # commands only: what commit runs
 
     def schema(self) -> dict[str, Any]:
@@ -184,10 +224,10 @@ class Toolset:
     """A named, ordered set of tools offered to the model together."""
 
     name: str
-    tools: dict[str, ToolSpec] = field(default_factory=dict)
+    tools: dict[str, ToolSpec[Any]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, name: str, specs: Iterable[ToolSpec]) -> Toolset:
+    def of(cls, name: str, specs: Iterable[ToolSpec[Any]]) -> Toolset:
         return cls(name, {spec.name: spec for spec in specs})
 
     def schemas(self) -> list[dict[str, Any]]:
@@ -218,7 +258,7 @@ def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
             return [visit(v) for v in node]
         return node
 
-    result = visit(schema)
+    result: dict[str, Any] = visit(schema)
     result.pop("description", None)  # the tool description says it
     _drop_key(result, "additionalProperties")  # enforced by pydantic; costs the model tokens
     return result

@@ -4,9 +4,17 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import FILE_EXISTS, FILE_TOO_LARGE, NOT_SUPPORTED, fail
+from grinta_jupyter.runtime.errors import (
+    FILE_EXISTS,
+    FILE_TOO_LARGE,
+    NOT_SUPPORTED,
+    ToolError,
+    ToolFailure,
+    fail,
+)
+from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import split_lines
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
 
 
@@ -20,9 +28,9 @@ class CreateArgs(Args):
     )
 
 
-def stage(args: CreateArgs, ctx: ToolContext) -> str:
+def stage(args: CreateArgs, ctx: ToolContext) -> WriteResult:
     if args.into is not None:
-        return _add_definition(args, ctx)
+        return _add_definition(args, ctx, args.into.strip())
     staged = ctx.open_new(args.path)
     if staged.path.abs.exists() or staged.path.abs.is_symlink():
         raise fail(
@@ -36,10 +44,10 @@ def stage(args: CreateArgs, ctx: ToolContext) -> str:
             "-byte limit for files the agent writes",
         )
     staged.text = args.content
-    return f"created {staged.rel} ({len(split_lines(args.content))} lines)"
+    return WriteResult(f"created {staged.rel} ({len(split_lines(args.content))} lines)")
 
 
-def _add_definition(args: CreateArgs, ctx: ToolContext) -> str:
+def _add_definition(args: CreateArgs, ctx: ToolContext, into: str) -> WriteResult:
     from grinta_jupyter.code.edits import SymbolEditError, append_to
     from grinta_jupyter.runtime.grammars import language_for
 
@@ -50,15 +58,20 @@ def _add_definition(args: CreateArgs, ctx: ToolContext) -> str:
             NOT_SUPPORTED, f"{staged.rel}: no grammar for this file type; use replace_string"
         )
     container = None
-    if args.into.strip() not in ("", "*"):
-        found = resolve_for_write(ctx, f"{staged.rel}::{args.into.strip()}")
-        container = locate_in_staged(staged, found)
+    resolutions: tuple[Resolution, ...] = ()
+    if into not in ("", "*"):
+        found, resolution = resolve_for_write(ctx, f"{staged.rel}::{into}")
+        resolutions = (resolution,)
+        try:
+            container = locate_in_staged(staged, found)
+        except ToolFailure as failure:
+            raise ToolFailure(failure.error, resolutions) from None
     try:
         staged.text = append_to(staged.text, container, args.content, language)
     except SymbolEditError as exc:
-        raise fail(exc.code, exc.message) from None
+        raise ToolFailure(ToolError(exc.code, exc.message), resolutions) from None
     where = container.qualname if container is not None else "the end of the file"
-    return f"added a definition to {where} in {staged.rel}"
+    return WriteResult(f"added a definition to {where} in {staged.rel}", resolutions)
 
 
 SPEC = ToolSpec(

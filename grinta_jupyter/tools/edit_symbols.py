@@ -7,7 +7,8 @@ from typing import Literal
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolError, ToolFailure, fail
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.runtime.resolution import Resolution
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
 
 
@@ -23,41 +24,13 @@ class EditSymbolsArgs(Args):
     edits: list[SymbolEdit] = Field(min_length=1, description="Applied in order; all or none.")
 
 
-def stage(args: EditSymbolsArgs, ctx: ToolContext) -> str:
-    from grinta_jupyter.code.edits import (
-        SymbolEditError,
-        delete_symbol,
-        insert_symbol,
-        replace_symbol,
-    )
-
+def stage(args: EditSymbolsArgs, ctx: ToolContext) -> WriteResult:
     total = len(args.edits)
-    done = []
+    done: list[str] = []
+    resolutions: list[Resolution] = []
     for number, edit in enumerate(args.edits, 1):
         try:
-            if edit.action == "delete" and edit.new_source is not None:
-                raise fail(INVALID_ARGS, "delete takes no new_source")
-            if edit.action != "delete" and not edit.new_source:
-                raise fail(INVALID_ARGS, f"{edit.action} needs new_source")
-            found = resolve_for_write(ctx, edit.symbol)
-            staged = ctx.open(found.path)
-            symbol = locate_in_staged(staged, found)
-            source = staged.text
-            if edit.action == "replace":
-                staged.text = replace_symbol(source, symbol, edit.new_source or "")
-            elif edit.action == "delete":
-                staged.text = delete_symbol(source, symbol)
-            else:
-                where = "before" if edit.action == "insert_before" else "after"
-                staged.text = insert_symbol(source, symbol, edit.new_source or "", where)
-            done.append(f"{edit.action} {symbol.qualname}")
-        except SymbolEditError as exc:
-            raise ToolFailure(
-                ToolError(
-                    exc.code,
-                    f"edit {number} of {total} ({edit.symbol}): {exc.message}; no edit was applied",
-                )
-            ) from None
+            done.append(_apply(edit, ctx, resolutions))
         except ToolFailure as failure:
             error = failure.error
             raise ToolFailure(
@@ -67,9 +40,44 @@ def stage(args: EditSymbolsArgs, ctx: ToolContext) -> str:
                     f"{error.message}; no edit was applied",
                     error.candidates,
                     error.line,
-                )
+                    error.more,
+                ),
+                (*resolutions, *failure.resolutions),
             ) from None
-    return "; ".join(done)
+    return WriteResult("; ".join(done), tuple(resolutions))
+
+
+def _apply(edit: SymbolEdit, ctx: ToolContext, resolutions: list[Resolution]) -> str:
+    """Stage one edit; its resolution is added to ``resolutions``. Returns what was done."""
+    from grinta_jupyter.code.edits import (
+        SymbolEditError,
+        delete_symbol,
+        insert_symbol,
+        replace_symbol,
+    )
+
+    if edit.action == "delete" and edit.new_source is not None:
+        raise fail(INVALID_ARGS, "delete takes no new_source")
+    if edit.action != "delete" and not edit.new_source:
+        raise fail(INVALID_ARGS, f"{edit.action} needs new_source")
+    found, resolution = resolve_for_write(ctx, edit.symbol)
+    resolutions.append(resolution)
+    staged = ctx.open(found.path)
+    symbol = locate_in_staged(staged, found)
+    source = staged.text
+    try:
+        if edit.action == "replace":
+            staged.text = replace_symbol(source, symbol, edit.new_source or "")
+        elif edit.action == "delete":
+            staged.text = delete_symbol(source, symbol)
+        else:
+            where: Literal["before", "after"] = (
+                "before" if edit.action == "insert_before" else "after"
+            )
+            staged.text = insert_symbol(source, symbol, edit.new_source or "", where)
+    except SymbolEditError as exc:
+        raise fail(exc.code, exc.message) from None
+    return f"{edit.action} {symbol.qualname}"
 
 
 SPEC = ToolSpec(

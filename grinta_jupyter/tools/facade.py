@@ -3,8 +3,10 @@
 It looks a tool up, validates its arguments, lets it stage changes, then
 applies the checks every write shares (content guards, syntax, no-op) and
 computes the diff. Nothing is written until ``commit``, which is atomic.
-Failures the model must see come back as values; nothing raises through
-``propose``, ``commit``, ``call`` or ``undo``.
+``select_hunks`` makes a new write proposal from some hunks of another,
+staged from the same base bytes and checked the same way. Failures the model
+must see come back as values; nothing raises through ``propose``,
+``select_hunks``, ``commit``, ``call`` or ``undo``.
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from __future__ import annotations
 import difflib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -35,10 +38,24 @@ from grinta_jupyter.runtime.errors import (
     Candidate,
     ToolError,
     ToolFailure,
+    fail,
     os_error,
 )
 from grinta_jupyter.runtime.guards import check_placeholder, check_serialized
-from grinta_jupyter.runtime.proposal import FileChange, Observation, Proposal
+from grinta_jupyter.runtime.hunks import Hunk, apply_hunks, file_hunks
+from grinta_jupyter.runtime.proposal import (
+    CommandProposal,
+    FileChange,
+    FinishProposal,
+    Observation,
+    Proposal,
+    ReadProposal,
+    ToolKind,
+    WriteProposal,
+    proposal_class,
+)
+from grinta_jupyter.runtime.resolution import Resolution
+from grinta_jupyter.runtime.textfile import TextFile
 from grinta_jupyter.runtime.transaction import (
     CommitError,
     DamagedJournal,
@@ -51,8 +68,22 @@ from grinta_jupyter.runtime.transaction import (
 from grinta_jupyter.runtime.validation import check_syntax
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools import get_toolset
-from grinta_jupyter.tools.base import Settings, StagedFile, ToolContext, Toolset
+from grinta_jupyter.tools.base import (
+    RESULT_KINDS,
+    CommandResult,
+    FinishResult,
+    Settings,
+    StagedFile,
+    StageResult,
+    ToolContext,
+    Toolset,
+    ToolSpec,
+    WriteResult,
+)
 from grinta_jupyter.tools.matching import snippet
+
+if TYPE_CHECKING:
+    from grinta_jupyter.code.index import SymbolIndex
 
 _SHORT_DIFF_LINES = 60
 
@@ -73,7 +104,9 @@ class Runtime:
         self.journal = Journal(self.root, self.workspace.state_dir)
         # What recovery did (or could not do) when opening; it never raises.
         self.recovered: list[str] = self.journal.recover()
-        self._symbols: Any = None
+        self._symbols: SymbolIndex | None = None
+        # Ids of the proposals this runtime committed: a proposal is committed at most once.
+        self._committed: set[int] = set()
 
     # -- the contract ---------------------------------------------------------
 
@@ -109,51 +142,48 @@ class Runtime:
         clean = model_args.model_dump(exclude_none=True)
         ctx = ToolContext(self.workspace, self.settings, self._symbol_index)
         try:
-            result = spec.stage(model_args, ctx)
-            proposal = Proposal(
-                tool,
-                clean,
-                spec.kind,
-                resolutions=ctx.resolutions,
-                command=ctx.command,
-                timeout=ctx.timeout,
-            )
-            if spec.kind == "write":
-                proposal.summary = result
-                proposal.changes = self._changes(ctx.staged)
-                proposal.error = self._check(proposal.changes)
-            else:
-                proposal.output = result
-                proposal.summary = result.splitlines()[0][:200] if result else tool
+            return self._proposal(spec, clean, spec.stage(model_args, ctx), ctx.staged)
         except ToolFailure as failure:
-            proposal = self._refused(tool, clean, spec.kind, failure.error)
-            proposal.resolutions = ctx.resolutions
+            return self._refused(tool, clean, spec.kind, failure.error, failure.resolutions)
         except Exception as exc:  # a bug of ours must not crash the session
-            proposal = self._refused(
-                tool,
-                clean,
-                spec.kind,
-                ToolError(INTERNAL_ERROR, f"{tool} failed unexpectedly: {exc!r}"),
-            )
-        if proposal.error is not None:
-            proposal.state = "refused"
-        return proposal
+            error = ToolError(INTERNAL_ERROR, f"{tool} failed unexpectedly: {exc!r}")
+            return self._refused(tool, clean, spec.kind, error)
+
+    def select_hunks(self, proposal: Proposal, accepted: Iterable[int]) -> Proposal:
+        """A new write proposal with only the ``accepted`` hunks of ``proposal``.
+
+        Hunks are numbered from 0 in ``proposal.diff`` order, across files
+        (``runtime.hunks.hunks``). Declined hunks keep the original text; a file
+        with no accepted hunk is not touched. The result is staged from the same
+        base bytes (a file changed on disk since the original staging makes its
+        commit STALE_FILE) and checked like any write, so it may come back refused
+        (accepting half an edit can break the syntax). Bad indexes, no hunk at all
+        (a veto, not an approval) or a proposal that is not a valid, uncommitted
+        write come back as INVALID_ARGS (ALREADY_COMMITTED) refusals.
+        """
+        try:
+            return self._select(proposal, accepted)
+        except ToolFailure as failure:
+            return self._refused(proposal.tool, proposal.args, "write", failure.error)
+        except Exception as exc:  # a bug of ours must not crash the session
+            error = ToolError(INTERNAL_ERROR, f"selecting hunks failed unexpectedly: {exc!r}")
+            return self._refused(proposal.tool, proposal.args, "write", error)
 
     def commit(self, proposal: Proposal, *, hook: StepHook = None) -> Observation:
         """Apply a proposal: all files or none. A stale file refuses the whole commit."""
-        if proposal.state == "committed":
+        if proposal.id in self._committed:
             return Observation.failure(
                 ToolError(ALREADY_COMMITTED, "this proposal was already committed"), proposal.id
             )
         if proposal.error is not None:
             return Observation.failure(proposal.error, proposal.id)
-        spec = self.toolset.tools[proposal.tool]
-        if proposal.kind == "command":
-            assert spec.execute is not None
-            proposal.state = "committed"
-            return spec.execute(proposal, self.workspace, self.settings)
-        if proposal.kind != "write":
-            proposal.state = "committed"
+        if isinstance(proposal, CommandProposal):
+            execute = self.toolset.tools[proposal.tool].execute
+            assert execute is not None, f"{proposal.tool} is a command tool without execute"
+            self._committed.add(proposal.id)
+            return execute(proposal, self.workspace, self.settings)
+        if not isinstance(proposal, WriteProposal):
+            self._committed.add(proposal.id)
             return Observation(True, proposal.output or "", None, proposal.id)
         writes = [FileWrite(c.path, c.old_bytes, c.new_bytes) for c in proposal.changes]
         try:
@@ -173,7 +203,7 @@ class Runtime:
             return Observation.failure(
                 self._failure(exc, "commit", "nothing was written"), proposal.id
             )
-        proposal.state = "committed"
+        self._committed.add(proposal.id)
         self._refresh_symbols(proposal.paths)
         return Observation(
             True, self._write_report(proposal), None, proposal.id, commit_id=record.id
@@ -182,8 +212,8 @@ class Runtime:
     def call(self, tool: str, args: dict[str, Any] | str | None) -> Observation:
         """Propose and commit in one go (reads just run)."""
         proposal = self.propose(tool, args)
-        if not proposal.ok:
-            return Observation.failure(proposal.error, proposal.id)  # type: ignore[arg-type]
+        if proposal.error is not None:
+            return Observation.failure(proposal.error, proposal.id)
         return self.commit(proposal)
 
     def undo(self) -> Observation:
@@ -215,7 +245,7 @@ class Runtime:
 
     # -- symbols (the code layer is imported only when a tool needs it) --------
 
-    def _symbol_index(self) -> Any:
+    def _symbol_index(self) -> SymbolIndex:
         if self._symbols is None:
             from grinta_jupyter.code.index import SymbolIndex
 
@@ -224,13 +254,108 @@ class Runtime:
         return self._symbols
 
     @property
-    def symbols(self) -> Any:
+    def symbols(self) -> SymbolIndex:
         """The workspace's symbol index (built on first use, kept up to date)."""
         return self._symbol_index()
 
     def _refresh_symbols(self, paths: list[str]) -> None:
         if self._symbols is not None:
             self._symbols.refresh(paths)
+
+    # -- building proposals -------------------------------------------------------
+
+    def _proposal(
+        self,
+        spec: ToolSpec[Any],
+        args: dict[str, Any],
+        result: StageResult,
+        staged: dict[str, StagedFile],
+    ) -> Proposal:
+        """The typed proposal for what ``spec.stage`` returned; a write is checked here."""
+        if RESULT_KINDS[type(result)] != spec.kind:
+            raise TypeError(
+                f"{spec.name} is a {spec.kind} tool but staged a {type(result).__name__}"
+            )
+        if isinstance(result, WriteResult):
+            changes = self._changes(staged)
+            return WriteProposal(
+                spec.name,
+                args,
+                error=self._check(changes),
+                summary=result.summary,
+                resolutions=result.resolutions,
+                changes=tuple(changes),
+            )
+        if isinstance(result, CommandResult):
+            return CommandProposal(
+                spec.name,
+                args,
+                summary=_first_line(result.summary, spec.name),
+                command=result.command,
+                timeout=result.timeout,
+            )
+        if isinstance(result, FinishResult):
+            return FinishProposal(
+                spec.name,
+                args,
+                summary=_first_line(result.summary, spec.name),
+                output=result.summary,
+            )
+        return ReadProposal(
+            spec.name,
+            args,
+            summary=_first_line(result.output, spec.name),
+            resolutions=result.resolutions,
+            output=result.output,
+        )
+
+    def _select(self, proposal: Proposal, accepted: Iterable[int]) -> WriteProposal:
+        """``select_hunks`` without its safety net: raises ToolFailure for what the caller fixes."""
+        if not isinstance(proposal, WriteProposal):
+            raise fail(INVALID_ARGS, f"only a write proposal has hunks; this is a {proposal.kind}")
+        if proposal.error is not None:
+            raise fail(
+                INVALID_ARGS, f"a refused proposal cannot be approved ({proposal.error.code})"
+            )
+        if proposal.id in self._committed:
+            raise fail(ALREADY_COMMITTED, "this proposal was already committed")
+        per_file = [(change, file_hunks(change)) for change in proposal.changes]
+        total = sum(len(spans) for _, spans in per_file)
+        chosen = _hunk_indexes(accepted, total)
+        staged: dict[str, StagedFile] = {}
+        declined: list[Hunk] = []
+        first = 0  # the index of the file's first hunk
+        for change, spans in per_file:
+            mine = [k - first for k in chosen if first <= k < first + len(spans)]
+            declined.extend(
+                Hunk(first + k, change.path, span.header, span.lines)
+                for k, span in enumerate(spans)
+                if k not in mine
+            )
+            first += len(spans)
+            if mine:
+                text = apply_hunks(change.before, change.after, spans, mine)
+                staged[change.path] = self._restage(change, text)
+        changes = self._changes(staged)
+        summary = f"{proposal.summary} ({len(chosen)} of {total} hunks accepted by the reviewer)"
+        return WriteProposal(
+            proposal.tool,
+            proposal.args,
+            error=self._check(changes),
+            summary=summary,
+            resolutions=proposal.resolutions,
+            changes=tuple(changes),
+            declined=tuple(declined),
+            selected_from=proposal.id,
+        )
+
+    def _restage(self, change: FileChange, text: str) -> StagedFile:
+        """``text`` staged over the bytes ``change`` was staged from (its path checked again)."""
+        where = self.workspace.resolve(change.path, write=True)
+        original = None
+        if change.old_bytes is not None:
+            original = TextFile.decode(change.old_bytes, change.path)
+        return StagedFile(where, original, text)
 
     # -- shared checks ----------------------------------------------------------
 
@@ -251,7 +376,7 @@ class Runtime:
                     item.conventions.encode(item.text),
                     item.original.sha256 if item.original else None,
                     diff.text,
-                    diff.added,
+                    tuple(diff.added),
                     diff.removed,
                 )
             )
@@ -273,7 +398,7 @@ class Runtime:
                     if change.path in error.message
                     else f"{change.path}: {error.message}"
                 )
-                where = ()
+                where: tuple[Candidate, ...] = ()
                 if error.line:  # show the offending lines of the staged text
                     where = (
                         Candidate(
@@ -313,10 +438,19 @@ class Runtime:
             )
         return ToolError(code, f"{action} failed: {error.message}; {nothing}")
 
-    def _refused(self, tool: str, args: dict[str, Any], kind: Any, error: ToolError) -> Proposal:
-        return Proposal(tool, args, kind, error=error, summary=error.message, state="refused")
+    def _refused(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        kind: ToolKind,
+        error: ToolError,
+        resolutions: tuple[Resolution, ...] = (),
+    ) -> Proposal:
+        return proposal_class(kind)(
+            tool, args, error=error, summary=error.message, resolutions=resolutions
+        )
 
-    def _write_report(self, proposal: Proposal) -> str:
+    def _write_report(self, proposal: WriteProposal) -> str:
         diff = proposal.diff
         stats = ", ".join(
             f"{c.path} (+{c.added_lines} -{c.removed_lines})" for c in proposal.changes
@@ -325,6 +459,31 @@ class Runtime:
         if diff.count("\n") <= _SHORT_DIFF_LINES:
             report += "\n" + diff
         return report.rstrip()
+
+
+def _first_line(text: str, fallback: str) -> str:
+    """The one-line summary of an output: its first line, bounded."""
+    return text.splitlines()[0][:200] if text else fallback
+
+
+def _hunk_indexes(accepted: Iterable[int], total: int) -> list[int]:
+    """The accepted hunk indexes, sorted; INVALID_ARGS naming the valid range otherwise."""
+    valid = f"0..{total - 1}" if total else "none: the proposal has no hunk"
+    chosen: list[int] = []
+    for index in accepted:
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise fail(INVALID_ARGS, f"hunk {index!r} is not a hunk number; valid hunks: {valid}")
+        if not 0 <= index < total:
+            raise fail(INVALID_ARGS, f"hunk {index} does not exist; valid hunks: {valid}")
+        if index in chosen:
+            raise fail(INVALID_ARGS, f"hunk {index} is listed twice; valid hunks: {valid}")
+        chosen.append(index)
+    if not chosen:
+        raise fail(
+            INVALID_ARGS,
+            f"no hunk accepted (valid hunks: {valid}); approving none is a veto, so veto instead",
+        )
+    return sorted(chosen)
 
 
 def _parse_json_args(args: dict[str, Any] | str | None) -> dict[str, Any]:

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, FinishResult, ToolContext, ToolSpec
 
 
 class FinishArgs(Args):
     summary: str = Field(description="What changed and how it was verified.")
 
 
-def stage(args: FinishArgs, ctx: ToolContext) -> str:
-    return args.summary
+def stage(args: FinishArgs, ctx: ToolContext) -> FinishResult:
+    return FinishResult(args.summary)
 
 
 SPEC = ToolSpec(

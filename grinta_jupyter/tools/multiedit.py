@@ -9,7 +9,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolError, ToolFailure, fail
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.matching import replace_in
 
 MAX_EDITS = 200
@@ -29,7 +29,7 @@ class MultiEditArgs(Args):
     )
 
 
-def stage(args: MultiEditArgs, ctx: ToolContext) -> str:
+def stage(args: MultiEditArgs, ctx: ToolContext) -> WriteResult:
     total = len(args.edits)
     if total > MAX_EDITS:
         raise fail(
@@ -60,7 +60,7 @@ def stage(args: MultiEditArgs, ctx: ToolContext) -> str:
                 )
             ) from None
     files = sorted(ctx.staged)
-    return f"applied {total} edit{'s' if total > 1 else ''} to {', '.join(files)}"
+    return WriteResult(f"applied {total} edit{'s' if total > 1 else ''} to {', '.join(files)}")
 
 
 SPEC = ToolSpec(

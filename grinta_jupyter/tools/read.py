@@ -14,13 +14,10 @@ import stat
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import (
-    INVALID_ARGS,
-    fail,
-)
+from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolFailure, fail
 from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.runtime.workspace import Skipped, skipped_note
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ReadResult, ToolContext, ToolSpec
 from grinta_jupyter.tools.symbols import resolve_symbol
 
 MAX_LISTING = 200
@@ -39,17 +36,17 @@ class ReadArgs(Args):
     )
 
 
-def stage(args: ReadArgs, ctx: ToolContext) -> str:
+def stage(args: ReadArgs, ctx: ToolContext) -> ReadResult:
     if args.symbol:
         return _read_symbol(args, ctx)
     if not args.path:
         raise fail(INVALID_ARGS, "give a path, or a symbol")
     where = ctx.workspace.resolve(args.path)
     if _is_folder(where.abs):
-        return _listing(where.rel, ctx)
+        return ReadResult(_listing(where.rel, ctx))
     where, textfile = ctx.read_file(args.path)
     if args.outline:
-        return _outline(where.rel, ctx)
+        return ReadResult(_outline(where.rel, ctx))
     lines = split_lines(textfile.text)
     first = args.start_line or 1
     last = args.end_line or len(lines)
@@ -59,7 +56,7 @@ def stage(args: ReadArgs, ctx: ToolContext) -> str:
         )
     if last < first:
         raise fail(INVALID_ARGS, f"end_line {last} is before start_line {first}")
-    return render_lines(where.rel, lines, first, min(last, len(lines)), ctx)
+    return ReadResult(render_lines(where.rel, lines, first, min(last, len(lines)), ctx))
 
 
 def render_lines(rel: str, lines: list[str], first: int, last: int, ctx: ToolContext) -> str:
@@ -126,14 +123,18 @@ def _outline(rel: str, ctx: ToolContext) -> str:
     return f"{rel} outline ({len(symbols)} definitions)\n" + "\n".join(rows)
 
 
-def _read_symbol(args: ReadArgs, ctx: ToolContext) -> str:
+def _read_symbol(args: ReadArgs, ctx: ToolContext) -> ReadResult:
     address = args.symbol or ""
     if args.path and "::" not in address:
         address = f"{ctx.workspace.resolve(args.path).rel}::{address}"
-    symbol = resolve_symbol(ctx, address, write=False)
-    _, textfile = ctx.read_file(symbol.path)
+    symbol, resolution = resolve_symbol(ctx, address, write=False)
+    try:
+        _, textfile = ctx.read_file(symbol.path)
+    except ToolFailure as failure:
+        raise ToolFailure(failure.error, (resolution,)) from None
     lines = split_lines(textfile.text)
-    return render_lines(symbol.path, lines, symbol.start_line, symbol.end_line, ctx)
+    output = render_lines(symbol.path, lines, symbol.start_line, symbol.end_line, ctx)
+    return ReadResult(output, (resolution,))
 
 
 SPEC = ToolSpec(

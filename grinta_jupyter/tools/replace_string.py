@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.runtime.resolution import Resolution
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.matching import replace_in
 
 
@@ -17,7 +18,7 @@ class ReplaceStringArgs(Args):
     replace_all: bool = Field(default=False, description="Replace every occurrence.")
 
 
-def stage(args: ReplaceStringArgs, ctx: ToolContext) -> str:
+def stage(args: ReplaceStringArgs, ctx: ToolContext) -> WriteResult:
     staged = ctx.open(args.path)
     count = replace_in(
         staged,
@@ -26,8 +27,11 @@ def stage(args: ReplaceStringArgs, ctx: ToolContext) -> str:
         args.replace_all,
         max_chars=ctx.settings.max_file_bytes,
     )
-    ctx.resolved(args.path, staged.rel, f"{count} exact match{'es' if count > 1 else ''}")
-    return f"replaced {count} occurrence{'s' if count > 1 else ''} in {staged.rel}"
+    resolution = Resolution(
+        args.path, staged.rel, f"{count} exact match{'es' if count > 1 else ''}"
+    )
+    summary = f"replaced {count} occurrence{'s' if count > 1 else ''} in {staged.rel}"
+    return WriteResult(summary, (resolution,))
 
 
 SPEC = ToolSpec(

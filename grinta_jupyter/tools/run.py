@@ -37,10 +37,10 @@ from grinta_jupyter.runtime.errors import (
     os_error,
 )
 from grinta_jupyter.runtime.process import MAX_COMMAND_BYTES, OutputBuffer, run_command
-from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.runtime.proposal import CommandProposal, Observation
 from grinta_jupyter.runtime.secrets import command_environment
 from grinta_jupyter.runtime.workspace import Workspace
-from grinta_jupyter.tools.base import Args, Settings, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext, ToolSpec
 
 
 class RunArgs(Args):
@@ -48,13 +48,12 @@ class RunArgs(Args):
     timeout: float | None = Field(default=None, gt=0, description="Seconds (default 120).")
 
 
-def stage(args: RunArgs, ctx: ToolContext) -> str:
+def stage(args: RunArgs, ctx: ToolContext) -> CommandResult:
     problem = check_command(args.command, ctx.settings)
     if problem is not None:
         raise ToolFailure(problem)
-    ctx.command = args.command
-    ctx.timeout = min(args.timeout or ctx.settings.run_timeout, ctx.settings.run_max_timeout)
-    return f"run: {args.command}"
+    timeout = min(args.timeout or ctx.settings.run_timeout, ctx.settings.run_max_timeout)
+    return CommandResult(args.command, timeout, f"run: {args.command}")
 
 
 _LONG = "write the script to a file and run that file"
@@ -84,7 +83,7 @@ def check_command(command: str, settings: Settings) -> ToolError | None:
     return None
 
 
-def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Observation:
+def execute(proposal: CommandProposal, workspace: Workspace, settings: Settings) -> Observation:
     """Run the committed command. Never raises: every failure is an Observation with an error."""
     try:
         return _execute(proposal, workspace, settings)
@@ -93,7 +92,7 @@ def execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Obs
         return Observation.failure(error, proposal.id)
 
 
-def _execute(proposal: Proposal, workspace: Workspace, settings: Settings) -> Observation:
+def _execute(proposal: CommandProposal, workspace: Workspace, settings: Settings) -> Observation:
     command = proposal.command or ""
     problem = check_command(command, settings)
     if problem is not None:

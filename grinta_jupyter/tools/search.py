@@ -25,6 +25,7 @@ Bounded in time and memory whatever the query or the files:
 from __future__ import annotations
 
 import re
+import sys
 import time
 from typing import Any
 
@@ -41,12 +42,13 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.files import FileRefused, read_regular
 from grinta_jupyter.runtime.workspace import Skipped, skipped_note
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ReadResult, ToolContext, ToolSpec
 
-try:  # the stdlib's regex parser, only to measure a pattern before compiling it
-    from re import _parser as _sre_parse  # type: ignore[attr-defined]  # Python 3.11+
-except ImportError:  # Python 3.10
-    import sre_parse as _sre_parse  # type: ignore[no-redef]
+# The stdlib's regex parser, only to measure a pattern before compiling it.
+if sys.version_info >= (3, 11):
+    from re import _parser as _sre_parse  # type: ignore[attr-defined]  # private, untyped
+else:
+    import sre_parse as _sre_parse
 
 MAX_DEFINITIONS = 10
 MAX_QUERY_CHARS = 2_000
@@ -70,7 +72,11 @@ class _Expired(Exception):
         self.where = where
 
 
-def stage(args: SearchArgs, ctx: ToolContext) -> str:
+def stage(args: SearchArgs, ctx: ToolContext) -> ReadResult:
+    return ReadResult(_search(args, ctx))
+
+
+def _search(args: SearchArgs, ctx: ToolContext) -> str:
     if not args.query:
         raise fail(INVALID_ARGS, "query is empty")
     if len(args.query) > MAX_QUERY_CHARS:
@@ -192,12 +198,11 @@ def _scan(
     limit: int,
 ) -> int:
     """Count ``rel``'s matching lines, adding the first to ``shown``; _Expired past ``deadline``."""
-    literal = isinstance(pattern, re.Pattern)
-    if literal and pattern.search(text) is None:  # one C-level pass rejects most files
-        return 0
+    if isinstance(pattern, re.Pattern) and pattern.search(text) is None:
+        return 0  # one C-level pass rejects most files
     hits = 0
     for number, line in enumerate(text.split("\n"), 1):
-        if literal:
+        if isinstance(pattern, re.Pattern):
             found = pattern.search(line) is not None
             if number % 10_000 == 0 and time.monotonic() > deadline:
                 raise _Expired(f"in {rel} at line {number}")

@@ -8,6 +8,8 @@ name, same position among same-named definitions).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from grinta_jupyter.runtime.errors import (
     AMBIGUOUS_SYMBOL,
     SYMBOL_NOT_FOUND,
@@ -16,71 +18,75 @@ from grinta_jupyter.runtime.errors import (
     ToolFailure,
     fail,
 )
+from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.tools.base import StagedFile, ToolContext
+
+if TYPE_CHECKING:
+    from grinta_jupyter.code.symbols import Symbol
 
 # An address such as `__init__` may name thousands of definitions: name this many, count the rest.
 MAX_LISTED = 10
 
 
-def symbol_candidate(symbol) -> Candidate:  # type: ignore[no-untyped-def]
+def symbol_candidate(symbol: Symbol) -> Candidate:
     return Candidate(
         symbol.path, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname
     )
 
 
-def resolve_symbol(ctx: ToolContext, address: str, *, write: bool):  # type: ignore[no-untyped-def]
-    """The one definition ``address`` names, or a ToolFailure listing what it could mean.
+def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symbol, Resolution]:
+    """The one definition ``address`` names and how it was resolved, or a ToolFailure
+    listing what it could mean (carrying the failed resolution).
 
     Reads and writes resolve the same way; only the advice differs, since a
     write never guesses while a read may simply be repeated more precisely.
     """
-    resolution = ctx.symbols.resolve(address)
-    if not resolution.matches:
-        ctx.resolved(
+    found = ctx.symbols.resolve(address)
+    if not found.matches:
+        resolution = Resolution(
             address,
             None,
             "no definition has this name",
-            [_label(s) for s in resolution.suggestions],
+            tuple(_label(s) for s in found.suggestions),
         )
-        hint = "; closest names below" if resolution.suggestions else ""
-        raise fail(
+        hint = "; closest names below" if found.suggestions else ""
+        error = ToolError(
             SYMBOL_NOT_FOUND,
             f"no definition named {address!r}{hint}",
-            [symbol_candidate(s) for s in resolution.suggestions],
+            tuple(symbol_candidate(s) for s in found.suggestions),
         )
-    count = len(resolution.matches)
+        raise ToolFailure(error, (resolution,))
+    count = len(found.matches)
     if count > 1:
         why = "writes never guess" if write else "reads return the candidates"
-        listed = resolution.matches[:MAX_LISTED]
-        ctx.resolved(  # the reason gives the count; the first few are named
+        listed = found.matches[:MAX_LISTED]
+        resolution = Resolution(  # the reason gives the count; the first few are named
             address,
             None,
             f"ambiguous: {count} definitions; {why}",
-            [_label(s) for s in listed],
+            tuple(_label(s) for s in listed),
         )
         verb = "name one exactly" if write else "read one"
-        raise ToolFailure(
-            ToolError(
-                AMBIGUOUS_SYMBOL,
-                f"{address!r} names {count} definitions; {verb}, e.g. 'path::Class.method'",
-                tuple(symbol_candidate(s) for s in listed),
-                more=count - len(listed),
-            )
+        error = ToolError(
+            AMBIGUOUS_SYMBOL,
+            f"{address!r} names {count} definitions; {verb}, e.g. 'path::Class.method'",
+            tuple(symbol_candidate(s) for s in listed),
+            more=count - len(listed),
         )
-    symbol = resolution.matches[0]
-    ctx.resolved(address, _label(symbol), "the only definition with this name")
-    return symbol
+        raise ToolFailure(error, (resolution,))
+    symbol = found.matches[0]
+    return symbol, Resolution(address, _label(symbol), "the only definition with this name")
 
 
-def resolve_for_write(ctx: ToolContext, address: str):  # type: ignore[no-untyped-def]
+def resolve_for_write(ctx: ToolContext, address: str) -> tuple[Symbol, Resolution]:
     return resolve_symbol(ctx, address, write=True)
 
 
-def _label(symbol) -> str:  # type: ignore[no-untyped-def]
+def _label(symbol: Symbol) -> str:
     return f"{symbol.path}:{symbol.def_line} {symbol.kind} {symbol.qualname}"
 
 
-def locate_in_staged(staged: StagedFile, symbol):  # type: ignore[no-untyped-def]
+def locate_in_staged(staged: StagedFile, symbol: Symbol) -> Symbol:
     """``symbol`` as it stands in the staged text (which earlier edits may have moved)."""
     if staged.original is not None and staged.text == staged.original.text:
         return symbol
@@ -94,7 +100,7 @@ def locate_in_staged(staged: StagedFile, symbol):  # type: ignore[no-untyped-def
     return now[ordinal]
 
 
-def _same_named(text: str, symbol) -> list:  # type: ignore[no-untyped-def]
+def _same_named(text: str, symbol: Symbol) -> list[Symbol]:
     """The definitions in ``text`` sharing ``symbol``'s qualified name and kind (overloads), in order."""
     from grinta_jupyter.code.symbols import extract_symbols
 

@@ -11,7 +11,7 @@ import re
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.broad.write_file import write_whole
 
 _HEREDOC = re.compile(
@@ -26,7 +26,7 @@ class ShellWriteArgs(Args):
     )
 
 
-def stage(args: ShellWriteArgs, ctx: ToolContext) -> str:
+def stage(args: ShellWriteArgs, ctx: ToolContext) -> WriteResult:
     writes = _HEREDOC.findall(args.command)
     if not writes:
         raise fail(
@@ -45,7 +45,7 @@ def stage(args: ShellWriteArgs, ctx: ToolContext) -> str:
             done.append(f"appended to {staged.rel}")
         else:
             done.append(write_whole(ctx, path, body))
-    return "; ".join(done)
+    return WriteResult("; ".join(done))
 
 
 SPEC = ToolSpec(

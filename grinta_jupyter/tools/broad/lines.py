@@ -5,7 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
-from grinta_jupyter.tools.base import Args, StagedFile, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, StagedFile, ToolContext, ToolSpec, WriteResult
 
 
 class ReplaceLinesArgs(Args):
@@ -34,7 +34,7 @@ def _as_lines(staged: StagedFile, text: str) -> list[str]:
     return text.splitlines(keepends=True)
 
 
-def replace_lines(args: ReplaceLinesArgs, ctx: ToolContext) -> str:
+def replace_lines(args: ReplaceLinesArgs, ctx: ToolContext) -> WriteResult:
     staged = ctx.open(args.path)
     lines = _lines(staged)
     if args.end_line < args.start_line or args.end_line > len(lines):
@@ -46,10 +46,10 @@ def replace_lines(args: ReplaceLinesArgs, ctx: ToolContext) -> str:
     staged.text = "".join(
         lines[: args.start_line - 1] + _as_lines(staged, args.new_text) + lines[args.end_line :]
     )
-    return f"replaced lines {args.start_line}-{args.end_line} of {staged.rel}"
+    return WriteResult(f"replaced lines {args.start_line}-{args.end_line} of {staged.rel}")
 
 
-def insert_at_line(args: InsertAtLineArgs, ctx: ToolContext) -> str:
+def insert_at_line(args: InsertAtLineArgs, ctx: ToolContext) -> WriteResult:
     staged = ctx.open(args.path)
     lines = _lines(staged)
     if args.line > len(lines) + 1:
@@ -61,7 +61,7 @@ def insert_at_line(args: InsertAtLineArgs, ctx: ToolContext) -> str:
     staged.text = "".join(
         lines[: args.line - 1] + _as_lines(staged, args.text) + lines[args.line - 1 :]
     )
-    return f"inserted text at line {args.line} of {staged.rel}"
+    return WriteResult(f"inserted text at line {args.line} of {staged.rel}")
 
 
 REPLACE_SPEC = ToolSpec(

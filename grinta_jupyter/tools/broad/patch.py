@@ -11,7 +11,7 @@ import re
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, NOT_FOUND, fail
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 
 _HUNK = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
 
@@ -20,7 +20,7 @@ class ApplyPatchArgs(Args):
     patch: str = Field(description="A unified diff with ---/+++ file headers and @@ hunks.")
 
 
-def stage(args: ApplyPatchArgs, ctx: ToolContext) -> str:
+def stage(args: ApplyPatchArgs, ctx: ToolContext) -> WriteResult:
     files = _parse(args.patch)
     if not files:
         raise fail(
@@ -51,7 +51,7 @@ def stage(args: ApplyPatchArgs, ctx: ToolContext) -> str:
             lines[at : at + len(old)] = new
             offset += len(new) - len(old)
         staged.text = "".join(lines)
-    return f"applied a patch to {', '.join(sorted(ctx.staged))}"
+    return WriteResult(f"applied a patch to {', '.join(sorted(ctx.staged))}")
 
 
 def _find(lines: list[str], old: list[str], hint: int) -> int | None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.matching import replace_in
 
 
@@ -14,10 +14,10 @@ class StrReplaceArgs(Args):
     new: str = Field(description="Text to put in its place.")
 
 
-def stage(args: StrReplaceArgs, ctx: ToolContext) -> str:
+def stage(args: StrReplaceArgs, ctx: ToolContext) -> WriteResult:
     staged = ctx.open(args.path)
     replace_in(staged, args.old, args.new)
-    return f"replaced text in {staged.rel}"
+    return WriteResult(f"replaced text in {staged.rel}")
 
 
 SPEC = ToolSpec(

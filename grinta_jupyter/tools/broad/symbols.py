@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import fail
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.runtime.errors import ToolError, ToolFailure
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
+
+if TYPE_CHECKING:
+    from grinta_jupyter.code.symbols import Symbol
 
 
 class AstReplaceArgs(Args):
@@ -32,39 +36,47 @@ class AstDeleteArgs(Args):
     )
 
 
-def _edit(ctx: ToolContext, address: str, apply) -> str:  # type: ignore[no-untyped-def]
+SymbolEdit = Callable[[str, "Symbol"], str]  # (source, symbol) -> new source
+
+
+def _edit(ctx: ToolContext, address: str, verb: str, apply: SymbolEdit) -> WriteResult:
     from grinta_jupyter.code.edits import SymbolEditError
 
-    found = resolve_for_write(ctx, address)
-    staged = ctx.open(found.path)
-    symbol = locate_in_staged(staged, found)
+    found, resolution = resolve_for_write(ctx, address)
     try:
+        staged = ctx.open(found.path)
+        symbol = locate_in_staged(staged, found)
         staged.text = apply(staged.text, symbol)
     except SymbolEditError as exc:
-        raise fail(exc.code, exc.message) from None
-    return f"{symbol.qualname} in {staged.rel}"
+        raise ToolFailure(ToolError(exc.code, exc.message), (resolution,)) from None
+    except ToolFailure as failure:
+        raise ToolFailure(failure.error, (resolution,)) from None
+    return WriteResult(f"{verb} {symbol.qualname} in {staged.rel}", (resolution,))
 
 
-def replace(args: AstReplaceArgs, ctx: ToolContext) -> str:
+def replace(args: AstReplaceArgs, ctx: ToolContext) -> WriteResult:
     from grinta_jupyter.code.edits import replace_symbol
 
-    return "replaced " + _edit(
-        ctx, args.symbol, lambda text, s: replace_symbol(text, s, args.new_source)
+    return _edit(
+        ctx, args.symbol, "replaced", lambda text, s: replace_symbol(text, s, args.new_source)
     )
 
 
-def insert(args: AstInsertArgs, ctx: ToolContext) -> str:
+def insert(args: AstInsertArgs, ctx: ToolContext) -> WriteResult:
     from grinta_jupyter.code.edits import insert_symbol
 
-    return f"inserted {args.position} " + _edit(
-        ctx, args.anchor, lambda text, s: insert_symbol(text, s, args.new_source, args.position)
+    return _edit(
+        ctx,
+        args.anchor,
+        f"inserted {args.position}",
+        lambda text, s: insert_symbol(text, s, args.new_source, args.position),
     )
 
 
-def delete(args: AstDeleteArgs, ctx: ToolContext) -> str:
+def delete(args: AstDeleteArgs, ctx: ToolContext) -> WriteResult:
     from grinta_jupyter.code.edits import delete_symbol
 
-    return "deleted " + _edit(ctx, args.symbol, delete_symbol)
+    return _edit(ctx, args.symbol, "deleted", delete_symbol)
 
 
 REPLACE_SPEC = ToolSpec(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 
 
 class WriteFileArgs(Args):
@@ -12,8 +12,8 @@ class WriteFileArgs(Args):
     content: str = Field(description="The complete new content of the file.")
 
 
-def stage(args: WriteFileArgs, ctx: ToolContext) -> str:
-    return write_whole(ctx, args.path, args.content)
+def stage(args: WriteFileArgs, ctx: ToolContext) -> WriteResult:
+    return WriteResult(write_whole(ctx, args.path, args.content))
 
 
 def write_whole(ctx: ToolContext, path: str, content: str) -> str:

@@ -14,7 +14,7 @@ import re
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.matching import replace_in
 
 _BLOCK = re.compile(
@@ -28,7 +28,7 @@ class XmlEditArgs(Args):
     )
 
 
-def stage(args: XmlEditArgs, ctx: ToolContext) -> str:
+def stage(args: XmlEditArgs, ctx: ToolContext) -> WriteResult:
     blocks = _BLOCK.findall(args.block)
     if not blocks:
         raise fail(
@@ -36,7 +36,7 @@ def stage(args: XmlEditArgs, ctx: ToolContext) -> str:
         )
     for path, old, new in blocks:
         replace_in(ctx.open(path), _trim(old), _trim(new))
-    return f"applied {len(blocks)} edit block{'s' if len(blocks) > 1 else ''}"
+    return WriteResult(f"applied {len(blocks)} edit block{'s' if len(blocks) > 1 else ''}")
 
 
 def _trim(text: str) -> str:
