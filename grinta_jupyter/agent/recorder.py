@@ -5,7 +5,7 @@ from __future__ import annotations
 from grinta_jupyter.agent.models.base import ModelReply
 from grinta_jupyter.agent.step import Step
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.runtime.proposal import Proposal
+from grinta_jupyter.runtime.proposal import CommandProposal, Proposal, WriteProposal
 
 
 def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
@@ -42,7 +42,7 @@ def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
                 removed=sum(c.removed_lines for c in p.changes),
             )
         )
-    if p.kind in ("write", "command") or not p.ok:
+    if isinstance(p, (WriteProposal, CommandProposal)) or not p.ok:
         events.append(
             ev.Validated(
                 call_id=call.id,

@@ -65,7 +65,7 @@ from grinta_jupyter.agent.updates import (
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import EventLog
 from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError
-from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.runtime.proposal import FinishProposal, Observation, Proposal, WriteProposal
 from grinta_jupyter.runtime.secrets import Secrets
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
@@ -367,7 +367,7 @@ class Session:
         step = Step(len(self.steps) + 1, call, proposal, text)
         self.steps.append(step)
         self._record_proposal(step)
-        if step.proposal.kind == "finish" and step.proposal.ok:
+        if isinstance(step.proposal, FinishProposal) and step.proposal.ok:
             return self._finish_check(step)
         if step.proposal.error is not None:
             await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))
@@ -438,7 +438,7 @@ class Session:
                 ToolError(INTERNAL_ERROR, f"{proposal.tool} failed unexpectedly: {exc!r}"),
                 proposal.id,
             )
-        if proposal.kind == "write":
+        if isinstance(proposal, WriteProposal):
             self._emit(
                 ev.Committed(
                     call_id=step.call.id,

@@ -9,7 +9,7 @@ from typing import Literal
 
 from grinta_jupyter.agent.guards import Firing
 from grinta_jupyter.agent.models.base import ToolCall, Usage
-from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.runtime.proposal import FinishProposal, Observation, Proposal
 
 
 class State(str, Enum):
@@ -57,7 +57,7 @@ def policy_verdict(policy: Policy, proposal: Proposal, auto_reads: bool) -> bool
     Finish always runs; reads run unless the person switched ``auto_reads`` off;
     a callable policy that answers something else raises PolicyError.
     """
-    if proposal.kind == "finish":
+    if isinstance(proposal, FinishProposal):
         return True
     if not proposal.needs_approval and (auto_reads or policy == "auto"):
         return True

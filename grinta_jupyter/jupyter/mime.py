@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from grinta_jupyter.runtime.diffs import DiffFile, parse_unified
 from grinta_jupyter.runtime.display import visible, visible_parts
+from grinta_jupyter.runtime.proposal import CommandProposal, FinishProposal, WriteProposal
 from grinta_jupyter.runtime.secrets import Secrets
 
 if TYPE_CHECKING:
@@ -53,13 +54,13 @@ def step_status(step: Step) -> str:
         return "vetoed"
     if step.observation is None:
         return "refused" if p.error is not None else "pending"
-    if p.kind == "finish":  # a finish the guard sent back did not end anything
+    if isinstance(p, FinishProposal):  # a finish the guard sent back did not end anything
         return "done" if step.observation.ok else "refused"
-    if p.kind == "write":
+    if isinstance(p, WriteProposal):
         return "committed" if step.observation.ok else "refused"
     if p.error is not None:
         return "refused"
-    return "committed" if p.kind == "command" else "done"
+    return "committed" if isinstance(p, CommandProposal) else "done"
 
 
 def session_secrets(session: Session) -> Secrets:
