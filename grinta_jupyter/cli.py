@@ -6,8 +6,12 @@ grinta replay LOG [--root DIR]             re-run a recorded session; report dif
 grinta metrics LOG [--json]                behaviour metrics of a recorded session
 grinta eval [--tasks T] [--toolsets A,B] [--model M] [--runs N] ...
 
-Errors: a mistake the user can fix (a bad option, a missing folder or log, no
-API key) is one line ``grinta: error: ...`` on stderr and exit status 2,
+Settings come from one ``Config`` (config.py): the ``GRINTA_*`` environment,
+then the flags, which win. With no model configured, ``demo`` plays the demo
+model; ``run`` and ``eval`` say how to configure one.
+
+Errors: a mistake the user can fix (a bad option or GRINTA_* value, a missing
+folder or log, no API key) is one line ``grinta: error: ...`` on stderr and exit status 2,
 checked before any session starts; anything else is one line
 ``grinta: internal error: ...`` and status 1 (``GRINTA_DEBUG=1`` shows the
 traceback). Ctrl-C stops the session: one line, status 130.
@@ -24,25 +28,30 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import math
 import os
 import sys
 import tempfile
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from grinta_jupyter.agent.guards import Limits
+from grinta_jupyter.config import Config, ConfigError, positive_float, positive_int
+from grinta_jupyter.experiment.runner import EVAL_MAX_WALL_TIME
 from grinta_jupyter.runtime.display import visible
 from grinta_jupyter.terminal import Console, steer, tolerant_streams
 
 if TYPE_CHECKING:
+    from grinta_jupyter.agent.models import Model
     from grinta_jupyter.agent.session import Session
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 
-DEFAULT_MAX_STEPS = Limits().max_steps
+NO_MODEL = (
+    "no model is configured, and the demo model only plays its scripted session on the "
+    "raft_kv sample (grinta demo). Set GRINTA_MODEL to a litellm model string, or pass --model."
+)
 
 
 class UserError(Exception):
@@ -59,48 +68,31 @@ class _Parser(argparse.ArgumentParser):
         raise UserError(f"{message} (see {self.prog} --help)")
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text!r}")
-    return value
-
-
 def _parser() -> argparse.ArgumentParser:
+    """Flags whose name is a ``Config`` field default to None: not given, the environment decides."""
     parser = _Parser(prog="grinta", description="A step-by-step coding agent you can steer.")
     sub = parser.add_subparsers(
         dest="command", required=True, metavar="{demo,run,replay,metrics,eval}"
     )
 
     demo = sub.add_parser("demo", help="run the scripted demo on a copy of the raft_kv sample")
-    demo.add_argument("--root", help="where to copy the sample (default: a new temporary folder)")
-    demo.add_argument("--auto", action="store_true", help="approve every step without asking")
+    demo.add_argument(
+        "--root",
+        dest="copy_to",
+        help="where to copy the sample (default: a new temporary folder)",
+    )
+    demo.add_argument("--auto", action="store_true", default=None, help=_AUTO)
     demo.add_argument("--model", help="use a real model instead of the scripted demo")
 
     run = sub.add_parser("run", help="work on a task in a folder")
     run.add_argument("task")
+    run.add_argument("--model", help="any litellm model string (default: $GRINTA_MODEL)")
     run.add_argument(
-        "--model", help="any litellm model string (default: $GRINTA_MODEL, else the demo model)"
+        "--root", help="the workspace folder (default: $GRINTA_ROOT, else the current folder)"
     )
-    run.add_argument(
-        "--root", default=".", help="the workspace folder (default: the current folder)"
-    )
-    run.add_argument("--auto", action="store_true", help="approve every step without asking")
-    run.add_argument("--toolset", default="intent")
-    run.add_argument("--max-steps", type=_positive_int, default=DEFAULT_MAX_STEPS)
+    run.add_argument("--auto", action="store_true", default=None, help=_AUTO)
+    run.add_argument("--toolset", help=f"default: {Config.toolset}")
+    run.add_argument("--max-steps", type=positive_int, help=_MAX_STEPS)
 
     rep = sub.add_parser("replay", help="re-run a recorded session and report differing steps")
     rep.add_argument("log")
@@ -119,26 +111,35 @@ def _parser() -> argparse.ArgumentParser:
     evl.add_argument("--toolsets", default="intent,broad")
     evl.add_argument(
         "--model",
-        default=None,
         help='a litellm model string (default: $GRINTA_MODEL), or "scripted" (offline)',
     )
-    evl.add_argument("--runs", type=_positive_int, default=3, help="seeds per (task, toolset)")
-    evl.add_argument("--jobs", type=_positive_int, default=1, help="runs in parallel (processes)")
+    evl.add_argument("--runs", type=positive_int, default=3, help="seeds per (task, toolset)")
+    evl.add_argument("--jobs", type=positive_int, default=1, help="runs in parallel (processes)")
     evl.add_argument(
         "--out", default="grinta-eval", help="results folder (an existing one is resumed)"
     )
-    evl.add_argument("--max-steps", type=_positive_int, default=DEFAULT_MAX_STEPS)
-    evl.add_argument("--max-cost", type=_positive_float, default=None, help="USD per run")
-    evl.add_argument("--max-wall-time", type=_positive_float, default=900.0, help="seconds per run")
+    evl.add_argument("--max-steps", type=positive_int, help=_MAX_STEPS)
+    evl.add_argument("--max-cost", type=positive_float, help="dollars per run")
+    evl.add_argument(
+        "--max-wall-time",
+        type=positive_float,
+        help=f"seconds per run (default: $GRINTA_MAX_WALL_TIME, else {EVAL_MAX_WALL_TIME:g})",
+    )
     return parser
+
+
+_AUTO = "approve every step without asking"
+_MAX_STEPS = f"default: $GRINTA_MAX_STEPS, else {Config.max_steps}"
 
 
 def main(argv: list[str] | None = None) -> int:
     """The console entry: run one command; every failure is one line on stderr."""
     tolerant_streams()
+    config: Config | None = None
     try:
         args = _parser().parse_args(argv)
-        status = _dispatch(args)
+        config = Config.from_env(os.environ).with_options(**_config_options(args))
+        status = _dispatch(args, config)
     except KeyboardInterrupt:
         _complain("\ngrinta: interrupted")
         return EXIT_INTERRUPTED
@@ -150,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
         if message is not None:
             _complain(f"grinta: error: {_one_line(message)}")
             return EXIT_USER_ERROR
-        if os.environ.get("GRINTA_DEBUG", "").strip() not in ("", "0"):
+        if config is not None and config.debug:
             raise
         _complain(
             f"grinta: internal error: {type(exc).__name__}: {_one_line(str(exc))} "
@@ -175,7 +176,7 @@ def _user_error(exc: Exception) -> str | None:
     from grinta_jupyter.agent.models.base import ModelError
     from grinta_jupyter.events.log import LogError
 
-    if isinstance(exc, (UserError, LogError)):
+    if isinstance(exc, (UserError, LogError, ConfigError)):
         return str(exc)
     if isinstance(exc, ModelError):
         return f"{exc.code}: {exc.message}"
@@ -196,24 +197,30 @@ def _drop_stdout() -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
-def _dispatch(args: argparse.Namespace) -> int:
+def _config_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The parsed flags that are ``Config`` fields (same names); None where not given."""
+    names = {f.name for f in fields(Config)}
+    return {name: value for name, value in vars(args).items() if name in names}
+
+
+def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.command == "eval":
-        return _eval(args)
+        return _eval(args, config)
     if args.command == "metrics":
         return _metrics(args)
     if args.command == "replay":
         return _replay(args)
     if args.command == "demo":
-        return _demo(args)
-    return _run(args)
+        return _demo(args, config)
+    return _run(args, config)
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from grinta_jupyter.events.metrics import format_summary, summarize
+    from grinta_jupyter.events.metrics import measure
 
-    metrics = summarize(args.log)
-    # JSON escapes control characters itself; the table holds the log's task and model names.
-    print(json.dumps(metrics, indent=2) if args.json else visible(format_summary(metrics)))
+    metrics = measure(args.log)
+    # json.dumps escapes control and non-ASCII characters; the table makes the log's text visible.
+    print(json.dumps(metrics.to_json(), indent=2) if args.json else metrics.table())
     return 0
 
 
@@ -231,12 +238,12 @@ def _replay(args: argparse.Namespace) -> int:
     return 0 if report.identical else 1
 
 
-def _demo(args: argparse.Namespace) -> int:
-    from grinta_jupyter.agent import make_model
+def _demo(args: argparse.Namespace, config: Config) -> int:
+    from grinta_jupyter.agent.models import configured_model
     from grinta_jupyter.samples.tasks import copy_workspace
 
-    root = _empty_folder(args.root) if args.root is not None else None
-    model = make_model(args.model, require_key=True)
+    root = _empty_folder(args.copy_to) if args.copy_to is not None else None
+    model = configured_model(config, require_key=True)
     if root is None:
         root = Path(tempfile.mkdtemp(prefix="grinta-demo-")) / "raft_kv"
     try:
@@ -246,40 +253,29 @@ def _demo(args: argparse.Namespace) -> int:
             f"cannot copy the raft_kv sample to {root}: {exc.strerror or exc}"
         ) from None
     print(f"workspace: {visible(str(root))} (a fresh copy of the raft_kv sample)")
-    return _run_session(
-        "fix the failing test in raft_kv",
-        root,
-        model,
-        auto=args.auto,
-        toolset="intent",
-        max_steps=DEFAULT_MAX_STEPS,
-        sample="raft_kv",
-    )
+    return _run_session("fix the failing test in raft_kv", model, config, root, sample="raft_kv")
 
 
-def _run(args: argparse.Namespace) -> int:
-    from grinta_jupyter.agent import make_model
+def _run(args: argparse.Namespace, config: Config) -> int:
+    from grinta_jupyter.agent.models import configured_model
 
     if not args.task.strip():
         raise UserError('the task is empty; say what to do, e.g. grinta run "fix the failing test"')
-    _known_toolsets([args.toolset])
-    root = _existing_folder(args.root, "--root")
-    model = make_model(args.model, require_key=True)
-    if model.name == "demo":
-        raise UserError(
-            "no model is configured, and the demo model only plays its scripted session on the "
-            "raft_kv sample (grinta demo). Set GRINTA_MODEL to a litellm model string, or pass --model."
-        )
-    return _run_session(
-        args.task, root, model, auto=args.auto, toolset=args.toolset, max_steps=args.max_steps
-    )
+    _known_toolsets([config.toolset], config.origin("toolset"))
+    root = _existing_folder(config.workspace, config.origin("root"))
+    if config.model is None:
+        raise UserError(NO_MODEL)
+    model = configured_model(config, require_key=True)
+    return _run_session(args.task, model, config, root)
 
 
-def _eval(args: argparse.Namespace) -> int:
-    from grinta_jupyter.agent import make_model
+def _eval(args: argparse.Namespace, config: Config) -> int:
+    from grinta_jupyter.agent.models import configured_model
     from grinta_jupyter.experiment.suite import plan_runs, run_suite, select_tasks, write_report
 
-    model = args.model or os.environ.get("GRINTA_MODEL") or "scripted"
+    model = config.model
+    if model is None:
+        raise UserError(NO_MODEL[:-1] + ' ("--model scripted" plays reference solutions offline).')
     toolsets = [t.strip() for t in args.toolsets.split(",") if t.strip()]
     if not toolsets:
         raise UserError("--toolsets names no toolset")
@@ -294,15 +290,16 @@ def _eval(args: argparse.Namespace) -> int:
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {args.out} is a file; give a folder for the results")
     if not model.startswith("scripted"):
-        make_model(model, require_key=True)  # no key: say so before any run starts
+        configured_model(config, require_key=True)  # no key: say so before any run starts
     specs = plan_runs(
         tasks,
         toolsets,
         model,
         args.runs,
-        max_steps=args.max_steps,
-        max_cost=args.max_cost,
-        max_wall_time=args.max_wall_time,
+        max_steps=config.max_steps,
+        max_tokens=config.max_tokens,
+        max_cost=config.max_cost,
+        max_wall_time=config.max_wall_time or EVAL_MAX_WALL_TIME,
     )
     results = run_suite(specs, out, jobs=args.jobs)
     print(write_report(results, toolsets, out))
@@ -310,15 +307,18 @@ def _eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _known_toolsets(names: list[str]) -> None:
+def _known_toolsets(names: list[str], origin: str = "--toolsets") -> None:
     from grinta_jupyter.tools import TOOLSETS
 
     for name in names:
         if name not in TOOLSETS:
-            raise UserError(f"unknown toolset {name!r}; known: {', '.join(sorted(TOOLSETS))}")
+            raise UserError(
+                f"unknown toolset {name!r} ({origin}); known: {', '.join(sorted(TOOLSETS))}"
+            )
 
 
-def _existing_folder(text: str, option: str) -> Path:
+def _existing_folder(path: Path | str, option: str) -> Path:
+    text = str(path)
     if not text.strip():
         raise UserError(f"{option} is empty; give a folder")
     path = Path(text).expanduser()
@@ -348,28 +348,15 @@ def _empty_folder(text: str) -> Path:
 
 
 def _run_session(
-    task: str,
-    root: Path,
-    model: Any,
-    *,
-    auto: bool,
-    toolset: str,
-    max_steps: int | None,
-    sample: str | None = None,
+    task: str, model: Model, config: Config, root: Path, sample: str | None = None
 ) -> int:
     from grinta_jupyter.agent.session import Session
-    from grinta_jupyter.events.metrics import summarize
+    from grinta_jupyter.events.metrics import measure
 
+    # A terminal session has no open notebook to protect from the agent's writes.
+    options = replace(config, allow_notebooks=True).session_options(root)
     try:
-        session = Session(
-            task,
-            model=model,
-            root=root,
-            toolset=toolset,
-            policy="auto" if auto else "ask",
-            limits=Limits(max_steps=max_steps),
-            sample=sample,
-        )
+        session = Session(task, model=model, sample=sample, **options)
     except OSError as exc:
         raise UserError(f"cannot work in {root}: {exc.strerror or exc}") from None
     console = Console(sys.stdout)
@@ -377,10 +364,12 @@ def _run_session(
         f"model: {visible(session.model.name)}   task: {visible(task)}\nlog: {session.log_path}\n"
     )
     interrupted = not steer(session, console)
-    metrics = summarize(session.log.events)
+    metrics = measure(session.log.events)
+    cost = "cost unknown" if metrics.cost is None else f"{metrics.cost:.4f} dollars"
     print(
-        f"\nsession ended: {visible(str(session.end_reason))} after {metrics['steps']} steps, "
-        f"{metrics['commits']} commits, {metrics['prompt_tokens'] + metrics['completion_tokens']} tokens"
+        f"\nsession ended: {visible(str(session.end_reason))} after {metrics.steps} steps, "
+        f"{metrics.commits} commits, {metrics.tokens:,} tokens, {cost}, "
+        f"{metrics.duration:.1f} seconds"
     )
     if session.summary:
         print(f"summary: {visible(session.summary)}")

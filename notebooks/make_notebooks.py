@@ -54,39 +54,47 @@ Each step appears as a card: the tool call, how a symbol was resolved, the exact
     (
         "markdown",
         """
-Click through the cards above. The session runs in the background, so the next cells still run.
-
-The same session can be driven from code instead of clicks. `await session.settle()` waits until the session needs you (or has finished):
+**Your turn.** The session stopped at its first write or command and waits for you in the card above: *Approve* (Enter), *Edit*, or *Veto* (Escape). Decide each step as it comes; the session runs in the background, so the notebook stays usable while it waits.
 """,
+    ),
+    (
+        "markdown",
+        """
+### Optional: approve the rest
+
+The next cell approves, without asking, every step **after your first decision**: the first one stays yours. Skip it to keep deciding each step in the cards. It is a loop over `session.updates()`, the stream the cards are drawn from, answering with `session.decide(Approve())`.
+""",
+    ),
+    (
+        "code",
+        """
+# >>> OPTIONAL: approves every step after your first decision, without asking. <<<
+import grinta_jupyter
+from grinta_jupyter.agent import Approve, NeedsDecision, SessionEnded
+
+session = grinta_jupyter.current()
+async for update in session.updates():
+    if isinstance(update, NeedsDecision):
+        if all(step.decision in (None, "auto") for step in session.steps):
+            print(f"step {update.step.number} waits for your decision in its card above")
+            continue
+        print(f"approving step {update.step.number}: {update.step.proposal.summary}")
+        session.decide(Approve())
+    elif isinstance(update, SessionEnded):
+        print(f"session ended ({update.reason}): {update.summary}")
+""",
+    ),
+    (
+        "markdown",
+        "Once the session has finished, the fix is on disk, and the sample's own check agrees:",
     ),
     (
         "code",
         """
 import grinta_jupyter
-
-session = grinta_jupyter.current()
-await session.settle()
-print(session.pending.proposal.summary)
-""",
-    ),
-    (
-        "code",
-        """
-while not session.done:
-    if session.waiting:
-        print(f"approving step {session.pending.number}: {session.pending.proposal.summary}")
-        session.approve()
-    await session.settle(timeout=120)
-print(session.end_reason, "-", session.summary)
-""",
-    ),
-    ("markdown", "The fix is on disk, and the sample's own check agrees:"),
-    (
-        "code",
-        """
 from grinta_jupyter.samples.tasks import get_task
 
-get_task("raft_kv/fix-failing-test").check(session.root)
+get_task("raft_kv/fix-failing-test").check(grinta_jupyter.current().root)
 """,
     ),
     (
@@ -106,8 +114,8 @@ STEP = [
 `--manual` starts a session that only moves when you say so: `%grinta step` advances to the next step that has something to show, and `%grinta approve`, `%grinta edit {json}` and `%grinta veto REASON` decide the pending one. No widgets needed.
 """,
     ),
-    ("code", "%load_ext grinta_jupyter"),
-    ("code", "session = %grinta --manual fix the failing test in raft_kv"),
+    ("code", "import grinta_jupyter\n\n%load_ext grinta_jupyter"),
+    ("code", "%grinta --manual fix the failing test in raft_kv\nsession = grinta_jupyter.current()"),
     ("markdown", "The model first wants to run the tests. Commands wait for a decision:"),
     ("code", "%grinta step"),
     ("code", "%grinta approve"),
@@ -231,12 +239,27 @@ p = rt.propose("create", {"path": "raft_kv/extra.py", "content": "def f():\\\\n 
 print(p.error.code, "-", p.error.message)
 """,
     ),
-    ("markdown", "And a near miss says what differs:"),
+    (
+        "markdown",
+        "And a near miss says what differs. Here the model copied a method without its indentation; the refusal names the closest places and what differs at each, exactly as the model reads it:",
+    ),
     (
         "code",
         """
-p = rt.propose("replace_string", {"path": "raft_kv/log.py", "old_string": "def last_index(self) -> int:\\n  return", "new_string": "x"})
+old = '''def last_index(self) -> int:
+    \"\"\"Index of the last entry, 0 when the log is empty.\"\"\"
+    return len(self._entries)'''
+p = rt.propose("replace_string", {"path": "raft_kv/log.py", "old_string": old, "new_string": "x"})
 print(p.error.render())
+""",
+    ),
+    ("markdown", "The same refusal as data, for code: the message, then each candidate's place."),
+    (
+        "code",
+        """
+print(p.error.code, "-", p.error.message)
+for c in p.error.candidates:
+    print(f"  {c.path}:{c.line}  {c.note}")
 """,
     ),
     ("code", "print(rt.undo().output)"),
@@ -280,10 +303,11 @@ for e in events[:12]:
     (
         "code",
         """
-from grinta_jupyter.events.metrics import format_summary, summarize
+from grinta_jupyter.events.metrics import measure
 
-metrics = summarize(session.log_path)
-print(format_summary(metrics))
+# One typed model; its table (with units) is what `grinta metrics LOG` prints.
+metrics = measure(session.log_path)
+print(metrics.table())
 """,
     ),
     ("markdown", "Context growth (prompt tokens per request) and where the time went:"),
@@ -296,7 +320,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 
 fig, (a, b) = plt.subplots(1, 2, figsize=(9, 3))
-a.plot(metrics["context_tokens"], marker="o")
+a.plot(metrics.context_tokens, marker="o")
 a.set(title="prompt tokens per request", xlabel="request", ylabel="tokens")
 steps = [e for e in events if e.type == "observation"]
 b.barh([f"{e.step} {e.tool}" for e in steps], [e.t for e in steps])

@@ -613,7 +613,8 @@ def test_an_empty_cell_is_not_a_task(ip, capsys):
 
 
 def test_magic_mistakes_with_a_session(ip, capsys, tmp_path):
-    session = ip.run_line_magic("grinta", "--manual fix the failing test in raft_kv")
+    assert ip.run_line_magic("grinta", "--manual fix the failing test in raft_kv") is None
+    session = grinta_jupyter.current()
     capsys.readouterr()
     for line, says in [
         ("approve", "nothing is waiting for a decision"),
@@ -640,9 +641,10 @@ def test_a_magic_with_a_model_and_no_key_says_so_in_one_line(ip, capsys, tmp_pat
 
 def test_a_magic_with_a_local_server_needs_no_key(ip, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("GRINTA_API_BASE", "http://127.0.0.1:9/v1")
-    session = ip.run_line_magic("grinta", f"--manual --model openai/x --root {tmp_path} fix it")
+    assert ip.run_line_magic("grinta", f"--manual --model openai/x --root {tmp_path} fix it") is None
+    session = grinta_jupyter.current()
 
-    assert session is grinta_jupyter.current() and session.model.name == "openai/x"
+    assert session is not None and session.model.name == "openai/x"
     assert "MISSING_KEY" not in capsys.readouterr().out
 
 

@@ -10,8 +10,10 @@ import sys
 import time
 from pathlib import Path
 
+from grinta_jupyter.events.metrics import SessionMetrics, measure
 from grinta_jupyter.experiment.runner import RunSpec, run_one
 from grinta_jupyter.experiment.suite import (
+    METRICS,
     plan_runs,
     run_suite,
     select_tasks,
@@ -76,17 +78,37 @@ def test_both_toolsets_solve_every_task_with_scripted_models(tmp_path):
 
 def test_summary_separates_toolsets():
     def row(toolset, passed, entropy):
-        return {
-            "spec": {"toolset": toolset},
-            "passed": passed,
-            "metrics": {"tool_entropy_bits": entropy, "prompt_tokens": 10, "completion_tokens": 5},
-        }
+        metrics = measure([]).model_copy(
+            update={"tool_entropy_bits": entropy, "prompt_tokens": 10, "completion_tokens": 5}
+        )
+        return {"spec": {"toolset": toolset}, "passed": passed, "metrics": metrics.to_json()}
 
     results = [row("intent", True, 1.0)] * 6 + [row("broad", False, 2.5)] * 6
     table = summarize_results(results, ["intent", "broad"])
     assert table["toolsets"]["intent"]["pass_rate"].mean == 1.0
     assert table["toolsets"]["broad"]["tool_entropy_bits"].mean == 2.5
+    assert table["toolsets"]["broad"]["tokens"].mean == 15.0
     assert table["difference"]["pass_rate"].mean == -1.0 and table["difference"]["tokens"].mean == 0
+
+
+def test_a_run_result_holds_the_metrics_model_in_its_json_form(tmp_path):
+    result = run_one(RunSpec("raft_kv/fix-failing-test", "intent", "scripted", seed=2), tmp_path)
+    metrics = SessionMetrics.model_validate(result["metrics"])
+    assert metrics.steps == result["metrics"]["steps"] > 0 and metrics.finished
+    assert list(result["metrics"]) == list(SessionMetrics.model_fields)  # the keys results hold
+
+
+def test_results_json_keeps_its_keys_and_the_table_names_units(tmp_path):
+    specs = plan_runs(["raft_kv/fix-failing-test"], ["intent", "broad"], "scripted", runs=1)
+    results = run_suite(specs, tmp_path, progress=lambda _line: None)
+    text = write_report(results, ["intent", "broad"], tmp_path)
+    data = json.loads((tmp_path / "results.json").read_text())
+    keys = ["runs", "pass_rate", *METRICS]
+    assert list(data["toolsets"]["intent"]) == keys
+    assert list(data["difference"]) == ["of", "pass_rate", *METRICS]
+    assert set(data["toolsets"]["intent"]["cost"]) == {"mean", "low", "high", "n"}
+    assert "| time_to_first_edit (seconds) |" in text and "| cost (dollars) |" in text
+    assert "| tokens |" in text
 
 
 def test_an_interrupted_eval_resumes_without_redoing_finished_runs(tmp_path):

@@ -48,6 +48,23 @@ def execute(kc, code: str) -> str:
             return "".join(out)
 
 
+def message_kinds(kc, code: str) -> list[str]:
+    """The types of the output messages ``code`` produces (raises on an error in the kernel)."""
+    msg_id = kc.execute(code)
+    kinds = []
+    while True:
+        msg = kc.get_iopub_msg(timeout=TIMEOUT)
+        if msg["parent_header"].get("msg_id") != msg_id:
+            continue
+        kind = msg["msg_type"]
+        if kind == "error":
+            raise AssertionError("\n".join(msg["content"]["traceback"]))
+        if kind == "status" and msg["content"]["execution_state"] == "idle":
+            return kinds
+        if kind not in ("status", "execute_input"):
+            kinds.append(kind)
+
+
 def wait_for(kc, expression: str, timeout: float = TIMEOUT) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -94,7 +111,10 @@ print(json.dumps({"id": _c.model_id, "payload": _c.payload, "pending": _c.pendin
 def test_approve_edit_and_veto_through_widget_messages(kernel, tmp_path: Path):
     kc = kernel
     execute(kc, "import json, grinta_jupyter\n%load_ext grinta_jupyter")
-    execute(kc, "session = %grinta fix the failing test in raft_kv")
+    kinds = message_kinds(kc, "%grinta fix the failing test in raft_kv")
+    assert "execute_result" not in kinds, "a %grinta cell shows its panel, not Out[n]: <Session>"
+    assert "display_data" in kinds
+    execute(kc, "session = grinta_jupyter.current()")
     node = tmp_path / "raft_kv" / "raft_kv" / "node.py"
     original = node.read_text()
 

@@ -8,7 +8,7 @@ import pytest
 from IPython.testing import globalipapp
 
 import grinta_jupyter
-from grinta_jupyter.jupyter.magics import parse_start, split_command
+from grinta_jupyter.jupyter.magics import MagicUsageError, parse_start, split_command
 from grinta_jupyter.samples.tasks import DEMO_FIX
 
 
@@ -29,26 +29,57 @@ def ip(tmp_path, monkeypatch):
 
 
 def magic(ip, line):
-    return ip.run_line_magic("grinta", line)
+    """Run ``%grinta line``; the session it started, if it started one (the magic returns None)."""
+    before = grinta_jupyter.current()
+    assert ip.run_line_magic("grinta", line) is None, "a %grinta line never echoes Out[n]"
+    after = grinta_jupyter.current()
+    return after if after is not before else None
 
 
 def test_parse_options_and_subcommands():
-    args = parse_start(
-        '--model openai/x --root "my dir" --auto --max-steps 7 --toolset intent fix it now'
+    task, config = parse_start(
+        '--model openai/x --root "my dir" --auto --max-steps 7 --toolset intent fix it now', {}
     )
-    assert (args.model, args.root, args.auto, args.max_steps, args.task) == (
+    assert task == "fix it now"
+    assert (config.model, config.root, config.auto, config.max_steps, config.toolset) == (
         "openai/x",
         "my dir",
         True,
         7,
-        "fix it now",
+        "intent",
     )
-    assert parse_start("fix the failing test").manual is False
+    assert config.origin("root") == "--root" and config.policy == "auto"
+    assert parse_start("fix the failing test", {})[1].manual is False
     assert split_command("approve") == ("approve", "")
     assert split_command("veto that is wrong") == ("veto", "that is wrong")
     assert split_command('edit {"a": 1}') == ("edit", '{"a": 1}')
     assert split_command("-- step through the parser") == (None, "step through the parser")
     assert split_command("fix the bug") == (None, "fix the bug")
+
+
+def test_options_win_over_the_environment_and_bad_values_name_their_source():
+    env = {"GRINTA_MODEL": "openai/from-env", "GRINTA_MAX_STEPS": "9", "GRINTA_ROOT": "/env"}
+    task, config = parse_start("--max-steps 3 fix it", env)
+    assert (task, config.model, config.max_steps, config.root) == (
+        "fix it",
+        "openai/from-env",
+        3,
+        "/env",
+    )
+    assert config.origin("model") == "GRINTA_MODEL" and config.origin("max_steps") == "--max-steps"
+
+    with pytest.raises(MagicUsageError) as bad_env:
+        parse_start("fix it", {"GRINTA_MAX_STEPS": "lots"})
+    assert "GRINTA_MAX_STEPS=lots" in str(bad_env.value) and not bad_env.value.usage
+    with pytest.raises(MagicUsageError) as bad_option:
+        parse_start("--root '' fix it", {})
+    assert str(bad_option.value) == "--root is empty; give a folder" and bad_option.value.usage
+
+
+def test_the_cell_magic_takes_options_on_its_line_and_the_task_in_its_body(ip, capsys):
+    ip.run_cell_magic("grinta", "--manual fix", "the failing test\n")
+    assert "the task goes in the cell" in capsys.readouterr().out
+    assert grinta_jupyter.current() is None
 
 
 def test_a_whole_session_stepped_with_magics(ip, tmp_path, capsys):
@@ -98,7 +129,9 @@ def test_a_whole_session_stepped_with_magics(ip, tmp_path, capsys):
     capsys.readouterr()
     magic(ip, "metrics")
     out = capsys.readouterr().out
-    assert "premature_finishes           1" in out and "vetoes                       1" in out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+    assert rows["premature_finishes"] == ["1", "finishes"] and rows["vetoes"] == ["1", "decisions"]
+    assert rows["duration"][1] == "seconds" and rows["cost"] == ["unknown", "dollars"]
     magic(ip, "log")
     out = capsys.readouterr().out
     assert out.count("[grinta step") == len(session.steps) and "[grinta session" in out

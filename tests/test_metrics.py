@@ -5,14 +5,20 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import os
+import subprocess
+import sys
+from pathlib import Path
 
+from grinta_jupyter.agent import Approve, Veto
 from grinta_jupyter.agent.models import DemoModel, ScriptedModel, call, reply
 from grinta_jupyter.agent.replay import replay
 from grinta_jupyter.agent.session import Session
 from grinta_jupyter.cli import main
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.metrics import summarize
+from grinta_jupyter.events.metrics import SessionMetrics, measure, summarize
 from grinta_jupyter.samples.tasks import copy_workspace
+from tests.conftest import drive
 
 
 def log(*events: ev.Event) -> list[ev.Event]:
@@ -40,8 +46,9 @@ def observed(step, tool, ok, target=None, code=None, call_id=None):
     )
 
 
-def test_hand_computed_log():
-    events = log(
+def hand_log() -> list[ev.Event]:
+    """A session with one of everything, each metric computed by hand below."""
+    return log(
         ev.SessionStart(task="t", model="m", toolset="intent", root="/r", policy="ask"),
         ev.ModelRequest(messages=2, digest="d", tokens=100),
         ev.ModelReplied(text="", tool_calls=[], prompt_tokens=100, completion_tokens=10, cost=0.01),
@@ -73,6 +80,10 @@ def test_hand_computed_log():
         observed(7, "run", False, None, "VETO"),
         ev.SessionEnd(reason="stopped", steps=7),
     )
+
+
+def test_hand_computed_log():
+    events = hand_log()
     m = summarize(events)
     assert m["steps"] == 7
     assert m["tool_calls"] == {"read": 3, "replace_string": 2, "finish": 1, "run": 1}
@@ -90,6 +101,54 @@ def test_hand_computed_log():
     assert m["vetoes"] == 1 and m["user_edits"] == 0
     assert m["prompt_tokens"] == 300 and m["completion_tokens"] == 20 and m["cost"] == 0.03
     assert m["end_reason"] == "stopped"
+
+
+def test_every_measure_has_its_unit_and_the_table_shows_them():
+    m = measure(hand_log())
+    assert isinstance(m, SessionMetrics) and m.tokens == 320 and m.cost == 0.03
+    units = {name: SessionMetrics.unit(name) for name in SessionMetrics.model_fields}
+    assert units["duration"] == units["time_to_first_edit"] == "seconds"
+    assert units["prompt_tokens"] == units["completion_tokens"] == "tokens"
+    assert units["cost"] == "dollars" and units["task"] is None
+    rows = {line[:28].strip(): line[28:].split() for line in m.table().splitlines()[7:]}
+    assert rows["cost"] == ["0.030000", "dollars"]
+    assert rows["time_to_first_edit"] == ["17.00", "seconds"]
+    assert rows["prompt_tokens"] == ["300", "tokens"]
+    assert rows["context_tokens"] == ["100", "->", "330", "tokens", "(3", "requests)"]
+    assert rows["tool_calls"] == [
+        "finish",
+        "1,",
+        "read",
+        "3,",
+        "replace_string",
+        "2,",
+        "run",
+        "1",
+        "(calls)",
+    ]
+    assert m.to_json() == summarize(hand_log()), "summarize is the model's JSON form"
+
+
+def test_an_unknown_cost_is_unknown_not_zero():
+    events = hand_log()
+    replied = next(e for e in events if isinstance(e, ev.ModelReplied))
+    replied.cost = None
+    m = measure(events)
+    assert m.cost is None and m.to_json()["cost"] is None
+    assert "cost                              unknown  dollars" in m.table()
+
+
+def test_the_table_fits_80_columns_and_shows_log_text_visibly():
+    start = ev.SessionStart(
+        task="fix \x1b[2Jit " + "and more " * 20,
+        model="m",
+        toolset="intent",
+        root="/r",
+        policy="ask",
+    )
+    table = measure(log(start)).table()
+    assert all(len(line) <= 80 for line in table.splitlines())
+    assert "\x1b" not in table and "\\x1b[2Jit" in table and table.splitlines()[1].endswith("...")
 
 
 def test_empty_session_metrics():
@@ -147,14 +206,8 @@ def test_replay_with_decisions(tmp_path):
     )
     session = Session("t", model=model, root=root)
 
-    async def go():
-        decisions = iter(["approve", "veto"])
-        while not session.done:
-            if session.waiting:
-                (session.approve if next(decisions) == "approve" else lambda: session.veto("no"))()
-            await session.step()
-
-    asyncio.run(go())
+    decisions = iter([Approve(), Veto("no")])
+    drive(session, lambda s: s.decide(next(decisions)))
     report = replay(session.log_path, copy_workspace("raft_kv", tmp_path / "b"))
     assert (
         report.identical
@@ -182,3 +235,46 @@ def test_cli_run_without_a_model_explains_instead_of_running_the_demo(
     monkeypatch.delenv("GRINTA_MODEL", raising=False)
     assert main(["run", "fix my code", "--root", str(tmp_path)]) == 2
     assert "Set GRINTA_MODEL" in capsys.readouterr().err
+
+
+# -- `grinta metrics` through the installed entry point, on a real session log ----------------
+
+GRINTA = Path(sys.executable).parent / "grinta"
+
+
+def grinta(*args: str) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GRINTA_")}
+    return subprocess.run(
+        [str(GRINTA), *args], capture_output=True, text=True, env=env, timeout=120
+    )
+
+
+def test_grinta_metrics_prints_a_table_with_units_and_json_for_programs(tmp_path):
+    assert grinta("demo", "--auto", "--root", str(tmp_path / "demo")).returncode == 0
+    log_path = next((tmp_path / "demo" / ".grinta" / "sessions").glob("*.jsonl"))
+
+    table = grinta("metrics", str(log_path))
+    assert table.returncode == 0 and table.stderr == ""
+    lines = table.stdout.splitlines()
+    assert all(len(line) <= 80 for line in lines), max(lines, key=len)
+    assert (
+        lines[1] == "task     fix the failing test in raft_kv" and lines[4] == "ended    finished"
+    )
+    rows = {line[:28].strip(): line[28:].split() for line in lines[7:]}
+    assert rows["steps"] == ["5", "calls"] and rows["commits"] == ["1", "commits"]
+    assert rows["duration"][1] == "seconds" and float(rows["duration"][0]) > 0
+    assert rows["prompt_tokens"] == ["0", "tokens"]  # the demo model counts no tokens
+    assert rows["cost"] == ["unknown", "dollars"]  # and has no price
+
+    data = grinta("metrics", str(log_path), "--json")
+    assert data.returncode == 0
+    parsed = json.loads(data.stdout)
+    assert list(parsed) == list(SessionMetrics.model_fields)
+    assert parsed == measure(log_path).to_json() and parsed["cost"] is None
+
+
+def test_grinta_metrics_on_something_that_is_not_a_log_is_one_line(tmp_path):
+    (tmp_path / "notes.jsonl").write_text("hello\n")
+    done = grinta("metrics", str(tmp_path / "notes.jsonl"))
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.startswith("grinta: error: ") and len(done.stderr.splitlines()) == 1

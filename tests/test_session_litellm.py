@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+from grinta_jupyter.agent import ModelText
 from grinta_jupyter.agent.context import unfence
 from grinta_jupyter.agent.models import LiteLLMModel, resolve_model
 from grinta_jupyter.agent.session import Session
@@ -33,10 +34,12 @@ def test_session_over_litellm_with_split_chunks_rate_limit_and_malformed_json(
     model = LiteLLMModel(
         "openai/test-model", api_base=openai_server.url, api_key="sk-local-test-key", backoff=0.01
     )
-    streamed: list[str] = []
     session = Session("fix the failing test", model=model, root=root, policy="auto")
-    session.on_text = streamed.append
-    asyncio.run(session.run())
+
+    async def watch() -> list[str]:
+        return [u.text async for u in session.updates() if isinstance(u, ModelText)]
+
+    streamed = asyncio.run(watch())
 
     assert session.end_reason == "finished", [e for e in session.log.events if e.type == "error"]
     assert get_task("raft_kv/fix-failing-test").check(root).passed

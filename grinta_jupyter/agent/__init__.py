@@ -33,16 +33,15 @@ def make_model(spec: Any = None, *, require_key: bool = False) -> Any:
     ``ModelError("MISSING_KEY")`` here, in milliseconds, instead of when the
     session's first model call fails: front ends pass it before they start one.
     """
-    from grinta_jupyter.agent.models import LiteLLMModel, resolve_model
+    import os
 
-    model = resolve_model(spec)
-    if model is None:
-        from grinta_jupyter.agent.models.demo import DemoModel
+    from grinta_jupyter.agent.models import configured_model
+    from grinta_jupyter.config import Config
 
-        return DemoModel()
-    if require_key and isinstance(model, LiteLLMModel):
-        model.check_key()
-    return model
+    if spec is not None and not isinstance(spec, str):
+        return spec  # a Model instance, as is
+    config = Config.from_env(os.environ).with_options(model=spec)
+    return configured_model(config, require_key=require_key)
 
 
 __all__ = [

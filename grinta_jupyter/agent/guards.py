@@ -13,7 +13,7 @@ import shlex
 import time
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Any
+from typing import Any, Literal
 
 from grinta_jupyter.agent.shell import segments
 from grinta_jupyter.agent.tasktext import asks_for_change
@@ -23,13 +23,17 @@ from grinta_jupyter.agent.testruns import (
     judge,
     parse_test_command,
 )
+from grinta_jupyter.config import Config
 from grinta_jupyter.runtime.errors import COMMAND_TIMEOUT
-from grinta_jupyter.runtime.proposal import Observation, Proposal
+from grinta_jupyter.runtime.proposal import CommandProposal, Observation, Proposal, WriteProposal
 
 
 @dataclass(frozen=True)
 class Limits:
-    """Every guard's threshold, and the session budgets (None = no limit)."""
+    """Every guard's threshold, and the session budgets (None = no limit).
+
+    The budgets are what a person configures: their defaults are ``Config``'s.
+    """
 
     repeat_threshold: int = 3  # the same call with the same result this many times is "stuck"
     failing_command_threshold: int = 3  # the same command failing this often, with no change
@@ -38,18 +42,36 @@ class Limits:
     max_consecutive_errors: int = 5  # circuit breaker
     max_finish_rejections: int = 2  # after this many rejected finishes, the next one is accepted
     max_stuck_warnings: int = 2  # after this many stuck warnings, the session stops
-    max_steps: int | None = 40
-    max_tokens: int | None = None
-    max_cost: float | None = None
-    max_wall_time: float | None = None  # seconds
+    max_steps: int | None = Config.max_steps
+    max_tokens: int | None = Config.max_tokens
+    max_cost: float | None = Config.max_cost  # dollars
+    max_wall_time: float | None = Config.max_wall_time  # seconds
     max_model_turns_without_tool: int = 3
+
+
+GuardName = Literal[
+    "stuck_repeat",
+    "stuck_alternation",
+    "stuck_failing_command",
+    "failed_region",
+    "circuit_breaker",
+    "budget:steps",
+    "budget:tokens",
+    "budget:cost",
+    "budget:wall_time",
+    "premature_finish",
+    "no_tool_call",
+]
+# What a firing does: a note after the result, a fresh read of the file, the finish sent
+# back to the model, or the end of the session.
+GuardAction = Literal["warn", "force_read", "reject_finish", "stop"]
 
 
 @dataclass(frozen=True)
 class Firing:
-    guard: str
+    guard: GuardName
     detail: str
-    action: str  # warn | force_read | reject_finish | stop
+    action: GuardAction
     message: str = ""  # what the model is told, when anything
 
 
@@ -120,7 +142,7 @@ class StuckDetector:
                 "between, so running it again will fail the same way. Read the failure, change "
                 "the code (or the command), then run it again.",
             )
-        if proposal.kind == "write" and observation.error is not None:
+        if isinstance(proposal, WriteProposal) and observation.error is not None:
             target = edit_target(proposal)
             if target:
                 self.failed_targets[target] = self.failed_targets.get(target, 0) + 1
@@ -137,7 +159,7 @@ class StuckDetector:
         self, proposal: Proposal, observation: Observation, command: str
     ) -> int:
         """How many times ``command`` has now failed since the last change (0 if it did not)."""
-        if proposal.kind == "write" and observation.ok:
+        if isinstance(proposal, WriteProposal) and observation.ok:
             self.failing_commands.clear()
         if proposal.kind != "command" or not command:
             return 0
@@ -311,11 +333,11 @@ class FinishGuard:
         self._order += 1
         command = proposal.command or ""
         if vetoed:
-            self.declined_change = self.declined_change or proposal.kind == "write"
+            self.declined_change = self.declined_change or isinstance(proposal, WriteProposal)
             return
-        if proposal.kind == "write" and observation.ok:
+        if isinstance(proposal, WriteProposal) and observation.ok:
             self._note_change(f"step {step} edited {_listing(proposal.paths)}", proposal.paths)
-        elif proposal.kind == "command" and command.strip():
+        elif isinstance(proposal, CommandProposal) and command.strip():
             timed_out = observation.error is not None and observation.error.code == COMMAND_TIMEOUT
             if not observation.ok and not timed_out:
                 return  # refused before it ran

@@ -1,4 +1,11 @@
-"""Metrics computed from an event log. Every definition is in docs/metrics.md.
+"""Metrics of one session, as one typed model. Every definition is in docs/metrics.md.
+
+``measure(log)`` gives a ``SessionMetrics``: the CLI prints its ``table()``,
+the experiment stores its JSON form in each run's result, and the session
+card shows it. Each measure carries its unit (``Unit``): seconds, tokens,
+dollars, or a count; a cost that is not known is None, shown as "unknown".
+The JSON form (``to_json``, ``summarize``) keeps the keys results files have
+always had.
 
 A log given by path is read with ``events.log.read_log``: a path that is
 missing, not a file, unreadable, empty, or not a grinta session log raises
@@ -10,17 +17,91 @@ from __future__ import annotations
 import json
 import math
 import os
+import textwrap
 from collections import Counter
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict
 
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import read_events, read_log
+from grinta_jupyter.runtime.display import visible
 
 _READ_TOOLS = {"read"}
 
+Source = str | os.PathLike[str] | Iterable[ev.Event | dict[str, Any]]
 
-def summarize(source: str | os.PathLike[str] | Iterable[ev.Event | dict]) -> dict[str, Any]:
+
+@dataclass(frozen=True)
+class Unit:
+    """What a measure counts, as the table shows it."""
+
+    name: str
+
+
+Seconds = Unit("seconds")
+Tokens = Unit("tokens")
+Dollars = Unit("dollars")
+Calls = Unit("calls")
+
+
+class SessionMetrics(BaseModel):
+    """Behaviour metrics of one session (docs/metrics.md defines each)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    session: str | None
+    task: str | None
+    model: str | None
+    toolset: str | None
+    end_reason: str | None
+    steps: Annotated[int, Calls]
+    model_turns: Annotated[int, Unit("turns")]
+    tool_calls: Annotated[dict[str, int], Calls]
+    tool_entropy_bits: Annotated[float, Unit("bits")]
+    redundant_calls: Annotated[int, Calls]
+    repeated_reads: Annotated[int, Unit("reads")]
+    edit_retries: Annotated[int, Calls]
+    validation_failures: Annotated[dict[str, int], Unit("refusals")]
+    validation_failure_total: Annotated[int, Unit("refusals")]
+    recoveries: Annotated[int, Unit("recoveries")]
+    context_tokens: Annotated[list[int], Tokens]
+    context_growth_per_request: Annotated[float, Unit("tokens per request")]
+    time_to_first_edit: Annotated[float | None, Seconds]
+    steps_to_first_edit: Annotated[int | None, Unit("steps")]
+    premature_finishes: Annotated[int, Unit("finishes")]
+    finished: bool
+    vetoes: Annotated[int, Unit("decisions")]
+    user_edits: Annotated[int, Unit("decisions")]
+    guards_fired: Annotated[dict[str, int], Unit("firings")]
+    commits: Annotated[int, Unit("commits")]
+    prompt_tokens: Annotated[int, Tokens]
+    completion_tokens: Annotated[int, Tokens]
+    cost: Annotated[float | None, Dollars]  # None: some reply's price was not known
+    duration: Annotated[float, Seconds]
+
+    @property
+    def tokens(self) -> int:
+        """Prompt and completion tokens together."""
+        return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def unit(cls, name: str) -> str | None:
+        """The unit of the measure ``name`` ("seconds", "tokens", ...), None for a label."""
+        return next((m.name for m in cls.model_fields[name].metadata if isinstance(m, Unit)), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON form: the keys of ``grinta metrics --json`` and of each run's result."""
+        return self.model_dump(mode="json")
+
+    def table(self, width: int = 80) -> str:
+        """A plain-text table with units, ``width`` columns wide, for terminals and cells."""
+        return format_table(self, width)
+
+
+def measure(source: Source) -> SessionMetrics:
     """Behaviour metrics of one session, from its log path (see ``read_log``) or its events."""
     events = read_log(source) if isinstance(source, (str, os.PathLike)) else read_events(source)
     start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
@@ -40,43 +121,50 @@ def summarize(source: str | os.PathLike[str] | Iterable[ev.Event | dict]) -> dic
     for e in events:
         if isinstance(e, ev.Validated) and not e.ok and e.code:
             failures_by_code[e.code] += 1
+    first_edit = _first_edit(events)
 
-    return {
-        "session": start.session if start else None,
-        "task": start.task if start else None,
-        "model": start.model if start else None,
-        "toolset": start.toolset if start else None,
-        "end_reason": end.reason if end else None,
-        "steps": len(proposals),
-        "model_turns": len(replies),
-        "tool_calls": dict(counts),
-        "tool_entropy_bits": round(entropy, 4),
-        "redundant_calls": redundant,
-        "repeated_reads": _repeated_reads(events),
-        "edit_retries": _edit_retries(events),
-        "validation_failures": dict(failures_by_code),
-        "validation_failure_total": sum(failures_by_code.values()),
-        "recoveries": _recoveries(events),
-        "context_tokens": [r.tokens for r in requests],
-        "context_growth_per_request": _slope([r.tokens for r in requests]),
-        **_first_edit(events),
-        "premature_finishes": sum(
+    return SessionMetrics(
+        session=start.session if start else None,
+        task=start.task if start else None,
+        model=start.model if start else None,
+        toolset=start.toolset if start else None,
+        end_reason=end.reason if end else None,
+        steps=len(proposals),
+        model_turns=len(replies),
+        tool_calls=dict(counts),
+        tool_entropy_bits=round(entropy, 4),
+        redundant_calls=redundant,
+        repeated_reads=_repeated_reads(events),
+        edit_retries=_edit_retries(events),
+        validation_failures=dict(failures_by_code),
+        validation_failure_total=sum(failures_by_code.values()),
+        recoveries=_recoveries(events),
+        context_tokens=[r.tokens for r in requests],
+        context_growth_per_request=_slope([r.tokens for r in requests]),
+        time_to_first_edit=first_edit.t if first_edit else None,
+        steps_to_first_edit=first_edit.step if first_edit else None,
+        premature_finishes=sum(
             1 for e in events if isinstance(e, ev.FinishAttempt) and not e.accepted
         ),
-        "finished": any(isinstance(e, ev.FinishAttempt) and e.accepted for e in events),
-        "vetoes": sum(1 for e in events if isinstance(e, ev.UserDecision) and e.decision == "veto"),
-        "user_edits": sum(
+        finished=any(isinstance(e, ev.FinishAttempt) and e.accepted for e in events),
+        vetoes=sum(1 for e in events if isinstance(e, ev.UserDecision) and e.decision == "veto"),
+        user_edits=sum(
             1 for e in events if isinstance(e, ev.UserDecision) and e.decision == "edit"
         ),
-        "guards_fired": dict(Counter(e.guard for e in events if isinstance(e, ev.GuardFired))),
-        "commits": sum(1 for e in events if isinstance(e, ev.Committed) and e.ok),
-        "prompt_tokens": sum(r.prompt_tokens for r in replies),
-        "completion_tokens": sum(r.completion_tokens for r in replies),
-        "cost": None
+        guards_fired=dict(Counter(e.guard for e in events if isinstance(e, ev.GuardFired))),
+        commits=sum(1 for e in events if isinstance(e, ev.Committed) and e.ok),
+        prompt_tokens=sum(r.prompt_tokens for r in replies),
+        completion_tokens=sum(r.completion_tokens for r in replies),
+        cost=None
         if any(r.cost is None for r in replies) and replies
         else round(sum(r.cost or 0.0 for r in replies), 6),
-        "duration": round(events[-1].t, 3) if events else 0.0,
-    }
+        duration=round(events[-1].t, 3) if events else 0.0,
+    )
+
+
+def summarize(source: Source) -> dict[str, Any]:
+    """``measure(source)`` in its JSON form (the run results and the session card hold this)."""
+    return measure(source).to_json()
 
 
 def _canonical(arguments: str) -> str:
@@ -157,11 +245,9 @@ def _recoveries(events: list[ev.Event]) -> int:
     return recovered
 
 
-def _first_edit(events: list[ev.Event]) -> dict[str, Any]:
-    for e in events:
-        if isinstance(e, ev.Committed) and e.ok:
-            return {"time_to_first_edit": e.t, "steps_to_first_edit": e.step}
-    return {"time_to_first_edit": None, "steps_to_first_edit": None}
+def _first_edit(events: list[ev.Event]) -> ev.Committed | None:
+    """The first successful commit."""
+    return next((e for e in events if isinstance(e, ev.Committed) and e.ok), None)
 
 
 def _slope(values: list[int]) -> float:
@@ -175,11 +261,69 @@ def _slope(values: list[int]) -> float:
     return round(num / den, 2)
 
 
-def format_summary(metrics: dict[str, Any]) -> str:
-    """A plain-text table of the metrics, for the CLI and text outputs."""
-    rows = []
-    for key, value in metrics.items():
-        if key == "context_tokens":
-            value = f"{len(value)} requests, {value[0] if value else 0} -> {value[-1] if value else 0} tokens"
-        rows.append(f"{key:<28} {value}")
-    return "\n".join(rows)
+def format_table(metrics: SessionMetrics, width: int = 80) -> str:
+    """The metrics as ``name value unit`` rows under a header naming the session.
+
+    Text from the log (task, model names) is made ``visible`` and cut to ``width``;
+    counts by name (tool calls, refusals, guards) wrap onto indented lines.
+    """
+    header = [
+        ("session", metrics.session),
+        ("task", metrics.task),
+        ("model", metrics.model),
+        ("toolset", metrics.toolset),
+        ("ended", metrics.end_reason),
+    ]
+    lines = [
+        _cut(f"{label:<9}{visible(value or '-', keep_newlines=False)}", width)
+        for label, value in header
+    ]
+    lines += ["", f"{'metric':<28} {'value':>12}  unit"]
+    for name in SessionMetrics.model_fields:
+        if name in _HEADER:
+            continue
+        lines += _rows(name, getattr(metrics, name), SessionMetrics.unit(name), width)
+    return "\n".join(lines)
+
+
+def format_summary(metrics: SessionMetrics | Mapping[str, Any]) -> str:
+    """``format_table`` of a ``SessionMetrics`` or of its JSON form (what ``summarize`` returns)."""
+    model = metrics if isinstance(metrics, SessionMetrics) else SessionMetrics(**metrics)
+    return format_table(model)
+
+
+_HEADER = {"session", "task", "model", "toolset", "end_reason"}
+_INDENT = " " * 29
+
+
+def _rows(name: str, value: Any, unit: str | None, width: int) -> list[str]:
+    if isinstance(value, dict):
+        counts = ", ".join(
+            f"{visible(k, keep_newlines=False)} {n}" for k, n in sorted(value.items())
+        )
+        text = f"{counts} ({unit})" if counts and unit else counts or "none"
+        wrapped = textwrap.wrap(text, width - len(_INDENT)) or [""]
+        return [f"{name:<28} {wrapped[0]}", *(_INDENT + more for more in wrapped[1:])]
+    if isinstance(value, list):  # context tokens: one count per request
+        shown = f"{value[0]:,} -> {value[-1]:,}" if value else "none"
+        return [f"{name:<28} {shown:>12}  {unit} ({len(value)} requests)"]
+    return [f"{name:<28} {shown_value(value, unit):>12}  {unit or ''}".rstrip()]
+
+
+def shown_value(value: Any, unit: str | None) -> str:
+    """A measure as the table and the session card show it ("unknown" for an unknown cost)."""
+    if value is None:
+        return "unknown" if unit == Dollars.name else "none"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if unit == Dollars.name:
+        return f"{value:.6f}"
+    if unit == Seconds.name:
+        return f"{value:.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return f"{value:g}"
+
+
+def _cut(line: str, width: int) -> str:
+    return line if len(line) <= width else line[: width - 3] + "..."

@@ -19,6 +19,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from grinta_jupyter.config import Config
+
+# A run in an experiment must end: without a wall-time budget of its own, this one applies.
+EVAL_MAX_WALL_TIME = 900.0  # seconds
+
 
 @dataclass(frozen=True)
 class RunSpec:
@@ -26,10 +31,10 @@ class RunSpec:
     toolset: str
     model: str  # a litellm model string, "scripted" (reference solutions) or "scripted:noop"
     seed: int
-    max_steps: int = 40
-    max_tokens: int | None = None
-    max_cost: float | None = None
-    max_wall_time: float | None = 900.0
+    max_steps: int | None = Config.max_steps
+    max_tokens: int | None = Config.max_tokens
+    max_cost: float | None = Config.max_cost  # dollars
+    max_wall_time: float | None = EVAL_MAX_WALL_TIME
 
     @property
     def key(self) -> str:
@@ -63,7 +68,7 @@ def run_one(spec: RunSpec, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Run ``spec``; write its event log and result; return the result."""
     from grinta_jupyter.agent.guards import Limits
     from grinta_jupyter.agent.session import Session
-    from grinta_jupyter.events.metrics import summarize
+    from grinta_jupyter.events.metrics import measure
     from grinta_jupyter.samples.tasks import get_task
 
     out = Path(out_dir)
@@ -95,7 +100,7 @@ def run_one(spec: RunSpec, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         )
         session.run_sync()
         verdict = task.check(root)
-        metrics = summarize(log)
+        metrics = measure(log).to_json()
         result = {
             "spec": asdict(spec),
             "key": spec.key,

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from grinta_jupyter.events.metrics import SessionMetrics
 from grinta_jupyter.experiment.runner import RunSpec, run_one
 from grinta_jupyter.experiment.stats import Estimate, bootstrap_difference, bootstrap_mean
 
@@ -113,14 +114,11 @@ def _line(count: int, total: int, result: dict[str, Any], started: float) -> str
 
 
 def _value(result: dict[str, Any], metric: str) -> float | None:
-    metrics = result.get("metrics") or {}
-    if metric == "tokens":
-        return (
-            float(metrics.get("prompt_tokens", 0) + metrics.get("completion_tokens", 0))
-            if metrics
-            else None
-        )
-    value = metrics.get(metric)
+    """``metric`` of one run, read through ``SessionMetrics``; None for a crashed run or cost unknown."""
+    if not result.get("metrics"):
+        return None
+    metrics = SessionMetrics.model_validate(result["metrics"])
+    value = metrics.tokens if metric == "tokens" else getattr(metrics, metric)
     return None if value is None else float(value)
 
 
@@ -163,7 +161,7 @@ def markdown_table(table: dict[str, Any]) -> str:
         ["runs", *[str(table["toolsets"][t]["runs"]) for t in toolsets]] + ([""] if diff else [])
     )
     for metric in ["pass_rate", *METRICS]:
-        row = [metric, *[str(table["toolsets"][t][metric]) for t in toolsets]]
+        row = [_label(metric), *[str(table["toolsets"][t][metric]) for t in toolsets]]
         if diff:
             row.append(str(diff[metric]))
         rows.append(row)
@@ -171,6 +169,14 @@ def markdown_table(table: dict[str, Any]) -> str:
         "\n".join("| " + " | ".join(r) + " |" for r in rows)
         + "\n\nCells: mean [95% bootstrap interval].\n"
     )
+
+
+def _label(metric: str) -> str:
+    """The metric's name, with its unit when the name does not already say it."""
+    if metric not in SessionMetrics.model_fields:  # pass_rate, and tokens (named for its unit)
+        return metric
+    unit = SessionMetrics.unit(metric)
+    return metric if unit is None or unit.split()[0] in metric else f"{metric} ({unit})"
 
 
 def write_report(results: list[dict[str, Any]], toolsets: list[str], out_dir: str | Path) -> str:

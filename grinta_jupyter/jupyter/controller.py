@@ -10,16 +10,29 @@ it advances only when ``%grinta step`` (or a decision) asks it to.
 from __future__ import annotations
 
 import asyncio
-import os
-from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grinta_jupyter.agent.updates import (
+    DEFAULT_VETO_REASON,
+    Approve,
+    NeedsDecision,
+    SessionEnded,
+    StepObserved,
+    Update,
+    Veto,
+)
 from grinta_jupyter.jupyter.magics import MagicUsageError, edit_arguments
 from grinta_jupyter.runtime.display import visible
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.agent.stepper import Stepper
+    from grinta_jupyter.config import Config
+    from grinta_jupyter.jupyter.panel import SessionPanel
+
+# Updates after which the trace display (the saved output) is redrawn.
+TRACE_CHANGES = (NeedsDecision, StepObserved, SessionEnded)
 
 _current: NotebookSession | None = None
 
@@ -34,27 +47,29 @@ def current_view() -> NotebookSession | None:
 
 
 class NotebookSession:
-    """A session, its panel and trace display, and how it is driven in this kernel."""
+    """A session, its panel and trace display, and how it is driven in this kernel.
+
+    One loop over ``session.updates()`` feeds the panel and the trace: a task on the
+    kernel's event loop, or, in manual mode, a ``Stepper`` pulled by ``%grinta step``
+    and by decisions (agent/stepper.py: one background loop, not one per step).
+    """
 
     def __init__(self, session: Session, manual: bool, widgets: bool = True):
         self.session = session
         self.manual = manual
-        self.task: asyncio.Task[Any] | None = None
-        self.panel = None
-        self.trace = None
+        self.task: asyncio.Task[None] | None = None
+        self.stepper: Stepper | None = None
+        self.panel: SessionPanel | None = None
+        self.trace: Any = None
         if widgets:
             from grinta_jupyter.jupyter.panel import SessionPanel
 
             self.panel = SessionPanel(session, on_decision=self._after_decision)
-        session.log.listeners.append(self._on_event)
-        session.watchers.append(self._update_trace)
 
     # -- display -----------------------------------------------------------------------
 
     def show(self) -> None:
-        from IPython.display import display
-
-        self.trace = display(self.bundle(), raw=True, display_id=True)
+        self.trace = _display(self.bundle(), display_id=True)
 
     def bundle(self) -> dict[str, Any]:
         """The panel while the session runs, with the trace as its fallbacks; the trace alone once it ends.
@@ -70,14 +85,14 @@ class NotebookSession:
         trace = trace_bundle(self.session)
         if self.panel is None or self.session.done:
             return trace
-        return {**trace, **self.panel.widget._repr_mimebundle_(), "text/plain": trace["text/plain"]}
+        view: dict[str, Any] = self.panel.widget._repr_mimebundle_()
+        return {**trace, **view, "text/plain": trace["text/plain"]}
 
-    def _on_event(self, event: Any) -> None:
-        if event.type in ("observation", "session_end"):
-            self._update_trace()
-
-    def _update_trace(self) -> None:
-        if self.trace is not None:
+    def apply(self, update: Update) -> None:
+        """Show one update: on the panel, and in the trace when a step or the session ends."""
+        if self.panel is not None:
+            self.panel.apply(update)
+        if isinstance(update, TRACE_CHANGES) and self.trace is not None:
             self.trace.update(self.bundle(), raw=True)
 
     # -- driving ------------------------------------------------------------------------
@@ -85,95 +100,72 @@ class NotebookSession:
     def start(self) -> None:
         loop = _running_loop()
         if self.manual or loop is None:
+            from grinta_jupyter.agent.stepper import Stepper
+
             self.manual = True
+            self.stepper = Stepper(self.session)
             return
-        self.task = loop.create_task(self.session.run())
+        self.task = loop.create_task(self._follow())
+
+    async def _follow(self) -> None:
+        async for update in self.session.updates():
+            self.apply(update)
 
     def advance(self) -> list[int]:
-        """Manual mode: step until something new is to be shown; return the step numbers touched."""
-        session = self.session
-        before = {s.number: (s.observation is not None, s.decision, s.edits) for s in session.steps}
+        """Manual mode: step until something is to be shown; return the step numbers touched."""
+        if self.stepper is None:
+            return []
         touched: list[int] = []
-
-        async def go() -> None:
-            while not session.done:
-                if session.waiting:
-                    return
-                step = await session.step()
-                if step is not None and step.number not in touched:
-                    touched.append(step.number)
-                if step is not None and (step.observation is not None or session.waiting):
-                    return
-
-        run_coroutine(go())
-        return [
-            n
-            for n in touched
-            if before.get(n)
-            != (
-                session.steps[n - 1].observation is not None,
-                session.steps[n - 1].decision,
-                session.steps[n - 1].edits,
-            )
-        ] or touched
+        for update in self.stepper.advance():
+            self.apply(update)
+            step = getattr(update, "step", None)
+            if step is not None and step.number not in touched:
+                touched.append(step.number)
+        return touched
 
     def _after_decision(self) -> None:
         if self.manual:
             self.advance()
 
 
-def start(options: Any) -> Session:
-    """Start a session from parsed ``%grinta`` options.
+def start(task: str, config: Config) -> Session:
+    """Start a session on ``task`` as ``config`` says (the ``%grinta`` options over the environment).
 
-    Everything that can be wrong with the options (toolset, root, a missing API
-    key) raises MagicUsageError before anything starts, so the current session
+    Everything that can be wrong with the configuration (toolset, root, a missing
+    API key) raises MagicUsageError before anything starts, so the current session
     keeps running and no panel appears for a session that cannot work.
     """
     global _current
-    from grinta_jupyter.agent import make_model
-    from grinta_jupyter.agent.guards import Limits
-    from grinta_jupyter.agent.models import ModelError
+    from grinta_jupyter.agent.models import ModelError, configured_model
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.tools import TOOLSETS
-    from grinta_jupyter.tools.base import Settings
 
-    if options.toolset not in TOOLSETS:
+    if config.toolset not in TOOLSETS:
         raise MagicUsageError(
-            f"unknown toolset {options.toolset!r}; known: {', '.join(sorted(TOOLSETS))}"
+            f"unknown toolset {config.toolset!r}; known: {', '.join(sorted(TOOLSETS))}"
         )
     try:
-        model = make_model(options.model, require_key=True)
+        model = configured_model(config, require_key=True)
     except ModelError as exc:
         raise MagicUsageError(f"{exc.code}: {exc.message}", usage=False) from None
-    demo = getattr(model, "name", "") == "demo"
-    if demo and options.root:
+    demo = model.name == "demo"
+    if demo and config.origin("root") == "--root":
         raise MagicUsageError(
             "no model is configured, and the demo model only plays its scripted session on "
             "a copy of the raft_kv sample; drop --root, or set GRINTA_MODEL (or --model)"
         )
     if not demo:
-        _check_root(options.root)
-    root, sample = _workspace(options.root, demo)
-    protected = () if options.allow_notebooks else ("*.ipynb",)
-    limits = Limits() if options.max_steps is None else Limits(max_steps=options.max_steps)
+        _check_root(config)
+    root, sample = _workspace(config, demo)
     if _current is not None and not _current.session.done:
         _current.session.stop("replaced by a new session")
     try:
-        session = Session(
-            options.task,
-            model=model,
-            root=root,
-            toolset=options.toolset,
-            policy="auto" if options.auto else "ask",
-            limits=limits,
-            sample=sample,
-            settings=Settings(protected=protected),
-        )
+        session = Session(task, model=model, sample=sample, **config.session_options(root))
     except OSError as exc:
         raise MagicUsageError(
             f"cannot work in {root}: {exc.strerror or exc}", usage=False
         ) from None
-    view = NotebookSession(session, manual=options.manual)
+    view = NotebookSession(session, manual=config.manual)
     _current = view
     if sample:
         print(
@@ -199,9 +191,9 @@ def command(name: str, rest: str) -> Any:
         show_log(session)
         return None
     if name == "metrics":
-        from grinta_jupyter.events.metrics import format_summary, summarize
+        from grinta_jupyter.events.metrics import measure
 
-        print(visible(format_summary(summarize(session.log.events))))
+        print(visible(measure(session.log.events).table()))
         return None
     if name == "stop":
         session.stop("stopped by the user")
@@ -223,6 +215,7 @@ def command(name: str, rest: str) -> Any:
     step = session.pending
     if name == "edit":
         proposal = session.edit(edit_arguments(rest))
+        view.advance()  # manual mode: the panel shows the new proposal
         _show_steps(session, [step.number])
         if not proposal.ok:
             print(
@@ -231,15 +224,11 @@ def command(name: str, rest: str) -> Any:
             )
         return None
     if name == "approve":
-        session.approve()
+        session.decide(Approve())
     else:
-        session.veto(rest or "vetoed by the user")
+        session.decide(Veto(rest or DEFAULT_VETO_REASON))
     if view.manual:
-
-        async def apply() -> None:
-            await session.step()
-
-        run_coroutine(apply())
+        view.advance()
         _show_steps(session, [step.number])
     return None
 
@@ -260,50 +249,43 @@ def status_line(session: Session) -> str:
 
 def show_log(session: Session) -> None:
     """Display every step and the session summary as persisted MIME bundles."""
-    from IPython.display import display
-
     from grinta_jupyter.jupyter.mime import session_bundle, session_secrets, step_bundle
 
     for step in session.steps:
-        display(step_bundle(step, session.id, session_secrets(session)), raw=True)
-    display(session_bundle(session), raw=True)
+        _display(step_bundle(step, session.id, session_secrets(session)))
+    _display(session_bundle(session))
 
 
 def _show_steps(session: Session, numbers: list[int]) -> None:
-    from IPython.display import display
-
     from grinta_jupyter.jupyter.mime import session_bundle, session_secrets, step_bundle
 
     for number in numbers:
-        display(
-            step_bundle(session.steps[number - 1], session.id, session_secrets(session)), raw=True
-        )
+        _display(step_bundle(session.steps[number - 1], session.id, session_secrets(session)))
     if session.done:
-        display(session_bundle(session), raw=True)
+        _display(session_bundle(session))
 
 
-def _check_root(root: str | None) -> None:
+def _check_root(config: Config) -> None:
     """MagicUsageError unless the workspace (--root, else $GRINTA_ROOT, else here) is a folder."""
-    if root is not None:
-        where, usage = f"--root {root}", True
-        path = Path(root).expanduser()
-        if not root.strip():
-            raise MagicUsageError("--root is empty; give a folder")
+    origin = config.origin("root")
+    if origin == "--root":
+        where, usage = f"--root {config.root}", True
+    elif origin == "default":
+        where, usage = "the current folder", False
     else:
-        env = os.environ.get("GRINTA_ROOT", ".")
-        where, usage, path = f"GRINTA_ROOT={env}", False, Path(env).expanduser()
+        where, usage = f"{origin}={config.root}", False
+    path = config.workspace
     if not path.exists():
         raise MagicUsageError(f"{where} does not exist", usage=usage)
     if not path.is_dir():
         raise MagicUsageError(f"{where} is not a folder", usage=usage)
 
 
-def _workspace(root: str | None, demo: bool) -> tuple[Path, str | None]:
-    if root:
-        return Path(root).expanduser(), None
+def _workspace(config: Config, demo: bool) -> tuple[Path, str | None]:
+    """The session's folder, and the sample it is a copy of (the demo's, in a fresh copy)."""
     if demo:
         return demo_workspace(Path.cwd() / "raft_kv"), "raft_kv"
-    return Path(os.environ.get("GRINTA_ROOT", ".")), None
+    return config.workspace, None
 
 
 DEMO_MARKER = ".grinta/demo-copy"
@@ -342,8 +324,8 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return None
 
 
-def run_coroutine(coro: Coroutine[Any, Any, Any]) -> Any:
-    """Run ``coro`` to completion from a magic (the kernel's loop is busy with this cell)."""
-    from grinta_jupyter.agent.blocking import run_blocking
+def _display(bundle: dict[str, Any], **options: Any) -> Any:
+    """Display a raw MIME bundle (IPython's ``display`` has no type annotations)."""
+    from IPython.display import display
 
-    return run_blocking(coro)
+    return display(bundle, raw=True, **options)  # type: ignore[no-untyped-call]

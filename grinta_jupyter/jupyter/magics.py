@@ -7,6 +7,8 @@
 
 Options: --model M, --root DIR, --auto, --toolset T, --max-steps N,
 --manual (no background task: advance with %grinta step), --allow-notebooks.
+They are ``Config`` fields (config.py): an option given wins over the
+``GRINTA_*`` environment, which wins over the defaults.
 A task that starts with a subcommand word can be given after ``--``.
 
 A mistake in the magic's use prints two short lines, what was wrong and
@@ -21,10 +23,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shlex
-from typing import Any, NoReturn
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
+
+if TYPE_CHECKING:
+    from grinta_jupyter.config import Config
 
 SUBCOMMANDS = ("step", "approve", "veto", "edit", "undo", "stop", "status", "log", "metrics")
 # Subcommands that take nothing after them (veto takes a reason, edit takes JSON).
@@ -54,25 +61,23 @@ class _Parser(argparse.ArgumentParser):
         raise MagicUsageError(message)
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
-    return value
+def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[str, Config]:
+    """The task and the session's configuration: ``environ`` (default: os.environ), then the options.
 
+    A bad option raises MagicUsageError with the usage line; a bad GRINTA_*
+    value raises it without (the fix is not in this line).
+    """
+    from grinta_jupyter.config import Config, ConfigError, positive_int
 
-def parse_start(line: str) -> argparse.Namespace:
     parser = _Parser(prog="%grinta", add_help=False, exit_on_error=False)
+    # Every option is a Config field; None (not given) leaves the environment's value.
     parser.add_argument("--model")
     parser.add_argument("--root")
-    parser.add_argument("--auto", action="store_true")
-    parser.add_argument("--toolset", default="intent")
-    parser.add_argument("--max-steps", type=_positive_int)  # default: the session's Limits
-    parser.add_argument("--manual", action="store_true")
-    parser.add_argument("--allow-notebooks", action="store_true")
+    parser.add_argument("--auto", action="store_true", default=None)
+    parser.add_argument("--toolset")
+    parser.add_argument("--max-steps", type=positive_int)
+    parser.add_argument("--manual", action="store_true", default=None)
+    parser.add_argument("--allow-notebooks", action="store_true", default=None)
     parser.add_argument("task", nargs="*")
     try:
         words = shlex.split(line, posix=True)
@@ -84,8 +89,16 @@ def parse_start(line: str) -> argparse.Namespace:
         raise MagicUsageError(str(exc)) from None
     if unknown:
         raise MagicUsageError(f"unknown option {' '.join(unknown)}")
-    args.task = " ".join(args.task).strip()
-    return args
+    options = vars(args)
+    task = " ".join(options.pop("task")).strip()
+    try:
+        config = Config.from_env(os.environ if environ is None else environ)
+    except ConfigError as exc:
+        raise MagicUsageError(str(exc), usage=False) from None
+    try:
+        return task, config.with_options(**options)
+    except ConfigError as exc:
+        raise MagicUsageError(str(exc)) from None
 
 
 def split_command(line: str) -> tuple[str | None, str]:
@@ -107,17 +120,22 @@ class GrintaMagics(Magics):
 
         try:
             if cell is not None:
-                options = parse_start(line)
-                options.task = cell.strip()
-                if not options.task:
+                words, config = parse_start(line)
+                if words:
+                    raise MagicUsageError(
+                        f"the task goes in the cell; the line takes only options (got {words!r})"
+                    )
+                if not cell.strip():
                     raise MagicUsageError("the cell is empty; write the task in it")
-                return controller.start(options)
+                controller.start(cell.strip(), config)
+                return None
             command, rest = split_command(line)
             if command is None:
-                options = parse_start(rest)
-                if not options.task:
+                task, config = parse_start(rest)
+                if not task:
                     raise MagicUsageError("give a task, e.g. %grinta fix the failing test")
-                return controller.start(options)
+                controller.start(task, config)
+                return None  # no Out[n] echo: grinta_jupyter.current() is the session
             if command in BARE_SUBCOMMANDS and rest:
                 raise MagicUsageError(
                     f"{command} takes nothing after it (got {rest!r}); for a task that starts "

@@ -149,10 +149,10 @@ def step_payload(step: Step, session_id: str, secrets: Secrets | None = None) ->
 
 
 def session_payload(session: Session) -> dict[str, Any]:
-    from grinta_jupyter.events.metrics import summarize
+    from grinta_jupyter.events.metrics import measure
 
-    metrics = summarize(session.log.events)
-    metrics.pop("context_tokens", None)
+    # The same model the CLI's table and the experiment read (events/metrics.py).
+    metrics = measure(session.log.events).model_dump(mode="json", exclude={"context_tokens"})
     payload = {
         "version": SCHEMA_VERSION,
         "session": session.id,
@@ -527,9 +527,12 @@ def session_html(payload: dict[str, Any]) -> str:
         "completion_tokens",
         "cost",
     ]
+    from grinta_jupyter.events.metrics import SessionMetrics, shown_value
+
     rows = "".join(
         f'<tr><td style="padding:0 8px;color:#57606a">{html.escape(k)}</td>'
-        f"<td>{line_html(m.get(k))}</td></tr>"
+        f'<td style="text-align:right">{line_html(shown_value(m.get(k), SessionMetrics.unit(k)))}</td>'
+        f'<td style="padding:0 8px;color:#57606a">{html.escape(SessionMetrics.unit(k) or "")}</td></tr>'
         for k in keys
     )
     return (

@@ -28,7 +28,7 @@ const SECONDS = new Set(['duration', 'time_to_first_edit']);
 /** A metric value as one short line (docs/metrics.md: numbers, nulls, lists, per-name counts). */
 export function formatMetric(key: string, value: unknown): string {
   if (value === null || value === undefined) {
-    return '—';
+    return key === 'cost' ? 'unknown' : '—'; // a cost is null when some reply's price was not known
   }
   if (typeof value === 'boolean') {
     return value ? 'yes' : 'no';

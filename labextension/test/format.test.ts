@@ -22,7 +22,8 @@ describe('formatMetric', () => {
     assert.equal(formatMetric('tool_entropy_bits', 1.918295834), '1.918');
     assert.equal(formatMetric('duration', 12.3456), '12.346 s');
     assert.equal(formatMetric('cost', 0.01234), '$0.0123');
-    assert.equal(formatMetric('cost', null), '—');
+    assert.equal(formatMetric('cost', null), 'unknown');
+    assert.equal(formatMetric('time_to_first_edit', null), '—');
     assert.equal(formatMetric('finished', true), 'yes');
     assert.equal(formatMetric('tool_calls', { read: 3, replace_string: 1 }), 'read: 3, replace_string: 1');
     assert.equal(formatMetric('guards_fired', {}), 'none');

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 __all__ = ["MODEL_ERROR_CODES", "Model", "ModelError", "ModelReply", "ToolCall", "Usage"]
 
@@ -85,8 +85,8 @@ class Model(Protocol):
 
     async def complete(
         self,
-        messages: list[dict],
-        tools: list[dict],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
         on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         """Answer the conversation; stream text deltas to ``on_text`` as they arrive.

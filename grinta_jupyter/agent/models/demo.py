@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
+from typing import Any
 
 from grinta_jupyter.agent.context import unfence
 from grinta_jupyter.agent.models.base import ModelReply
@@ -24,7 +25,7 @@ TEST_COMMAND = "python -m pytest"
 MAX_TURNS = 12
 
 
-def _history(messages: list[dict]) -> list[tuple[str, dict, str]]:
+def _history(messages: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any], str]]:
     """(tool name, arguments, result) for every tool call so far, in order."""
     results = {
         m.get("tool_call_id"): unfence(str(m.get("content") or ""))
@@ -47,7 +48,7 @@ def _run_tests(text: str) -> ModelReply:
     return reply(text, call("run", command=TEST_COMMAND))
 
 
-def next_turn(messages: list[dict]) -> ModelReply:
+def next_turn(messages: list[dict[str, Any]]) -> ModelReply:
     """The demo's next move, from what happened so far."""
     history = _history(messages)
     if not history:
@@ -118,5 +119,5 @@ class DemoModel(ScriptedModel):
     """The scripted demo on raft_kv: run tests, read, fix, re-run, finish (reacting to decisions)."""
 
     def __init__(self) -> None:
-        turns: list[Callable[[list[dict]], ModelReply]] = [next_turn] * MAX_TURNS
+        turns: list[Callable[[list[dict[str, Any]]], ModelReply]] = [next_turn] * MAX_TURNS
         super().__init__(turns, name="demo")

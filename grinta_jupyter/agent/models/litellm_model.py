@@ -99,8 +99,8 @@ class LiteLLMModel:
 
     async def complete(
         self,
-        messages: list[dict],
-        tools: list[dict],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
         on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         litellm = await _load_litellm()
@@ -177,7 +177,9 @@ class LiteLLMModel:
             finish_reason=choice.finish_reason,
         )
 
-    def _request(self, messages: list[dict], tools: list[dict], provider: str) -> dict[str, Any]:
+    def _request(
+        self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], provider: str
+    ) -> dict[str, Any]:
         kwargs: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -340,7 +342,8 @@ def _env_key(env_vars: tuple[str, ...]) -> str | None:
 
 
 def _all_key_vars() -> list[str]:
-    return [v for group in PROVIDER_KEYS.values() for v in group] + ["GRINTA_API_KEY"]
+    # GRINTA_API_KEY reaches a model as its api_key (agent/models/__init__.py), masked above.
+    return [v for group in PROVIDER_KEYS.values() for v in group]
 
 
 def _names_unknown_model(detail: str) -> bool:

@@ -23,7 +23,7 @@ from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall
 
 __all__ = ["ScriptedModel", "call", "raw_call", "reply"]
 
-Turn = ModelReply | Callable[[list[dict]], ModelReply]
+Turn = ModelReply | Callable[[list[dict[str, Any]]], ModelReply]
 
 
 def call(name: str, /, **args: Any) -> ToolCall:
@@ -50,7 +50,7 @@ class ScriptedModel:
         self._turns = list(turns)
         self._next = 0
         # One {"messages": [...], "tools": [...]} per call, copied as received.
-        self.requests: list[dict[str, list[dict]]] = []
+        self.requests: list[dict[str, list[dict[str, Any]]]] = []
 
     @property
     def remaining(self) -> int:
@@ -59,8 +59,8 @@ class ScriptedModel:
 
     async def complete(
         self,
-        messages: list[dict],
-        tools: list[dict],
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
         on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
         self.requests.append({"messages": copy.deepcopy(messages), "tools": copy.deepcopy(tools)})

@@ -1,0 +1,206 @@
+"""One configuration object, filled once: environment, then flags or magic options.
+
+    config = Config.from_env(os.environ)              # every GRINTA_* variable is read here
+    config = config.with_options(model=..., root=...)  # CLI flags / %grinta options; None = not given
+    Session(task, model=model, **config.session_options())
+
+Every default is written once, as a field default of ``Config``; the session's
+budgets (``agent.guards.Limits``) take theirs from here. ``model`` None means no
+model is configured: every front end then uses the demo model (``DemoModel``).
+A bad value raises ``ConfigError`` naming the variable or option it came from.
+
+This module imports nothing from the package at import time, so any layer may
+read it (the model resolution in ``agent/models`` does).
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from grinta_jupyter.agent.guards import Limits
+    from grinta_jupyter.tools.base import Settings
+
+# Where a value came from when it was not the default: "--root", "GRINTA_ROOT", ...
+Origin = str
+DEFAULT: Origin = "default"
+
+
+class ConfigError(ValueError):
+    """A configuration value that cannot work; the message names where it came from."""
+
+
+# -- value parsers (argparse shows an ArgumentTypeError's message as is) -----------------------
+
+
+def positive_int(text: str) -> int:
+    """A whole number of at least 1 (``--max-steps``, ``--runs``, ``GRINTA_MAX_STEPS``)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be 1 or more, got {value}")
+    return value
+
+
+def positive_float(text: str) -> float:
+    """A finite number above 0 (dollars, seconds)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number above 0, got {text!r}")
+    return value
+
+
+def flag(text: str) -> bool:
+    """On unless empty or ``0`` (``GRINTA_DEBUG=1``)."""
+    return text.strip() not in ("", "0")
+
+
+def _text(text: str) -> str:
+    return text
+
+
+# Environment variable -> (field, parser). A blank value counts as unset.
+ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "GRINTA_MODEL": ("model", _text),
+    "GRINTA_API_BASE": ("api_base", _text),
+    "GRINTA_API_KEY": ("api_key", _text),
+    "GRINTA_ROOT": ("root", _text),
+    "GRINTA_LOG_DIR": ("log_dir", _text),
+    "GRINTA_MAX_STEPS": ("max_steps", positive_int),
+    "GRINTA_MAX_TOKENS": ("max_tokens", positive_int),
+    "GRINTA_MAX_COST": ("max_cost", positive_float),
+    "GRINTA_MAX_WALL_TIME": ("max_wall_time", positive_float),
+    "GRINTA_DEBUG": ("debug", flag),
+}
+
+
+class SessionOptions(TypedDict):
+    """The ``Session`` keyword arguments a configuration decides (all but the model)."""
+
+    root: Path
+    toolset: str
+    policy: Literal["ask", "auto"]
+    limits: Limits
+    settings: Settings
+    log_dir: Path | None
+
+
+@dataclass(frozen=True)
+class Config:
+    """Everything a front end lets a person choose about a session, with its default."""
+
+    model: str | None = None  # a litellm model string; None: the demo model
+    api_base: str | None = None  # a local or proxy server for the model
+    api_key: str | None = field(default=None, repr=False)
+    root: str | None = None  # the workspace; None: the current folder
+    toolset: str = "intent"
+    auto: bool = False  # approve every step without asking
+    manual: bool = False  # notebooks: advance only when asked (%grinta step)
+    allow_notebooks: bool = False  # let tools write .ipynb files (notebook sessions protect them)
+    max_steps: int | None = 40
+    max_tokens: int | None = None
+    max_cost: float | None = None  # dollars
+    max_wall_time: float | None = None  # seconds
+    log_dir: str | None = None  # None: <root>/.grinta/sessions
+    debug: bool = False  # the CLI shows tracebacks of internal errors
+    origins: tuple[tuple[str, Origin], ...] = field(default=(), repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for name, what in (("root", "folder"), ("log_dir", "folder"), ("toolset", "toolset")):
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                raise ConfigError(f"{self.origin(name)} is empty; give a {what}")
+        for name in ("max_steps", "max_tokens"):
+            value = getattr(self, name)
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ConfigError(f"{self.origin(name)}: must be 1 or more, got {value!r}")
+        for name in ("max_cost", "max_wall_time"):
+            value = getattr(self, name)
+            if value is not None and not (
+                isinstance(value, (int, float)) and math.isfinite(value) and value > 0
+            ):
+                raise ConfigError(f"{self.origin(name)}: must be a number above 0, got {value!r}")
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str]) -> Config:
+        """The configuration the ``GRINTA_*`` variables in ``environ`` describe."""
+        values: dict[str, Any] = {}
+        origins: list[tuple[str, Origin]] = []
+        for variable, (name, parse) in ENVIRONMENT.items():
+            text = environ.get(variable, "").strip()
+            if not text:
+                continue
+            try:
+                values[name] = parse(text)
+            except argparse.ArgumentTypeError as exc:
+                raise ConfigError(f"{variable}={text}: {exc}") from None
+            origins.append((name, variable))
+        return cls(**values, origins=tuple(origins))
+
+    def with_options(self, **options: Any) -> Config:
+        """This configuration with the given flags or magic options; a None option is not given.
+
+        Option names are field names (``max_steps`` for ``--max-steps``); an
+        unknown name is a programming error (TypeError).
+        """
+        known = {f.name for f in fields(self)} - {"origins"}
+        unknown = set(options) - known
+        if unknown:
+            raise TypeError(f"unknown configuration option(s): {', '.join(sorted(unknown))}")
+        given = {name: value for name, value in options.items() if value is not None}
+        origins = dict(self.origins) | {name: "--" + name.replace("_", "-") for name in given}
+        return replace(self, **given, origins=tuple(origins.items()))
+
+    def origin(self, name: str) -> Origin:
+        """Where ``name``'s value came from: ``--root``, ``GRINTA_ROOT``, or ``default``."""
+        return dict(self.origins).get(name, DEFAULT)
+
+    @property
+    def policy(self) -> Literal["ask", "auto"]:
+        return "auto" if self.auto else "ask"
+
+    @property
+    def workspace(self) -> Path:
+        """The workspace folder: ``root``, else the current folder."""
+        return Path(self.root).expanduser() if self.root else Path(".")
+
+    def limits(self) -> Limits:
+        """The session budgets; every other guard threshold keeps its ``Limits`` default."""
+        from grinta_jupyter.agent.guards import Limits
+
+        return Limits(
+            max_steps=self.max_steps,
+            max_tokens=self.max_tokens,
+            max_cost=self.max_cost,
+            max_wall_time=self.max_wall_time,
+        )
+
+    def settings(self) -> Settings:
+        """Tool settings: notebooks are protected unless ``allow_notebooks``."""
+        from grinta_jupyter.tools.base import Settings
+
+        return Settings(protected=() if self.allow_notebooks else ("*.ipynb",))
+
+    def session_options(self, root: Path | None = None) -> SessionOptions:
+        """Keyword arguments for ``Session(task, model=..., **options)``.
+
+        ``root`` overrides the configured workspace (the demo's copy of a sample).
+        """
+        return SessionOptions(
+            root=root if root is not None else self.workspace,
+            toolset=self.toolset,
+            policy=self.policy,
+            limits=self.limits(),
+            settings=self.settings(),
+            log_dir=Path(self.log_dir).expanduser() if self.log_dir else None,
+        )
