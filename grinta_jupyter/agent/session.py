@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import threading
 import time
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Sequence
@@ -120,6 +121,10 @@ class Session:
         self._decision: Approve | Veto | _Selected | None = None
         self._model_task: asyncio.Task[ModelReply] | None = None
         self._driver: asyncio.Future[None] | None = None  # the unit of work in progress
+        self._loop: asyncio.AbstractEventLoop | None = None  # where the driver runs
+        self._committing = False  # a commit or command is in flight: it is not cancelled
+        self._cancel_command = threading.Event()  # set by stop(): a running command ends
+        self._stop_after_commit: str | None = None
         self._turns_without_tool = 0
         self._stuck_warnings = 0
         self._log_failed = False
@@ -195,9 +200,25 @@ class Session:
         return proposal
 
     def stop(self, reason: str = "stopped") -> None:
-        """End the session now, cancelling a running model call."""
+        """End the session now, cancelling a running model call.
+
+        A commit in flight is never abandoned half-way: a running command is told to
+        stop (its process tree is ended), and the session ends once the outcome is
+        recorded. From a thread other than the one driving the session, the stop is
+        handed to the driver's loop (``done`` turns True there, moments later).
+        """
+        loop = self._loop
+        elsewhere = loop is not None and not loop.is_closed() and _running_loop() is not loop
+        if self._driver is not None and elsewhere:
+            assert loop is not None
+            loop.call_soon_threadsafe(self.stop, reason)
+            return
         if self._model_task is not None and not self._model_task.done():
             self._model_task.cancel()
+        if self._committing:
+            self._cancel_command.set()
+            self._stop_after_commit = self._stop_after_commit or reason
+            return
         self._end(reason)
 
     def undo(self) -> Observation:
@@ -253,7 +274,9 @@ class Session:
 
     async def _drive(self, me: Listener) -> AsyncGenerator[Update, None]:
         """Do one unit of work, yielding the updates it makes as they happen."""
+        self._loop = asyncio.get_running_loop()
         work = self._driver = asyncio.ensure_future(self._advance())
+        work.add_done_callback(self._work_done)  # even if this iterator is never resumed
         try:
             while not work.done():
                 woken = asyncio.ensure_future(me.arrived.wait())
@@ -264,10 +287,17 @@ class Session:
                     yield me.queue.popleft()
             work.result()  # a failure of the step is the caller's to see
         finally:
-            if not work.done():  # the caller stopped listening (or the session ended) mid-step
-                work.cancel()
+            # The caller stopped listening (or the session ended) mid-step: a model turn or
+            # staging is cancelled; a commit or command runs on and records its outcome.
+            if not work.done() and not self._committing:
+                work.cancel()  # it only unwinds from here: another iterator may drive at once
+                if self._driver is work:
+                    self._driver = None
+
+    def _work_done(self, work: asyncio.Future[None]) -> None:
+        if self._driver is work:
             self._driver = None
-            self._listeners.wake()  # a listener may take over driving
+        self._listeners.wake()  # a listener may take over driving
 
     async def run(self) -> Session:
         """Drive the session to its end; decisions must come from elsewhere (or the policy)."""
@@ -330,6 +360,11 @@ class Session:
             self._emit(ev.ErrorEvent(code=exc.code, message=exc.message), len(self.steps) + 1)
             self._finish_session("error")
             return
+        except Exception as exc:  # a bug in a model client: end cleanly, then let it be seen
+            message = f"the model client failed unexpectedly: {exc!r}"
+            self._emit(ev.ErrorEvent(code=INTERNAL_ERROR, message=message), len(self.steps) + 1)
+            self._finish_session("error")
+            raise
         finally:
             self._model_task = None
         if self.done:
@@ -358,12 +393,14 @@ class Session:
         self.queue = [(c, reply.text if i == 0 else "") for i, c in enumerate(reply.tool_calls)]
 
     async def _next_call(self) -> Step | None:
-        call, text = self.queue.pop(0)
+        call, text = self.queue[0]
         # Staging reads files, matches patterns and parses: off the event loop, so a slow read
-        # never freezes the kernel (the Stop button and every widget keep working).
+        # never freezes the kernel (the Stop button and every widget keep working). The call
+        # leaves the queue only once staged: staging cancelled half-way is done again later.
         proposal = await asyncio.to_thread(self.runtime.propose, call.name, call.arguments)
         if self.done:  # stopped while staging: nothing is shown or committed
             return None
+        self.queue.pop(0)
         step = Step(len(self.steps) + 1, call, proposal, text)
         self.steps.append(step)
         self._record_proposal(step)
@@ -430,9 +467,20 @@ class Session:
         if self._stop_if_log_failed():  # nothing is committed that the log cannot record
             return
         self.state = State.COMMITTED
+        self._committing = True
+        try:
+            await self._commit_and_observe(step, notes)
+        finally:
+            self._committing = False
+            if self._stop_after_commit is not None:
+                self._end(self._stop_after_commit)
+
+    async def _commit_and_observe(self, step: Step, notes: Sequence[str]) -> None:
         proposal = step.proposal
         try:  # commands may run for minutes and commits fsync: keep the event loop free
-            obs = await asyncio.to_thread(self.runtime.commit, proposal)
+            obs = await asyncio.to_thread(
+                self.runtime.commit, proposal, cancel=self._cancel_command
+            )
         except Exception as exc:  # the runtime reports failures as values; a bug must not strand us
             obs = Observation.failure(
                 ToolError(INTERNAL_ERROR, f"{proposal.tool} failed unexpectedly: {exc!r}"),
@@ -564,12 +612,12 @@ class Session:
             raise PolicyError(message) from exc
 
     def _record(self, decision: Approve | Veto | _Selected) -> None:
-        self._require_pending()
+        self._require_waiting()
         self._decision = decision
         self._listeners.wake()
 
     def _edit(self, arguments: dict[str, Any] | str) -> Proposal:
-        step = self._require_pending()
+        step = self._require_waiting()
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
         self._emit(
             ev.UserDecision(call_id=step.call.id, decision="edit", arguments=raw), step.number
@@ -584,9 +632,12 @@ class Session:
         return step.proposal
 
     def _select_hunks(self, decision: ApproveHunks) -> Proposal:
-        step = self._require_pending()
+        step = self._require_waiting()
         selected = self.runtime.select_hunks(step.proposal, decision.hunks)
-        if selected.ok:
+        every = isinstance(selected, WriteProposal) and not selected.declined
+        if selected.ok and every:  # every hunk: that is an approval
+            self._record(Approve())
+        elif selected.ok:
             note = declined_note(step.proposal, decision.hunks, decision.reason)
             self._record(_Selected(selected, tuple(decision.hunks), decision.reason, note))
         return selected
@@ -595,6 +646,16 @@ class Session:
         if self.pending is None:
             raise RuntimeError("no proposal is waiting for a decision")
         return self.pending
+
+    def _require_waiting(self) -> Step:
+        """The pending step, if nothing has been decided about it yet: one decision each."""
+        step = self._require_pending()
+        if self._decision is not None:
+            raise RuntimeError(
+                f"step {step.number} is already decided ({type(self._decision).__name__}); "
+                "the next decision is for the next proposal"
+            )
+        return step
 
     def _record_proposal(self, step: Step, edited: bool = False) -> None:
         for event in proposal_events(step, edited):
@@ -660,6 +721,13 @@ class Session:
         if self._log_failed and not self.done:
             self._finish_session("log_write_failed")
         return self._log_failed
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
 
 
 def ending(firing: Firing) -> EndReason:

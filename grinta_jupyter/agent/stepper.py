@@ -9,6 +9,7 @@ same loop for every call, however many steps.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING
 
@@ -30,8 +31,13 @@ class Stepper:
         self._stream: AsyncIterator[Update] | None = None
         self._ended = False
         self._asked: tuple[int, int] | None = None  # the proposal last returned as NeedsDecision
+        self._lock = threading.Lock()  # one pull at a time, whichever thread asks
 
     def advance(self) -> list[Update]:
+        with self._lock:
+            return self._advance()
+
+    def _advance(self) -> list[Update]:
         """Pull updates until the next stop.
 
         Nothing, at once, while the proposal already returned as ``NeedsDecision``

@@ -19,11 +19,21 @@ from typing import Any
 from grinta_jupyter.runtime.resolution import Resolution
 
 
-class ErrorCode(str, Enum):
-    """The stable error codes. Each member is its own name as a string, so the wire format
-    is plain text: ``ErrorCode.NOT_FOUND == "NOT_FOUND"``, and ``json.dumps``, ``str`` and
-    f-strings all give ``NOT_FOUND`` (on Python 3.10 as on 3.11+, whose Enum formatting
-    differs; hence ``__str__`` and ``__format__`` below)."""
+class WireCode(str, Enum):
+    """A code whose members are their own names as strings, so the wire format is plain
+    text: ``ErrorCode.NOT_FOUND == "NOT_FOUND"``, and ``json.dumps``, ``str`` and f-strings
+    all give ``NOT_FOUND`` (on Python 3.10 as on 3.11+, whose Enum formatting differs;
+    hence ``__str__`` and ``__format__``)."""
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+    def __format__(self, spec: str) -> str:
+        return format(str(self.value), spec)
+
+
+class ErrorCode(WireCode):
+    """The stable error codes of tool results (never renamed; new ones may be added)."""
 
     NOT_FOUND = "NOT_FOUND"
     AMBIGUOUS_MATCH = "AMBIGUOUS_MATCH"
@@ -59,12 +69,6 @@ class ErrorCode(str, Enum):
     NO_SPACE = "NO_SPACE"  # the disk (or quota) is full
     SEARCH_TIMEOUT = "SEARCH_TIMEOUT"  # a regular expression ran past its time limit
     WORKSPACE_MISSING = "WORKSPACE_MISSING"  # the workspace folder was deleted or moved
-
-    def __str__(self) -> str:
-        return self.value
-
-    def __format__(self, spec: str) -> str:
-        return format(self.value, spec)
 
     @classmethod
     def parse(cls, code: str) -> ErrorCode:

@@ -60,9 +60,12 @@ package; the caller's side imports what else it needs when it runs.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
+import subprocess
 import sys
+import threading
 import time
 
 MARKER_VAR = "GRINTA_COMMAND"
@@ -143,6 +146,15 @@ class CommandResult:
         self.problem = problem  # what went wrong with the supervisor itself, if anything
 
 
+def _stop_when(cancel: threading.Event, supervisor: subprocess.Popen[bytes]) -> None:
+    """SIGTERM the supervisor once ``cancel`` is set, unless it ended first."""
+    while supervisor.poll() is None:
+        if cancel.wait(0.1):
+            with contextlib.suppress(ProcessLookupError):
+                supervisor.send_signal(signal.SIGTERM)
+            return
+
+
 def run_command(
     command: str,
     cwd: str | os.PathLike[str],
@@ -151,16 +163,16 @@ def run_command(
     capture_bytes: int,
     *,
     subreaper: bool = True,
+    cancel: threading.Event | None = None,
 ) -> CommandResult:
     """Run ``command`` with ``/bin/sh`` in ``cwd``; return once its whole process tree has ended.
 
     ``subreaper=False`` runs the portable fallback, as on a system without
-    ``prctl``. Raises ``OSError`` when the command cannot be started (``cwd``
+    ``prctl``. Setting ``cancel`` asks the supervisor to end the tree now (SIGTERM),
+    as the caller cancelling; the result then says ``cancelled``. Raises ``OSError`` when the command cannot be started (``cwd``
     missing, no processes or descriptors left, a command too long for exec);
     never for anything the command does.
     """
-    import subprocess
-
     marker = os.urandom(16).hex()
     argv = [sys.executable, "-I", "-S", _script(), repr(float(timeout)), str(os.getpid()), command]
     if not subreaper:
@@ -176,6 +188,8 @@ def run_command(
         start_new_session=True,  # a terminal's Ctrl-C does not reach it; the caller stops it
     )
     assert supervisor.stdout is not None and supervisor.stderr is not None
+    if cancel is not None:
+        threading.Thread(target=_stop_when, args=(cancel, supervisor), daemon=True).start()
     output, report = OutputBuffer(capture_bytes), OutputBuffer(16_384)
     drained = False
     try:

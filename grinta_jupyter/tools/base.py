@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import copy
 import os
+import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
@@ -193,7 +194,9 @@ def _decode(
 
 
 ArgsT = TypeVar("ArgsT", bound=Args)
-ExecuteFn = Callable[[CommandProposal, Workspace, Settings], Observation]
+# What commit runs for a command: the proposal, where, the limits, and an event that asks a
+# running command to end now (its whole process tree), set when the session stops.
+ExecuteFn = Callable[[CommandProposal, Workspace, Settings, "threading.Event | None"], Observation]
 
 
 @dataclass(frozen=True)

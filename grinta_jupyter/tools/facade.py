@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import difflib
 import json
+import operator
 import os
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -169,8 +171,17 @@ class Runtime:
             error = ToolError(INTERNAL_ERROR, f"selecting hunks failed unexpectedly: {exc!r}")
             return self._refused(proposal.tool, proposal.args, "write", error)
 
-    def commit(self, proposal: Proposal, *, hook: StepHook = None) -> Observation:
-        """Apply a proposal: all files or none. A stale file refuses the whole commit."""
+    def commit(
+        self,
+        proposal: Proposal,
+        *,
+        hook: StepHook = None,
+        cancel: threading.Event | None = None,
+    ) -> Observation:
+        """Apply a proposal: all files or none. A stale file refuses the whole commit.
+
+        ``cancel``, once set, ends a running command and its process tree (a write is
+        never interrupted: it is atomic and short)."""
         if proposal.id in self._committed:
             return Observation.failure(
                 ToolError(ALREADY_COMMITTED, "this proposal was already committed"), proposal.id
@@ -181,7 +192,7 @@ class Runtime:
             execute = self.toolset.tools[proposal.tool].execute
             assert execute is not None, f"{proposal.tool} is a command tool without execute"
             self._committed.add(proposal.id)
-            return execute(proposal, self.workspace, self.settings)
+            return execute(proposal, self.workspace, self.settings, cancel)
         if not isinstance(proposal, WriteProposal):
             self._committed.add(proposal.id)
             return Observation(True, proposal.output or "", None, proposal.id)
@@ -470,9 +481,10 @@ def _hunk_indexes(accepted: Iterable[int], total: int) -> list[int]:
     """The accepted hunk indexes, sorted; INVALID_ARGS naming the valid range otherwise."""
     valid = f"0..{total - 1}" if total else "none: the proposal has no hunk"
     chosen: list[int] = []
-    for index in accepted:
-        if isinstance(index, bool) or not isinstance(index, int):
-            raise fail(INVALID_ARGS, f"hunk {index!r} is not a hunk number; valid hunks: {valid}")
+    for given in accepted:
+        if isinstance(given, bool) or not hasattr(given, "__index__"):
+            raise fail(INVALID_ARGS, f"hunk {given!r} is not a hunk number; valid hunks: {valid}")
+        index = operator.index(given)  # an int, or an integer like numpy's int64
         if not 0 <= index < total:
             raise fail(INVALID_ARGS, f"hunk {index} does not exist; valid hunks: {valid}")
         if index in chosen:

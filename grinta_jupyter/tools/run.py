@@ -22,6 +22,7 @@ from __future__ import annotations
 import os
 import re
 import sys
+import threading
 from collections.abc import Iterable
 
 from pydantic import Field
@@ -83,16 +84,28 @@ def check_command(command: str, settings: Settings) -> ToolError | None:
     return None
 
 
-def execute(proposal: CommandProposal, workspace: Workspace, settings: Settings) -> Observation:
-    """Run the committed command. Never raises: every failure is an Observation with an error."""
+def execute(
+    proposal: CommandProposal,
+    workspace: Workspace,
+    settings: Settings,
+    cancel: threading.Event | None = None,
+) -> Observation:
+    """Run the committed command. Never raises: every failure is an Observation with an error.
+
+    ``cancel``, once set, ends the command and every process it started."""
     try:
-        return _execute(proposal, workspace, settings)
+        return _execute(proposal, workspace, settings, cancel)
     except Exception as exc:  # a bug of ours must not end the session
         error = ToolError(INTERNAL_ERROR, f"run failed unexpectedly: {exc!r}")
         return Observation.failure(error, proposal.id)
 
 
-def _execute(proposal: CommandProposal, workspace: Workspace, settings: Settings) -> Observation:
+def _execute(
+    proposal: CommandProposal,
+    workspace: Workspace,
+    settings: Settings,
+    cancel: threading.Event | None,
+) -> Observation:
     command = proposal.command or ""
     problem = check_command(command, settings)
     if problem is not None:
@@ -111,6 +124,7 @@ def _execute(proposal: CommandProposal, workspace: Workspace, settings: Settings
             command_env(settings.run_pass_env),
             timeout,
             settings.run_capture_bytes,
+            cancel=cancel,
         )
     except OSError as exc:
         if not workspace.root.is_dir():  # deleted between the check and the start

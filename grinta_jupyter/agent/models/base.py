@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from grinta_jupyter.runtime.errors import WireCode
+
 __all__ = ["MODEL_ERROR_CODES", "Model", "ModelError", "ModelReply", "ToolCall", "Usage"]
 
 
@@ -44,20 +46,22 @@ class ModelReply:
     finish_reason: str | None = None
 
 
-MODEL_ERROR_CODES = frozenset(
-    {
-        "RATE_LIMIT",  # the provider throttled us; retryable
-        "AUTH",  # the key was rejected
-        "MISSING_KEY",  # no key configured for a provider that needs one
-        "UNKNOWN_MODEL",  # litellm or the provider does not know the model string
-        "NETWORK",  # connection failure or a 5xx from the provider; retryable
-        "TIMEOUT",  # no answer (or no next chunk) within the timeout; retryable
-        "BAD_REQUEST",  # the provider rejected the request for another reason
-        "CONTEXT_WINDOW",  # the conversation no longer fits the model's context
-        "BAD_RESPONSE",  # the reply was empty or unreadable, or a script ran out
-        "CANCELLED",  # the session stopped the call
-    }
-)
+class ModelErrorCode(WireCode):
+    """Why a model call failed (the ``code`` of a ModelError, and of its error event)."""
+
+    RATE_LIMIT = "RATE_LIMIT"  # the provider throttled us; retryable
+    AUTH = "AUTH"  # the key was rejected
+    MISSING_KEY = "MISSING_KEY"  # no key configured for a provider that needs one
+    UNKNOWN_MODEL = "UNKNOWN_MODEL"  # litellm or the provider does not know the model string
+    NETWORK = "NETWORK"  # connection failure or a 5xx from the provider; retryable
+    TIMEOUT = "TIMEOUT"  # no answer (or no next chunk) within the timeout; retryable
+    BAD_REQUEST = "BAD_REQUEST"  # the provider rejected the request for another reason
+    CONTEXT_WINDOW = "CONTEXT_WINDOW"  # the conversation no longer fits the model's context
+    BAD_RESPONSE = "BAD_RESPONSE"  # the reply was empty or unreadable, or a script ran out
+    CANCELLED = "CANCELLED"  # the session stopped the call
+
+
+MODEL_ERROR_CODES = frozenset(code.value for code in ModelErrorCode)
 
 
 class ModelError(Exception):
@@ -72,7 +76,7 @@ class ModelError(Exception):
         if code not in MODEL_ERROR_CODES:
             raise ValueError(f"unknown ModelError code {code!r}")
         super().__init__(f"{code}: {message}")
-        self.code = code
+        self.code = ModelErrorCode(code)
         self.message = message
         self.retryable = retryable
 
