@@ -31,27 +31,10 @@ def kernel(tmp_path):
         km.shutdown_kernel(now=True)
 
 
-def execute(kc, code: str) -> str:
-    """Run ``code``; return its stdout (raises on an error in the kernel)."""
+def messages(kc, code: str) -> list[dict]:
+    """The output messages ``code`` produces, up to idle (raises on an error in the kernel)."""
     msg_id = kc.execute(code)
-    out = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=TIMEOUT)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "stream":
-            out.append(msg["content"]["text"])
-        elif kind == "error":
-            raise AssertionError("\n".join(msg["content"]["traceback"]))
-        elif kind == "status" and msg["content"]["execution_state"] == "idle":
-            return "".join(out)
-
-
-def message_kinds(kc, code: str) -> list[str]:
-    """The types of the output messages ``code`` produces (raises on an error in the kernel)."""
-    msg_id = kc.execute(code)
-    kinds = []
+    seen = []
     while True:
         msg = kc.get_iopub_msg(timeout=TIMEOUT)
         if msg["parent_header"].get("msg_id") != msg_id:
@@ -60,9 +43,18 @@ def message_kinds(kc, code: str) -> list[str]:
         if kind == "error":
             raise AssertionError("\n".join(msg["content"]["traceback"]))
         if kind == "status" and msg["content"]["execution_state"] == "idle":
-            return kinds
+            return seen
         if kind not in ("status", "execute_input"):
-            kinds.append(kind)
+            seen.append(msg)
+
+
+def execute(kc, code: str) -> str:
+    """Run ``code``; return its stdout (raises on an error in the kernel)."""
+    return "".join(m["content"]["text"] for m in messages(kc, code) if m["msg_type"] == "stream")
+
+
+def message_kinds(kc, code: str) -> list[str]:
+    return [m["msg_type"] for m in messages(kc, code)]
 
 
 def wait_for(kc, expression: str, timeout: float = TIMEOUT) -> None:
