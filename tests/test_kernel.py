@@ -233,3 +233,49 @@ def test_the_panel_draws_the_update_stream_and_decides_through_its_cards(tmp_pat
     (summary,) = panel.summary.children
     assert summary.kind == "session" and summary.payload["end_reason"] == "enough"
     assert panel.stop_button.disabled and "enough" in panel.header.value
+
+
+def test_an_edit_clicked_on_a_card_is_staged_off_the_event_loop(tmp_path: Path):
+    """A click arrives on the kernel's loop: re-staging a big file must not stop it."""
+    import asyncio
+    import time
+
+    from grinta_jupyter.agent import NeedsDecision, Session
+    from grinta_jupyter.agent.models import ScriptedModel, call, reply
+    from grinta_jupyter.jupyter.panel import SessionPanel
+
+    big = "".join(f"value_{i} = {i}\n" for i in range(120_000))  # about 2 MB of Python
+    (tmp_path / "big.py").write_text(big)
+    edit = {"path": "big.py", "old_string": "value_7 = 7\n", "new_string": "value_7 = 70\n"}
+    turns = [reply("", call("replace_string", **edit))]
+    session = Session("t", model=ScriptedModel(turns), root=tmp_path)
+    panel = SessionPanel(session)
+    ticks: list[float] = []
+
+    async def ticker() -> None:
+        while True:
+            ticks.append(time.monotonic())
+            await asyncio.sleep(0.005)
+
+    async def go() -> tuple[float, str]:
+        task = asyncio.ensure_future(ticker())
+        async for update in session.updates():
+            panel.apply(update)
+            if isinstance(update, NeedsDecision) and update.step.edits == 0:
+                card = panel.cards[update.step.number]
+                started = time.monotonic()
+                card.receive({"event": "edit", "arguments": {**edit, "new_string": "value_7 = 77\n"}})
+                assert card.status == "staging…", "the click returns at once; staging runs aside"
+                while card.status == "staging…":
+                    await asyncio.sleep(0.005)
+                took = time.monotonic() - started
+                session.stop("enough")
+        task.cancel()
+        return took, card.status
+
+    took, status = asyncio.run(go())
+    assert status.startswith("valid"), status
+    assert "value_7 = 77" in session.steps[0].proposal.diff
+    gaps = [b - a for a, b in zip(ticks, ticks[1:])]
+    assert took > 0.05, "the workload is too small to show anything"
+    assert max(gaps) < max(0.25, took / 2), (took, max(gaps))

@@ -16,6 +16,7 @@ after the session's secrets are redacted.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import html
 from collections.abc import Callable
@@ -165,11 +166,37 @@ class SessionPanel:
         if self.session.pending is not step:
             card.pending = False  # decided elsewhere (a magic), or the session ended
             return
+        loop = _running_loop()
+        if isinstance(decision, Edit | ApproveHunks) and loop is not None:
+            # Re-staging reads and validates files: off the kernel's event loop, so the
+            # Stop button and every other widget keep working meanwhile.
+            card.status = "staging…"
+            staging = loop.run_in_executor(None, self.session.decide, decision)
+            staging.add_done_callback(lambda done: self._decided(card, step, decision, done))
+            return
         try:
             proposal = self.session.decide(decision)
         except (RuntimeError, TypeError, ValueError) as exc:
             card.status = self.secrets.redact(f"not decided: {exc}")
             return
+        self._after(card, step, decision, proposal)
+
+    def _decided(
+        self,
+        card: StepCardWidget,
+        step: Step,
+        decision: Decision,
+        done: asyncio.Future[Proposal | None],
+    ) -> None:
+        error = done.exception()
+        if error is not None:
+            card.status = self.secrets.redact(f"not decided: {error}")
+            return
+        self._after(card, step, decision, done.result())
+
+    def _after(
+        self, card: StepCardWidget, step: Step, decision: Decision, proposal: Proposal | None
+    ) -> None:
         if isinstance(decision, Edit | ApproveHunks):
             self._staged(card, step, decision, proposal)
         else:
@@ -236,3 +263,10 @@ def _notice_html(text: str) -> str:
         f'<div class="grinta-notice" style="font-family:var(--jp-ui-font-family,sans-serif);'
         f'font-size:13px;color:{_TEXT}">{text_html(text)}</div>'
     )
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
