@@ -67,6 +67,23 @@ GuardName = Literal[
 GuardAction = Literal["warn", "force_read", "reject_finish", "stop"]
 
 
+# Why a session ended, when the machine ended it; ``stop(reason)`` ends it with the
+# caller's own words instead (e.g. "stopped by the user"), kept as given.
+EndReason = Literal[
+    "finished",
+    "error",
+    "policy_error",
+    "log_write_failed",
+    "stuck",
+    "no_tool_call",
+    "circuit_breaker",
+    "budget:steps",
+    "budget:tokens",
+    "budget:cost",
+    "budget:wall_time",
+]
+
+
 @dataclass(frozen=True)
 class Firing:
     guard: GuardName
@@ -456,3 +473,46 @@ def _listing(paths: list[str], shown: int = 2) -> str:
 def _short(command: str, limit: int = 100) -> str:
     command = " ".join(command.split())
     return command if len(command) <= limit else command[: limit - 3] + "..."
+
+
+class Guards:
+    """Every guard of one session, and what an outcome makes them do."""
+
+    def __init__(self, limits: Limits, task: str) -> None:
+        self.limits = limits
+        self.stuck = StuckDetector(limits)
+        self.breaker = CircuitBreaker(limits)
+        self.budgets = Budgets(limits)
+        self.finish = FinishGuard(limits, task=task)
+        self.warnings = 0  # stuck warnings given so far
+
+    def after(
+        self, number: int, proposal: Proposal, observation: Observation, vetoed: bool
+    ) -> list[Firing]:
+        """What step ``number``'s outcome sets off (a vetoed call sets off nothing)."""
+        firings: list[Firing] = []
+        if not vetoed:
+            found = (self.stuck.observe(proposal, observation), self.breaker.observe(observation))
+            firings = [f for f in found if f is not None]
+        self.finish.observe(number, proposal, observation, vetoed=vetoed)
+        self.warnings += sum(1 for f in firings if f.action == "warn")
+        return firings
+
+    def end_reason(self, firings: list[Firing]) -> EndReason | None:
+        """Why these firings end the session, if they do (a stop, or one warning too many)."""
+        stop = next((f for f in firings if f.action == "stop"), None)
+        if stop is not None:
+            return ending(stop)
+        if self.warnings > self.limits.max_stuck_warnings:
+            return "stuck"
+        return None
+
+
+def ending(firing: Firing) -> EndReason:
+    """The end reason of a guard that stops the session (its own name)."""
+    guard = firing.guard
+    if guard in ("circuit_breaker", "no_tool_call"):
+        return guard
+    if guard in ("budget:steps", "budget:tokens", "budget:cost", "budget:wall_time"):
+        return guard
+    raise ValueError(f"the {guard} guard does not end a session")

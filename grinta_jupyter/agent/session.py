@@ -30,18 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.agent.context import Context, count_request_tokens, digest, one_line
-from grinta_jupyter.agent.guards import (
-    Budgets,
-    CircuitBreaker,
-    FinishGuard,
-    Firing,
-    Limits,
-    StuckDetector,
-)
+from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
 from grinta_jupyter.agent.recorder import proposal_events, reply_event, target_of
 from grinta_jupyter.agent.step import (
-    EndReason,
     Policy,
     PolicyError,
     State,
@@ -126,13 +118,9 @@ class Session:
         self._cancel_command = threading.Event()  # set by stop(): a running command ends
         self._stop_after_commit: str | None = None
         self._turns_without_tool = 0
-        self._stuck_warnings = 0
         self._log_failed = False
         self._listeners = Listeners()  # the running updates() iterators
-        self.stuck = StuckDetector(self.limits)
-        self.breaker = CircuitBreaker(self.limits)
-        self.budgets = Budgets(self.limits)
-        self.finish_guard = FinishGuard(self.limits, task=task)
+        self.guards = Guards(self.limits, task)
         self._emit(
             ev.SessionStart(
                 task=task,
@@ -227,7 +215,7 @@ class Session:
         self._emit(ev.Undone(ok=obs.ok, message=obs.output), len(self.steps))
         self._listeners.publish(Undone(obs.ok, obs.output))
         if obs.ok:
-            self.finish_guard.undo(len(self.steps))
+            self.guards.finish.undo(len(self.steps))
             self.context.add_user(f"(The user undid the last commit: {obs.output})")
         return obs
 
@@ -327,7 +315,7 @@ class Session:
     # -- the machine --------------------------------------------------------------------
 
     async def _think(self) -> None:
-        firing = self.budgets.check(
+        firing = self.guards.budgets.check(
             len(self.steps),
             self.totals.prompt_tokens + self.totals.completion_tokens,
             self.totals.cost,
@@ -506,12 +494,7 @@ class Session:
         proposal = step.proposal
         data = obs.output  # what the tool produced: fenced as data for the model
         notes = list(notes)  # what grinta itself says about it: outside the fence
-        firings = (
-            []
-            if vetoed
-            else [f for f in (self.stuck.observe(proposal, obs), self.breaker.observe(obs)) if f]
-        )
-        self.finish_guard.observe(step.number, proposal, obs, vetoed=vetoed)
+        firings = self.guards.after(step.number, proposal, obs, vetoed)
         for firing in firings:
             self._fire(firing, step)
             if firing.action == "force_read":
@@ -523,7 +506,6 @@ class Session:
                         "contents are at the end of the data above."
                     )
             elif firing.action == "warn":
-                self._stuck_warnings += 1
                 notes.append(f"[guard] {firing.message}")
         output = "\n\n".join([data, *notes])
         step.observation = Observation(
@@ -549,15 +531,14 @@ class Session:
             notes=notes,
             data=not vetoed,  # a veto carries the user's own words, not data
         )
-        if any(f.action == "stop" for f in firings):
-            self._finish_session(ending(next(f for f in firings if f.action == "stop")))
-        elif self._stuck_warnings > self.limits.max_stuck_warnings:
-            self._finish_session("stuck")
+        reason = self.guards.end_reason(firings)
+        if reason is not None:
+            self._finish_session(reason)
 
     def _finish_check(self, step: Step) -> Step:
         self.state = State.FINISH_CHECK
         summary = str(step.proposal.args.get("summary", ""))
-        firing = self.finish_guard.check(summary)
+        firing = self.guards.finish.check(summary)
         accepted = firing is None
         self._emit(
             ev.FinishAttempt(
@@ -728,16 +709,6 @@ def _running_loop() -> asyncio.AbstractEventLoop | None:
         return asyncio.get_running_loop()
     except RuntimeError:
         return None
-
-
-def ending(firing: Firing) -> EndReason:
-    """The end reason of a guard that stops the session (its own name)."""
-    guard = firing.guard
-    if guard in ("circuit_breaker", "no_tool_call"):
-        return guard
-    if guard in ("budget:steps", "budget:tokens", "budget:cost", "budget:wall_time"):
-        return guard
-    raise ValueError(f"the {guard} guard does not end a session")
 
 
 class _Selected:

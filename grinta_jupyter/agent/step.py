@@ -27,22 +27,6 @@ class State(str, Enum):
 Policy = Literal["ask", "auto"] | Callable[[Proposal], "bool | tuple[str, str]"]
 
 
-# Why a session ended, when the machine ended it; ``stop(reason)`` ends it with the
-# caller's own words instead (e.g. "stopped by the user"), kept as given.
-EndReason = Literal[
-    "finished",
-    "error",
-    "policy_error",
-    "log_write_failed",
-    "stuck",
-    "no_tool_call",
-    "circuit_breaker",
-    "budget:steps",
-    "budget:tokens",
-    "budget:cost",
-    "budget:wall_time",
-]
-
 # How a step was decided: by the policy ("auto"), or by a person.
 DecisionKind = Literal["auto", "approve", "approve_hunks", "veto"]
 
