@@ -20,6 +20,14 @@ _loop: asyncio.AbstractEventLoop | None = None
 _lock = threading.Lock()
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The event loop running in this thread, or None."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def background_loop() -> asyncio.AbstractEventLoop:
     """The process's background event loop (started on first use)."""
     global _loop
@@ -46,8 +54,6 @@ def on_background(coro: Coroutine[Any, Any, T]) -> T:
 def run_blocking(coro: Coroutine[Any, Any, T]) -> T:
     """``asyncio.run(coro)``, or, when this thread already runs an event loop (a Jupyter
     kernel executing a cell), the same on the background loop."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
+    if running_loop() is None:
         return asyncio.run(coro)
     return on_background(coro)

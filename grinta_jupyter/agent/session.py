@@ -29,6 +29,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.context import Context, count_request_tokens, digest, one_line
 from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
@@ -196,7 +197,7 @@ class Session:
         handed to the driver's loop (``done`` turns True there, moments later).
         """
         loop = self._loop
-        elsewhere = loop is not None and not loop.is_closed() and _running_loop() is not loop
+        elsewhere = loop is not None and not loop.is_closed() and running_loop() is not loop
         if self._driver is not None and elsewhere:
             assert loop is not None
             loop.call_soon_threadsafe(self.stop, reason)
@@ -702,13 +703,6 @@ class Session:
         if self._log_failed and not self.done:
             self._finish_session("log_write_failed")
         return self._log_failed
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 class _Selected:

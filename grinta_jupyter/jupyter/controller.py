@@ -13,6 +13,7 @@ import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.updates import (
     DEFAULT_VETO_REASON,
     Approve,
@@ -98,7 +99,7 @@ class NotebookSession:
     # -- driving ------------------------------------------------------------------------
 
     def start(self) -> None:
-        loop = _running_loop()
+        loop = running_loop()
         if self.manual or loop is None:
             from grinta_jupyter.agent.stepper import Stepper
 
@@ -315,13 +316,6 @@ def demo_workspace(target: Path) -> Path:
         "made by grinta's demo; it is replaced by the next demo run\n"
     )
     return candidate
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
 
 
 def _display(bundle: dict[str, Any], **options: Any) -> Any:

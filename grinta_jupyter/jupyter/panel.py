@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import ipywidgets as w
 
+from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.updates import (
     ApproveHunks,
     Decision,
@@ -166,7 +167,7 @@ class SessionPanel:
         if self.session.pending is not step:
             card.pending = False  # decided elsewhere (a magic), or the session ended
             return
-        loop = _running_loop()
+        loop = running_loop()
         if isinstance(decision, Edit | ApproveHunks) and loop is not None:
             # Re-staging reads and validates files: off the kernel's event loop, so the
             # Stop button and every other widget keep working meanwhile.
@@ -263,10 +264,3 @@ def _notice_html(text: str) -> str:
         f'<div class="grinta-notice" style="font-family:var(--jp-ui-font-family,sans-serif);'
         f'font-size:13px;color:{_TEXT}">{text_html(text)}</div>'
     )
-
-
-def _running_loop() -> asyncio.AbstractEventLoop | None:
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
