@@ -31,7 +31,7 @@ import json
 import os
 import sys
 import tempfile
-from dataclasses import fields, replace
+from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -353,8 +353,7 @@ def _run_session(
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.events.metrics import measure
 
-    # A terminal session has no open notebook to protect from the agent's writes.
-    options = replace(config, allow_notebooks=True).session_options(root)
+    options = config.session_options(root)
     try:
         session = Session(task, model=model, sample=sample, **options)
     except OSError as exc:

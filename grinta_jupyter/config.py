@@ -106,7 +106,6 @@ class Config:
     toolset: str = "intent"
     auto: bool = False  # approve every step without asking
     manual: bool = False  # notebooks: advance only when asked (%grinta step)
-    allow_notebooks: bool = False  # let tools write .ipynb files (notebook sessions protect them)
     max_steps: int | None = 40
     max_tokens: int | None = None
     max_cost: float | None = None  # dollars
@@ -186,10 +185,11 @@ class Config:
         )
 
     def settings(self) -> Settings:
-        """Tool settings: notebooks are protected unless ``allow_notebooks``."""
+        """Tool settings. Notebooks are edited as cells, validated before every commit; in a
+        kernel the cell running the session is protected (docs/notebook.md)."""
         from grinta_jupyter.tools.base import Settings
 
-        return Settings(protected=() if self.allow_notebooks else ("*.ipynb",))
+        return Settings()
 
     def session_options(self, root: Path | None = None) -> SessionOptions:
         """Keyword arguments for ``Session(task, model=..., **options)``.

@@ -139,10 +139,10 @@ def test_session_options_build_a_session(tmp_path: Path) -> None:
     assert session.root == tmp_path.resolve() and session.policy == "auto"
     assert session.limits == Limits(max_steps=3)
     assert session.log_path == tmp_path / "logs" / f"{session.id}.jsonl"
+    # Notebooks are no longer write-protected: they are validated as notebooks instead.
     create = {"path": "a.ipynb", "content": "{}"}
-    assert session.runtime.propose("create", create).error.code == "PATH_FORBIDDEN"
-    allowed = config.with_options(allow_notebooks=True).session_options(tmp_path)
-    assert allowed["settings"].protected == () and allowed["policy"] == "auto"
+    assert session.runtime.propose("create", create).error.code == "NOTEBOOK_INVALID"
+    assert config.session_options(tmp_path)["settings"].protected == ()
 
 
 def test_no_model_configured_means_the_demo_model_everywhere(

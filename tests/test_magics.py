@@ -161,19 +161,18 @@ def test_cell_magic_takes_the_cell_as_the_task(ip):
     assert grinta_jupyter.current().task == "fix the failing test\nin raft_kv"
 
 
-def test_notebooks_are_protected_unless_allowed(ip, tmp_path):
+def test_notebooks_are_validated_not_write_protected(ip, tmp_path):
     session = magic(ip, "--manual fix the failing test in raft_kv")
     (session.root / "analysis.ipynb").write_text("{}")
+    # A file that is no notebook is never rewritten as one, and a new notebook must be valid.
     p = session.runtime.propose(
         "replace_string", {"path": "analysis.ipynb", "old_string": "{}", "new_string": "[]"}
     )
-    assert p.error.code == "PATH_FORBIDDEN" and "protected" in p.error.message
-    assert (
-        session.runtime.propose("create", {"path": "new.ipynb", "content": "{}"}).error.code
-        == "PATH_FORBIDDEN"
-    )
-    session = magic(ip, "--manual --allow-notebooks fix the failing test in raft_kv")
-    assert session.runtime.propose("create", {"path": "new.ipynb", "content": "{}"}).ok
+    assert p.error.code == "NOTEBOOK_INVALID"
+    p = session.runtime.propose("create", {"path": "new.ipynb", "content": "{}"})
+    assert p.error.code == "NOTEBOOK_INVALID"
+    with pytest.raises(MagicUsageError, match="allow-notebooks is gone"):
+        parse_start("--allow-notebooks fix it", {})
 
 
 def test_demo_model_refuses_another_root(ip, tmp_path, capsys):

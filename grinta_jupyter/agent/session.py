@@ -58,6 +58,7 @@ from grinta_jupyter.agent.updates import (
 )
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import EventLog
+from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError
 from grinta_jupyter.runtime.proposal import FinishProposal, Observation, Proposal, WriteProposal
 from grinta_jupyter.runtime.secrets import Secrets
@@ -82,12 +83,13 @@ class Session:
         sample: str | None = None,
         session_id: str | None = None,
         settings: Settings | None = None,
+        documents: OpenDocuments | None = None,
     ):
         if not (policy in ("ask", "auto") or callable(policy)):
             raise PolicyError(f"policy must be 'ask', 'auto' or a callable, not {policy!r}")
         self.task = task
         self.model = model
-        self.runtime = Runtime(root, toolset, settings)
+        self.runtime = Runtime(root, toolset, settings, documents)
         self.root = self.runtime.root
         self.policy: Policy = policy
         self.limits = limits or Limits()

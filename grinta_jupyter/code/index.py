@@ -73,7 +73,12 @@ def parse_address(address: str) -> tuple[str | None, str]:
     address = address.strip()
     path: str | None = None
     head, sep, rest = address.partition("::")
-    if sep and ("/" in head or "\\" in head or language_for(head) is not None):
+    if sep and (
+        "/" in head
+        or "\\" in head
+        or language_for(head) is not None
+        or head.lower().endswith(".ipynb")
+    ):
         path, address = _normalize_path(head), rest
     qualname = address.replace("::", ".").replace("#", ".").strip(".")
     return path, qualname
@@ -95,7 +100,7 @@ def _normalize_path(path: str) -> str:
 
 @lru_cache(maxsize=4096)
 def _suffix_has_symbols(suffix: str) -> bool:
-    return language_for("x" + suffix) in SYMBOL_LANGUAGES
+    return suffix == ".ipynb" or language_for("x" + suffix) in SYMBOL_LANGUAGES
 
 
 def _has_symbols(path: str) -> bool:
@@ -481,7 +486,7 @@ def _near_length(pool: Iterable[str], name: str) -> list[str]:
 # --- parsing, in this process or in workers ------------------------------------
 
 # (path, digest or None if unreadable, symbol rows or None if the content is unchanged)
-_Row = tuple[str, str, str, str, int, int, int, int, int, str]  # Symbol fields but the path
+_Row = tuple[str, str, str, str, int, int, int, int, int, str, str]  # Symbol fields but the path
 _Result = tuple[str, "bytes | None", "list[_Row] | None"]
 
 
@@ -509,6 +514,7 @@ def _parse_files(root: str, jobs: list[tuple[str, bytes]]) -> list[_Result]:
                 s.end_byte,
                 s.def_line,
                 s.signature,
+                s.cell,
             )
             for s in extract_symbols(path, source)
         ]

@@ -25,12 +25,13 @@ No tree outlives a call: the index keeps symbols, never syntax trees.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING
 
 from grinta_jupyter.code import queries
 from grinta_jupyter.runtime.grammars import grammar, language_for, parser_for
+from grinta_jupyter.runtime.notebook import is_notebook
 
 if TYPE_CHECKING:
     import tree_sitter
@@ -72,11 +73,19 @@ class Symbol:
     end_byte: int
     def_line: int
     signature: str
+    # In a notebook: the key of the code cell holding the definition (its id, or its
+    # position in a notebook without ids); lines and bytes then count within that cell.
+    cell: str = ""
 
     @property
     def address(self) -> str:
         """The address the model uses for this symbol: ``path::Qualified.name``."""
         return f"{self.path}::{self.qualname}"
+
+    @property
+    def location(self) -> str:
+        """Where the symbol's lines count from: its file, or in a notebook its cell."""
+        return f"{self.path}::cell:{self.cell}" if self.cell else self.path
 
     @property
     def container(self) -> str:
@@ -85,8 +94,31 @@ class Symbol:
 
 
 def extract_symbols(path: str, source: bytes, language: str | None = None) -> list[Symbol]:
-    """Every definition in ``source`` in source order ([] for languages without symbol support)."""
+    """Every definition in ``source`` in source order ([] for languages without symbol support).
+
+    A notebook's definitions are those of its Python code cells, each counted within its cell.
+    """
+    if language is None and is_notebook(path):
+        return notebook_symbols(path, source)
     return [symbol for symbol, _ in locate_nodes(path, source, language)[1]]
+
+
+def notebook_symbols(path: str, source: bytes) -> list[Symbol]:
+    """The definitions in a notebook's code cells ([] for a file that is no notebook)."""
+    from grinta_jupyter.runtime.errors import ToolFailure
+    from grinta_jupyter.runtime.notebook import Notebook
+
+    try:
+        notebook = Notebook.parse(source.decode("utf-8-sig"), path)
+    except (ToolFailure, UnicodeDecodeError):
+        return []
+    found: list[Symbol] = []
+    for cell in notebook.cells:
+        if cell.cell_type != "code" or cell.source.lstrip().startswith("%%"):
+            continue  # a cell magic (%%bash, %%html, ...) is not Python
+        for symbol in extract_symbols(path, cell.source.encode("utf-8"), "python"):
+            found.append(replace(symbol, cell=cell.key))
+    return found
 
 
 def locate_nodes(

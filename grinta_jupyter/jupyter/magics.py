@@ -6,7 +6,7 @@
     %grinta approve | veto REASON | edit {json} | undo | stop | status | log | metrics
 
 Options: --model M, --root DIR, --auto, --toolset T, --max-steps N,
---manual (no background task: advance with %grinta step), --allow-notebooks.
+--manual (no background task: advance with %grinta step).
 They are ``Config`` fields (config.py): an option given wins over the
 ``GRINTA_*`` environment, which wins over the defaults.
 A task that starts with a subcommand word can be given after ``--``.
@@ -77,7 +77,6 @@ def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[st
     parser.add_argument("--toolset")
     parser.add_argument("--max-steps", type=positive_int)
     parser.add_argument("--manual", action="store_true", default=None)
-    parser.add_argument("--allow-notebooks", action="store_true", default=None)
     parser.add_argument("task", nargs="*")
     try:
         words = shlex.split(line, posix=True)
@@ -87,6 +86,11 @@ def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[st
         args, unknown = parser.parse_known_args(words)
     except argparse.ArgumentError as exc:
         raise MagicUsageError(str(exc)) from None
+    if "--allow-notebooks" in unknown:
+        raise MagicUsageError(
+            "--allow-notebooks is gone: notebooks are always edited as cells, validated before "
+            "every commit, and the cell running the session is protected (docs/notebook.md)"
+        )
     if unknown:
         raise MagicUsageError(f"unknown option {' '.join(unknown)}")
     options = vars(args)

@@ -69,6 +69,12 @@ class ErrorCode(WireCode):
     NO_SPACE = "NO_SPACE"  # the disk (or quota) is full
     SEARCH_TIMEOUT = "SEARCH_TIMEOUT"  # a regular expression ran past its time limit
     WORKSPACE_MISSING = "WORKSPACE_MISSING"  # the workspace folder was deleted or moved
+    # Added with notebooks and kernels as workspaces (docs/notebook.md).
+    NOTEBOOK_INVALID = "NOTEBOOK_INVALID"  # not JSON, or not valid nbformat: never committed
+    CELL_PROTECTED = "CELL_PROTECTED"  # the cell running this session is not edited
+    DOCUMENT_UNSAVED = "DOCUMENT_UNSAVED"  # open in JupyterLab with unsaved changes
+    NAME_NOT_FOUND = "NAME_NOT_FOUND"  # inspect: no such variable in the kernel
+    EXECUTE_FAILED = "EXECUTE_FAILED"  # execute: the code raised
 
     @classmethod
     def parse(cls, code: str) -> ErrorCode:
@@ -117,6 +123,11 @@ READ_ONLY_FILE = ErrorCode.READ_ONLY_FILE
 NO_SPACE = ErrorCode.NO_SPACE
 SEARCH_TIMEOUT = ErrorCode.SEARCH_TIMEOUT
 WORKSPACE_MISSING = ErrorCode.WORKSPACE_MISSING
+NOTEBOOK_INVALID = ErrorCode.NOTEBOOK_INVALID
+CELL_PROTECTED = ErrorCode.CELL_PROTECTED
+DOCUMENT_UNSAVED = ErrorCode.DOCUMENT_UNSAVED
+NAME_NOT_FOUND = ErrorCode.NAME_NOT_FOUND
+EXECUTE_FAILED = ErrorCode.EXECUTE_FAILED
 
 ALL_CODES: frozenset[str] = frozenset(member.value for member in ErrorCode)
 

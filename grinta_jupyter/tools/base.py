@@ -20,8 +20,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from grinta_jupyter.runtime.errors import READ_ONLY_FILE, fail
+from grinta_jupyter.runtime.errors import NOTEBOOK_INVALID, READ_ONLY_FILE, ToolFailure, fail
 from grinta_jupyter.runtime.files import TOO_LARGE_ADVICE, read_regular
+from grinta_jupyter.runtime.notebook import decode_file
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation, ToolKind
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import TextFile
@@ -61,8 +62,11 @@ class Settings:
     search_max_file_bytes: int = 2_000_000
     search_timeout: float = 10.0
     # Glob patterns (matched against workspace-relative paths and file names) that no tool may
-    # write; notebook sessions protect "*.ipynb" unless the user allows notebooks.
+    # write.
     protected: tuple[str, ...] = ()
+    # Notebook cells no tool may edit or delete, as "path.ipynb::cell:<id>": the cell that is
+    # running the session in its host notebook (CELL_PROTECTED).
+    protected_cells: tuple[str, ...] = ()
 
 
 @dataclass
@@ -105,9 +109,16 @@ class ToolContext:
         return self._symbols()
 
     def read_file(self, path: str) -> tuple[WorkspacePath, TextFile]:
-        """Resolve and decode an existing file for reading."""
+        """Resolve and decode an existing file for reading (a notebook as its cells; one
+        that is not a valid notebook as the text it is, since reading it is how to fix it)."""
         where = self.workspace.resolve(path)
-        return where, _decode(where, self.settings)[0]
+        try:
+            return where, _decode(where, self.settings)[0]
+        except ToolFailure as failure:
+            if failure.error.code != NOTEBOOK_INVALID:
+                raise
+            raw, _ = read_regular(where.abs, where.rel, self.settings.max_file_bytes)
+            return where, TextFile.decode(raw, where.rel)
 
     def open(self, path: str) -> StagedFile:
         """An existing file for editing; edits within one proposal build on each other.
@@ -190,7 +201,7 @@ def _decode(
     """The decoded file and its status, read by the safe reader (regular files, bounded size)."""
     name = where.rel or "."
     raw, status = read_regular(where.abs, name, settings.max_file_bytes, advice)
-    return TextFile.decode(raw, name), status
+    return decode_file(raw, name), status
 
 
 ArgsT = TypeVar("ArgsT", bound=Args)

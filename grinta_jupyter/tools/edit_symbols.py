@@ -9,15 +9,19 @@ from pydantic import Field
 from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolError, ToolFailure, fail
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
+from grinta_jupyter.tools.cells import edit_cell, edit_definition, is_cell_address, resolve_cell
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
 
 
 class SymbolEdit(Args):
-    symbol: str = Field(description="'Class.method' or 'path::name'; must name one definition.")
+    symbol: str = Field(
+        description="'Class.method', 'path::name' or 'x.ipynb::cell:<id>'; must name one."
+    )
     action: Literal["replace", "delete", "insert_before", "insert_after"]
     new_source: str | None = Field(
         default=None, description="Full definition, decorators included."
     )
+    cell_type: Literal["code", "markdown"] | None = None  # a new cell's type (default code)
 
 
 class EditSymbolsArgs(Args):
@@ -55,14 +59,24 @@ def _apply(edit: SymbolEdit, ctx: ToolContext, resolutions: list[Resolution]) ->
         insert_symbol,
         replace_symbol,
     )
+    from grinta_jupyter.code.index import parse_address
 
     if edit.action == "delete" and edit.new_source is not None:
         raise fail(INVALID_ARGS, "delete takes no new_source")
+    path, qualname = parse_address(edit.symbol)
+    if is_cell_address(qualname):
+        return _apply_to_cell(edit, path, qualname, ctx, resolutions)
+    if edit.cell_type is not None:
+        raise fail(
+            INVALID_ARGS, "cell_type is only for edits of notebook cells (nb.ipynb::cell:<id>)"
+        )
     if edit.action != "delete" and not edit.new_source:
         raise fail(INVALID_ARGS, f"{edit.action} needs new_source")
     found, resolution = resolve_for_write(ctx, edit.symbol)
     resolutions.append(resolution)
     staged = ctx.open(found.path)
+    if found.cell:  # a definition inside a notebook's code cell
+        return edit_definition(staged, found, edit.action, edit.new_source)
     symbol = locate_in_staged(staged, found)
     source = staged.text
     try:
@@ -80,10 +94,31 @@ def _apply(edit: SymbolEdit, ctx: ToolContext, resolutions: list[Resolution]) ->
     return f"{edit.action} {symbol.qualname}"
 
 
+def _apply_to_cell(
+    edit: SymbolEdit,
+    path: str | None,
+    qualname: str,
+    ctx: ToolContext,
+    resolutions: list[Resolution],
+) -> str:
+    """Replace, delete or insert a notebook cell (the address names an existing cell)."""
+    if path is None:
+        raise fail(INVALID_ARGS, f"name the notebook too: 'path.ipynb::{qualname}'")
+    if edit.action == "replace" and edit.new_source is None:
+        raise fail(INVALID_ARGS, "replace needs new_source (the cell's whole new source)")
+    if edit.action.startswith("insert") and edit.new_source is None:
+        raise fail(INVALID_ARGS, f"{edit.action} needs new_source (the new cell's source)")
+    target, resolution = resolve_cell(ctx, path, qualname, write=True)
+    resolutions.append(resolution)
+    staged = ctx.open(target.path)
+    return edit_cell(staged, target, edit.action, edit.new_source, edit.cell_type)
+
+
 SPEC = ToolSpec(
     name="edit_symbols",
     kind="write",
-    description="Replace, delete, or insert definitions (functions, classes, methods) by name.",
+    description="Replace, delete, or insert definitions (functions, classes, methods) or "
+    "notebook cells by name.",
     args=EditSymbolsArgs,
     stage=stage,
 )

@@ -11,6 +11,7 @@ must see come back as values; nothing raises through ``propose``,
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import operator
@@ -23,8 +24,11 @@ from typing import TYPE_CHECKING, Any
 from pydantic import ValidationError
 
 from grinta_jupyter.runtime.diffs import unified_diff
+from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import (
     ALREADY_COMMITTED,
+    CELL_PROTECTED,
+    DOCUMENT_UNSAVED,
     INTERNAL_ERROR,
     INVALID_ARGS,
     IO_ERROR,
@@ -45,6 +49,7 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.guards import check_placeholder, check_serialized
 from grinta_jupyter.runtime.hunks import Hunk, apply_hunks, file_hunks
+from grinta_jupyter.runtime.notebook import check_notebook, decode_file, is_notebook, touched_cells
 from grinta_jupyter.runtime.proposal import (
     CommandProposal,
     FileChange,
@@ -57,7 +62,6 @@ from grinta_jupyter.runtime.proposal import (
     proposal_class,
 )
 from grinta_jupyter.runtime.resolution import Resolution
-from grinta_jupyter.runtime.textfile import TextFile
 from grinta_jupyter.runtime.transaction import (
     CommitError,
     DamagedJournal,
@@ -98,8 +102,12 @@ class Runtime:
         root: str | os.PathLike[str],
         toolset: str | Toolset = "intent",
         settings: Settings | None = None,
+        documents: OpenDocuments | None = None,
     ):
         self.settings = settings or Settings()
+        # Editors with files open (JupyterLab through the labextension): asked before a write
+        # is committed, told after (runtime/documents.py). None outside a kernel.
+        self.documents = documents
         self.workspace = Workspace(root, protected=self.settings.protected)
         self.root: Path = self.workspace.root
         self.toolset = get_toolset(toolset) if isinstance(toolset, str) else toolset
@@ -196,6 +204,17 @@ class Runtime:
         if not isinstance(proposal, WriteProposal):
             self._committed.add(proposal.id)
             return Observation(True, proposal.output or "", None, proposal.id)
+        unsaved = self._unsaved(proposal.paths)
+        if unsaved:
+            return Observation.failure(
+                ToolError(
+                    DOCUMENT_UNSAVED,
+                    f"{', '.join(unsaved)} {'is' if len(unsaved) == 1 else 'are'} open with unsaved "
+                    "changes; nothing was written. Ask the user to save or revert first, then "
+                    "read it again",
+                ),
+                proposal.id,
+            )
         writes = [FileWrite(c.path, c.old_bytes, c.new_bytes) for c in proposal.changes]
         try:
             record = self.journal.commit(
@@ -216,6 +235,7 @@ class Runtime:
             )
         self._committed.add(proposal.id)
         self._refresh_symbols(proposal.paths)
+        self._changed(proposal.paths)
         return Observation(
             True, self._write_report(proposal), None, proposal.id, commit_id=record.id
         )
@@ -246,9 +266,24 @@ class Runtime:
         except Exception as exc:  # OS faults, a damaged record, a bug of ours
             return Observation.failure(self._failure(exc, "undo", "nothing was restored"))
         self._refresh_symbols(record.files)
+        self._changed(record.files)
         return Observation(
             True, f"undid {record.label}: restored {', '.join(record.files)}", commit_id=record.id
         )
+
+    def _unsaved(self, paths: list[str]) -> list[str]:
+        if self.documents is None:
+            return []
+        try:
+            return self.documents.unsaved(paths)
+        except Exception:  # a front end that fails to answer has nothing open for us
+            return []
+
+    def _changed(self, paths: list[str]) -> None:
+        if self.documents is not None:
+            # The write happened; a stale editor view is not a failed commit.
+            with contextlib.suppress(Exception):
+                self.documents.changed(paths)
 
     def history(self) -> list[str]:
         """Labels of the commits that can be undone, oldest first."""
@@ -365,7 +400,7 @@ class Runtime:
         where = self.workspace.resolve(change.path, write=True)
         original = None
         if change.old_bytes is not None:
-            original = TextFile.decode(change.old_bytes, change.path)
+            original = decode_file(change.old_bytes, change.path)
         return StagedFile(where, original, text)
 
     # -- shared checks ----------------------------------------------------------
@@ -401,7 +436,7 @@ class Runtime:
             error = (
                 check_serialized("\n".join(line for _, line in added), change.path)
                 or check_placeholder(added, change.before or "", change.path, change.after or "")
-                or check_syntax(change.path, change.before, change.after or "")
+                or self._check_file(change)
             )
             if error is not None:
                 message = (
@@ -421,6 +456,30 @@ class Runtime:
                     )
                 return ToolError(error.code, message, error.candidates or where, error.line)
         return None
+
+    def _check_file(self, change: FileChange) -> ToolError | None:
+        """The syntax check, or for a notebook its own: valid nbformat, valid code cells,
+        and the protected cells left alone (their before/after texts are cell views)."""
+        if not is_notebook(change.path):
+            return check_syntax(change.path, change.before, change.after or "")
+        if change.before is not None:
+            protected = {
+                address.partition("::cell:")[2]
+                for address in self.settings.protected_cells
+                if address.partition("::cell:")[0] == change.path
+            }
+            hit = [
+                key for key in touched_cells(change.before, change.after or "") if key in protected
+            ]
+            if hit:
+                return ToolError(
+                    CELL_PROTECTED,
+                    f"cell {hit[0]} of {change.path} is running this session, so the agent does "
+                    "not edit or delete it; nothing was written. Edit other cells",
+                )
+        return check_notebook(
+            change.path, change.before, change.after or "", change.new_bytes or b""
+        )
 
     def _failure(self, exc: Exception, action: str, nothing: str) -> ToolError:
         """The ToolError for a commit or an undo that failed other than by a stale file."""

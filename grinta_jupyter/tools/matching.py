@@ -33,6 +33,7 @@ from grinta_jupyter.runtime.errors import (
     fail,
 )
 from grinta_jupyter.runtime.files import size_text
+from grinta_jupyter.runtime.notebook import NotebookFile
 from grinta_jupyter.runtime.textfile import line_numbers
 from grinta_jupyter.tools.base import StagedFile
 
@@ -64,6 +65,10 @@ def replace_in(
         raise fail(INVALID_ARGS, "old_string is empty; to write a new file use create")
     if old == new:
         raise fail(NO_CHANGE, "old_string and new_string are identical; nothing would change")
+    if isinstance(staged.original, NotebookFile):  # within cell sources, never across cells
+        from grinta_jupyter.tools.cells import replace_in_cells
+
+        return replace_in_cells(staged, old, new, replace_all, max_chars)
     text = staged.text
     conventions = staged.conventions
     needle, replacement = conventions.adapt(old), conventions.adapt(new)

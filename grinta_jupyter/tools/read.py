@@ -1,5 +1,10 @@
 """read: a file, a line range, a folder listing, a symbol, or a file's outline.
 
+A notebook is read as cells, never as JSON (tools/cells.py): each cell's id,
+type, execution count, numbered source and summarised outputs; ``start_line``
+and ``end_line`` then count cells, and ``outline`` lists cells and the
+definitions in code cells.
+
 Reads may search: a symbol name that resolves uniquely is read directly; an
 ambiguous one returns its candidates (the model then names one exactly).
 Files are read by the safe reader (runtime/files.py): a FIFO, socket or device
@@ -15,8 +20,10 @@ import stat
 from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolFailure, fail
+from grinta_jupyter.runtime.notebook import NotebookFile, is_notebook
 from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.runtime.workspace import Skipped, skipped_note
+from grinta_jupyter.tools import cells
 from grinta_jupyter.tools.base import Args, ReadResult, ToolContext, ToolSpec
 from grinta_jupyter.tools.symbols import resolve_symbol
 
@@ -45,6 +52,8 @@ def stage(args: ReadArgs, ctx: ToolContext) -> ReadResult:
     if _is_folder(where.abs):
         return ReadResult(_listing(where.rel, ctx))
     where, textfile = ctx.read_file(args.path)
+    if isinstance(textfile, NotebookFile):
+        return ReadResult(_read_notebook(args, where.rel, textfile, ctx))
     if args.outline:
         return ReadResult(_outline(where.rel, ctx))
     lines = split_lines(textfile.text)
@@ -56,7 +65,10 @@ def stage(args: ReadArgs, ctx: ToolContext) -> ReadResult:
         )
     if last < first:
         raise fail(INVALID_ARGS, f"end_line {last} is before start_line {first}")
-    return ReadResult(render_lines(where.rel, lines, first, min(last, len(lines)), ctx))
+    output = render_lines(where.rel, lines, first, min(last, len(lines)), ctx)
+    if is_notebook(where.rel):  # a notebook that did not parse: shown as the text it is
+        output = "[not a valid nbformat-4 notebook: shown as text; edits are refused]\n" + output
+    return ReadResult(output)
 
 
 def render_lines(rel: str, lines: list[str], first: int, last: int, ctx: ToolContext) -> str:
@@ -123,15 +135,50 @@ def _outline(rel: str, ctx: ToolContext) -> str:
     return f"{rel} outline ({len(symbols)} definitions)\n" + "\n".join(rows)
 
 
+def _read_notebook(args: ReadArgs, rel: str, textfile: NotebookFile, ctx: ToolContext) -> str:
+    """A notebook as cells (start_line/end_line count cells), or its outline."""
+    notebook = textfile.nb
+    if args.outline:
+        return cells.outline(rel, notebook, ctx.symbols.outline(rel))
+    first = args.start_line or 1
+    if notebook.cells and first > len(notebook.cells):
+        raise fail(
+            INVALID_ARGS,
+            f"start_line {first} is past the last cell of {rel} ({len(notebook.cells)} cells; "
+            "a notebook is read by cells)",
+        )
+    if args.end_line is not None and args.end_line < first:
+        raise fail(INVALID_ARGS, f"end_line {args.end_line} is before start_line {first}")
+    return cells.render_notebook(rel, notebook, first, args.end_line, ctx.settings)
+
+
 def _read_symbol(args: ReadArgs, ctx: ToolContext) -> ReadResult:
+    from grinta_jupyter.code.index import parse_address
+
     address = args.symbol or ""
     if args.path and "::" not in address:
         address = f"{ctx.workspace.resolve(args.path).rel}::{address}"
+    path, qualname = parse_address(address)
+    if cells.is_cell_address(qualname):
+        if path is None:
+            raise fail(INVALID_ARGS, f"name the notebook too: 'path.ipynb::{qualname}'")
+        target, resolution = cells.resolve_cell(ctx, path, qualname, write=False)
+        count = target.source.count("\n") + 1
+        output = cells.render_cell_lines(target.path, target.key, target.source, 1, count)
+        return ReadResult(
+            f"{target.cell_type} cell {target.position} of {target.total}: {output}", (resolution,)
+        )
     symbol, resolution = resolve_symbol(ctx, address, write=False)
     try:
         _, textfile = ctx.read_file(symbol.path)
     except ToolFailure as failure:
         raise ToolFailure(failure.error, (resolution,)) from None
+    if symbol.cell and isinstance(textfile, NotebookFile):
+        source = next((c.source for c in textfile.nb.cells if c.key == symbol.cell), "")
+        output = cells.render_cell_lines(
+            symbol.path, symbol.cell, source, symbol.start_line, symbol.end_line
+        )
+        return ReadResult(output, (resolution,))
     lines = split_lines(textfile.text)
     output = render_lines(symbol.path, lines, symbol.start_line, symbol.end_line, ctx)
     return ReadResult(output, (resolution,))

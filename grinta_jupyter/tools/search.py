@@ -1,6 +1,8 @@
 """search: text or regex over the workspace, plus definitions whose name matches.
 
 Respects .gitignore; results are bounded and say how many were left out.
+In a notebook only cell sources are matched (never its JSON), and a hit is
+located by cell: ``nb.ipynb::cell:<id>:<line in the cell>: text``.
 Matching is smart-case: a query without capital letters ignores case. Line
 numbers count "\n" only, as ``read`` numbers lines.
 
@@ -41,6 +43,7 @@ from grinta_jupyter.runtime.errors import (
     fail,
 )
 from grinta_jupyter.runtime.files import FileRefused, read_regular
+from grinta_jupyter.runtime.notebook import Notebook, is_notebook
 from grinta_jupyter.runtime.workspace import Skipped, skipped_note
 from grinta_jupyter.tools.base import Args, ReadResult, ToolContext, ToolSpec
 
@@ -104,7 +107,10 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
                 if len(skipped) < MAX_SKIPS_NAMED:
                     skipped.append(text)
                 continue
-            hits = _scan(_name(item), text, pattern, deadline, shown, limit)
+            hits = sum(
+                _scan(label, part, pattern, deadline, shown, limit)
+                for label, part in _parts(_name(item), text)
+            )
             total += hits
             files_with_hits += bool(hits)
     except _Expired as expired:
@@ -189,6 +195,19 @@ def _text(rel: str, ctx: ToolContext) -> str | Skipped:
     return data.decode("utf-8", errors="replace")
 
 
+def _parts(rel: str, text: str) -> list[tuple[str, str]]:
+    """What to match in a file: a notebook's cell sources, each labelled with its cell
+    address (so hits read ``nb.ipynb::cell:<id>:3: ...``); any other file whole. A
+    notebook that does not parse is searched as the text it is."""
+    if is_notebook(rel):
+        try:
+            notebook = Notebook.parse(text, rel)
+        except ToolFailure:
+            return [(rel, text)]
+        return [(f"{rel}::cell:{cell.key}", cell.source) for cell in notebook.cells]
+    return [(rel, text)]
+
+
 def _scan(
     rel: str,
     text: str,
@@ -251,7 +270,7 @@ def _definitions(args: SearchArgs, ctx: ToolContext, under: str) -> list[str]:
     except RuntimeError:  # a runtime without a symbol index
         return []
     rows = [
-        f"{s.path}:{s.def_line}: {s.kind} {s.qualname}"
+        f"{s.location}:{s.def_line}: {s.kind} {s.qualname}"
         for s in symbols
         if not under or s.path == under or s.path.startswith(under.rstrip("/") + "/")
     ]

@@ -30,7 +30,7 @@ MAX_LISTED = 10
 
 def symbol_candidate(symbol: Symbol) -> Candidate:
     return Candidate(
-        symbol.path, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname
+        symbol.location, symbol.def_line, symbol.signature, kind=symbol.kind, name=symbol.qualname
     )
 
 
@@ -83,7 +83,7 @@ def resolve_for_write(ctx: ToolContext, address: str) -> tuple[Symbol, Resolutio
 
 
 def _label(symbol: Symbol) -> str:
-    return f"{symbol.path}:{symbol.def_line} {symbol.kind} {symbol.qualname}"
+    return f"{symbol.location}:{symbol.def_line} {symbol.kind} {symbol.qualname}"
 
 
 def locate_in_staged(staged: StagedFile, symbol: Symbol) -> Symbol:

@@ -1,0 +1,411 @@
+"""Notebook cells for the tools: addressing them, reading them, editing within them.
+
+A notebook is staged as its cell view (runtime/notebook.py), so every edit
+here reads the view's cells, changes some, and renders the view again; the
+runtime writes the JSON back at commit.
+
+Addresses: ``path.ipynb::cell:<id>`` names a cell by its nbformat id (a
+unique prefix of it will do; a prefix shared by several cells is ambiguous
+and refused with the candidates). A notebook without ids (before nbformat
+4.5) names its cells by position: ``cell:3``. Definitions inside code cells
+are symbols like any other (``path.ipynb::load_data``).
+
+String edits apply within cell sources only: ``old_string`` must lie in one
+cell, a string found in two cells is ambiguous, and no edit can touch a cell
+header (the structure changes only through ``edit_symbols`` on a cell).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from grinta_jupyter.runtime.errors import (
+    AMBIGUOUS_MATCH,
+    AMBIGUOUS_SYMBOL,
+    FILE_TOO_LARGE,
+    INVALID_ARGS,
+    NOT_FOUND,
+    SYMBOL_NOT_FOUND,
+    Candidate,
+    ToolError,
+    ToolFailure,
+    fail,
+)
+from grinta_jupyter.runtime.files import size_text
+from grinta_jupyter.runtime.notebook import (
+    Notebook,
+    NotebookFile,
+    ViewCell,
+    parse_view,
+    render_view,
+    summarize_outputs,
+    view_location,
+)
+from grinta_jupyter.runtime.resolution import Resolution
+from grinta_jupyter.runtime.textfile import TextFile
+from grinta_jupyter.tools.base import Settings, StagedFile, ToolContext
+
+if TYPE_CHECKING:
+    from grinta_jupyter.code.symbols import Symbol
+
+CELL_PREFIX = "cell:"
+MAX_LISTED = 10
+CellAction = Literal["replace", "delete", "insert_before", "insert_after"]
+
+
+def is_cell_address(qualname: str) -> bool:
+    return qualname.startswith(CELL_PREFIX)
+
+
+@dataclass(frozen=True)
+class CellTarget:
+    """The one cell an address names."""
+
+    path: str
+    key: str
+    cell_type: str
+    source: str
+    position: int  # 1-based, in the notebook as staged
+    total: int
+
+    @property
+    def address(self) -> str:
+        return f"{self.path}::cell:{self.key}"
+
+
+def notebook_file(staged: StagedFile) -> NotebookFile | None:
+    original = staged.original
+    return original if isinstance(original, NotebookFile) else None
+
+
+def staged_cells(staged: StagedFile) -> list[ViewCell]:
+    notebook = _require(staged)
+    return parse_view(staged.text, notebook.nb.marker)
+
+
+def set_cells(staged: StagedFile, cells: Sequence[ViewCell]) -> None:
+    staged.text = render_view(cells, _require(staged).nb.marker)
+
+
+def _require(staged: StagedFile) -> NotebookFile:
+    notebook = notebook_file(staged)
+    if notebook is None:
+        raise TypeError(f"{staged.rel} is not staged as a notebook")
+    return notebook
+
+
+def cell_candidate(path: str, key: str, kind: str, source: str) -> Candidate:
+    return Candidate(
+        f"{path}::cell:{key}",
+        1,
+        source.split("\n", 1)[0][:160],
+        kind=f"{kind} cell",
+        name=f"cell:{key}",
+    )
+
+
+# -- resolving a cell address -------------------------------------------------------------
+
+
+def resolve_cell(
+    ctx: ToolContext, path: str, qualname: str, *, write: bool
+) -> tuple[CellTarget, Resolution]:
+    """The one cell ``path::cell:<key>`` names (as staged so far in this proposal), or a
+    ToolFailure with candidates (carrying the failed resolution)."""
+    address = f"{path}::{qualname}"
+    key = qualname[len(CELL_PREFIX) :].strip()
+    if write:
+        staged = ctx.open(path)
+        file = _require(staged)
+        cells = parse_view(staged.text, file.nb.marker)
+        has_ids, rel = file.nb.has_ids, staged.rel
+    else:
+        where, textfile = ctx.read_file(path)
+        if not isinstance(textfile, NotebookFile):
+            raise fail(
+                SYMBOL_NOT_FOUND, f"{where.rel} is not a notebook; cells exist only in .ipynb files"
+            )
+        cells = parse_view(textfile.text, textfile.nb.marker)
+        has_ids, rel = textfile.nb.has_ids, where.rel
+    exact = [(n, c) for n, c in enumerate(cells, 1) if c[0] == key]
+    found = exact or (
+        [(n, c) for n, c in enumerate(cells, 1) if c[0].startswith(key)] if key and has_ids else []
+    )
+    if len(found) == 1:
+        position, (cell_key, kind, source) = found[0]
+        how = "the cell with this id" if exact else "the only cell whose id starts so"
+        if not has_ids:
+            how = "the cell at this position (the notebook has no cell ids)"
+        target = CellTarget(rel, cell_key, kind, source, position, len(cells))
+        return target, Resolution(address, f"{rel}::cell:{cell_key} ({kind} cell {position})", how)
+    if not found:
+        close = difflib.get_close_matches(key, [c[0] for c in cells], n=5, cutoff=0.4)
+        near = [c for c in cells if c[0] in close] or cells[:5]
+        error = ToolError(
+            SYMBOL_NOT_FOUND,
+            f"{rel} has no cell {key!r} ({len(cells)} cells); read the notebook for the cell ids",
+            tuple(cell_candidate(rel, k, kind, s) for k, kind, s in near),
+        )
+        raise ToolFailure(error, (Resolution(address, None, "no cell has this id"),))
+    listed = found[:MAX_LISTED]
+    why = "writes never guess" if write else "reads return the candidates"
+    error = ToolError(
+        AMBIGUOUS_SYMBOL,
+        f"{address!r} names {len(found)} cells; give the full cell id",
+        tuple(cell_candidate(rel, k, kind, s) for _, (k, kind, s) in listed),
+        more=len(found) - len(listed),
+    )
+    resolution = Resolution(
+        address,
+        None,
+        f"ambiguous: {len(found)} cells; {why}",
+        tuple(f"{rel}::cell:{k}" for _, (k, _, _) in listed),
+    )
+    raise ToolFailure(error, (resolution,))
+
+
+# -- edits ----------------------------------------------------------------------------------
+
+
+def edit_cell(
+    staged: StagedFile,
+    target: CellTarget,
+    action: CellAction,
+    new_source: str | None,
+    cell_type: Literal["code", "markdown"] | None,
+) -> str:
+    """Replace, delete, or insert a cell next to ``target``; returns what was done."""
+    file = _require(staged)
+    cells = staged_cells(staged)
+    index = next(i for i, c in enumerate(cells) if c[0] == target.key)
+    source = (new_source or "").replace("\r\n", "\n")
+    if action == "replace":
+        if cell_type is not None and cell_type != target.cell_type:
+            raise fail(
+                INVALID_ARGS,
+                f"replace keeps the cell's type ({target.cell_type}); to change it, delete the cell "
+                f"and insert a {cell_type} cell",
+            )
+        cells[index] = (target.key, target.cell_type, source)
+        done = f"replace {target.address}"
+    elif action == "delete":
+        del cells[index]
+        done = f"delete {target.address}"
+    else:
+        kind = cell_type or "code"
+        taken = [c[0] for c in cells]
+        key = file.nb.fresh_id(taken) if file.nb.has_ids else "new"
+        at = index if action == "insert_before" else index + 1
+        cells.insert(at, (key, kind, source))
+        side = "before" if action == "insert_before" else "after"
+        done = f"insert a {kind} cell {side} {target.address}" + (
+            f" (id {key})" if file.nb.has_ids else ""
+        )
+    set_cells(staged, cells)
+    return done
+
+
+def edit_definition(
+    staged: StagedFile,
+    symbol: Symbol,
+    action: CellAction,
+    new_source: str | None,
+) -> str:
+    """A symbol edit on a definition inside a code cell: the cell's source is edited as a
+    Python file of its own (formatting kept, as for ``.py`` files)."""
+    from grinta_jupyter.code.edits import (
+        SymbolEditError,
+        delete_symbol,
+        insert_symbol,
+        replace_symbol,
+    )
+    from grinta_jupyter.tools.symbols import locate_in_staged
+
+    file = _require(staged)
+    cells = staged_cells(staged)
+    index = next((i for i, c in enumerate(cells) if c[0] == symbol.cell), None)
+    if index is None:
+        raise fail(
+            SYMBOL_NOT_FOUND,
+            f"the cell of {symbol.qualname} is gone after an earlier edit in this call",
+        )
+    key, kind, source = cells[index]
+    on_disk = next((c.source for c in file.nb.cells if c.key == key), source)
+    cell_file = StagedFile(staged.path, TextFile(on_disk, False, "\n", ""), source)
+    located = locate_in_staged(cell_file, symbol)
+    try:
+        if action == "replace":
+            source = replace_symbol(source, located, new_source or "")
+        elif action == "delete":
+            source = delete_symbol(source, located)
+        else:
+            side: Literal["before", "after"] = "before" if action == "insert_before" else "after"
+            source = insert_symbol(source, located, new_source or "", side)
+    except SymbolEditError as exc:
+        raise fail(exc.code, exc.message) from None
+    cells[index] = (key, kind, source)
+    set_cells(staged, cells)
+    return f"{action} {symbol.qualname} in {staged.rel}::cell:{key}"
+
+
+def replace_in_cells(
+    staged: StagedFile, old: str, new: str, replace_all: bool, max_chars: int | None
+) -> int:
+    """``replace_in`` for a notebook: matches count within cell sources only."""
+    from grinta_jupyter.tools.matching import near_misses
+
+    needle, replacement = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+    cells = staged_cells(staged)
+    counts = [source.count(needle) for _, _, source in cells]
+    count = sum(counts)
+    if not count:
+        found, partial = near_misses(staged, old)
+        note = f" (near misses were looked for in part of it only: {partial})" if partial else ""
+        raise fail(
+            NOT_FOUND,
+            f"old_string was not found in any cell of {staged.rel}{note}; it must lie within one "
+            "cell's source",
+            [_in_cell(staged, c) for c in found],
+        )
+    if count > 1 and not replace_all:
+        places = [
+            (key, kind, source, n)
+            for (key, kind, source), n in zip(cells, counts, strict=True)
+            if n
+        ]
+        candidates = []
+        for key, _, source, _ in places[:MAX_LISTED]:
+            line = source[: source.find(needle)].count("\n") + 1
+            candidates.append(
+                Candidate(f"{staged.rel}::cell:{key}", line, _cell_snippet(source, line))
+            )
+        where = ", ".join(f"cell {key} ({n}x)" for key, _, _, n in places[:MAX_LISTED])
+        raise ToolFailure(
+            ToolError(
+                AMBIGUOUS_MATCH,
+                f"old_string occurs {count} times in {staged.rel} ({where}); add surrounding lines "
+                "to make it unique, or set replace_all",
+                tuple(candidates),
+                more=max(0, len(places) - MAX_LISTED),
+            )
+        )
+    edited = [
+        (key, kind, source.replace(needle, replacement, -1 if replace_all else 1) if n else source)
+        for (key, kind, source), n in zip(cells, counts, strict=True)
+    ]
+    size = sum(len(source) for _, _, source in edited)
+    if max_chars is not None and size > max_chars:
+        raise fail(
+            FILE_TOO_LARGE,
+            f"the edit would make the cells of {staged.rel} about {size_text(size)}, over the "
+            f"{size_text(max_chars)} limit; nothing was changed",
+        )
+    set_cells(staged, edited)
+    return count
+
+
+def _in_cell(staged: StagedFile, candidate: Candidate) -> Candidate:
+    """A candidate located in the view, located in its cell instead."""
+    file = _require(staged)
+    where = view_location(staged.text, file.nb.marker, candidate.line)
+    if where is None:
+        return candidate
+    key, line = where
+    source = next((s for k, _, s in staged_cells(staged) if k == key), "")
+    return Candidate(
+        f"{staged.rel}::cell:{key}", line, _cell_snippet(source, line), note=candidate.note
+    )
+
+
+def _cell_snippet(source: str, line: int, around: int = 2) -> str:
+    lines = source.split("\n")
+    first, last = max(1, line - around), min(len(lines), line + around)
+    return "\n".join(f"{n:6}\t{lines[n - 1][:160]}" for n in range(first, last + 1))
+
+
+# -- reading --------------------------------------------------------------------------------
+
+
+def render_notebook(
+    rel: str, notebook: Notebook, first: int, last: int | None, settings: Settings
+) -> str:
+    """Cells ``first..last`` (1-based positions): header, numbered source lines, and the
+    outputs summarised; cut to the read limits with a note on how to go on."""
+    total = len(notebook.cells)
+    if total == 0:
+        return f"{rel}: notebook with no cells"
+    last = min(last or total, total)
+    out: list[str] = []
+    size = 0
+    shown = first - 1
+    for position in range(first, last + 1):
+        block = _cell_block(rel, notebook, position, settings)
+        lines = block.count("\n") + 1
+        if out and (
+            size + len(block) > settings.read_max_chars
+            or len(out) + lines > settings.read_max_lines * 2
+        ):
+            break
+        out.append(block)
+        size += len(block) + 1
+        shown = position
+    head = f"{rel}: notebook, {total} cells (cells {first}-{shown} of {total})"
+    text = head + "\n" + "\n".join(out)
+    if shown < last:
+        text += f"\n[output limit reached: continue with start_line={shown + 1} (a notebook is read by cells)]"
+    return text
+
+
+def _cell_block(rel: str, notebook: Notebook, position: int, settings: Settings) -> str:
+    cell = notebook.cells[position - 1]
+    count = f" · [{cell.execution_count}]" if cell.execution_count is not None else ""
+    lines = [
+        f"[cell {position}/{len(notebook.cells)}] {rel}::cell:{cell.key} · {cell.cell_type}{count}"
+    ]
+    source_lines = cell.source.split("\n") if cell.source else []
+    if source_lines and source_lines[-1] == "":
+        source_lines.pop()  # a final newline adds no line, as in a file
+    limit = settings.max_line_chars
+    for number, line in enumerate(source_lines[: settings.read_max_lines], 1):
+        if len(line) > limit:
+            line = line[:limit] + f" [... {len(line) - limit} more chars]"
+        lines.append(f"{number:6}\t{line}")
+    if len(source_lines) > settings.read_max_lines:
+        lines.append(f"[{len(source_lines) - settings.read_max_lines} more lines in this cell]")
+    for summary in summarize_outputs(cell.outputs):
+        first, *rest = summary.split("\n")
+        lines.append("   out: " + first)
+        lines.extend("        " + more for more in rest)
+    return "\n".join(lines)
+
+
+def render_cell_lines(rel: str, key: str, source: str, first: int, last: int) -> str:
+    """Lines ``first..last`` of one cell's source, numbered within the cell."""
+    lines = source.split("\n")
+    rows = [f"{n:6}\t{lines[n - 1]}" for n in range(first, min(last, len(lines)) + 1)]
+    return (
+        f"{rel}::cell:{key} (lines {first}-{min(last, len(lines))} of {len(lines)})\n"
+        + "\n".join(rows)
+    )
+
+
+def outline(rel: str, notebook: Notebook, symbols: Sequence[Symbol]) -> str:
+    """Each cell's first line, and the definitions in code cells under their cell."""
+    by_cell: dict[str, list[Symbol]] = {}
+    for symbol in symbols:
+        by_cell.setdefault(symbol.cell, []).append(symbol)
+    rows = []
+    for position, cell in enumerate(notebook.cells, 1):
+        rows.append(
+            f"[cell {position}] cell:{cell.key} {cell.cell_type:<8} {cell.first_line[:100]}"
+        )
+        for symbol in by_cell.get(cell.key, []):
+            rows.append(
+                f"    {symbol.start_line:4}-{symbol.end_line:<4} {symbol.kind:<9} {symbol.qualname}"
+            )
+    return f"{rel} outline ({len(notebook.cells)} cells, {len(symbols)} definitions)\n" + "\n".join(
+        rows
+    )
