@@ -211,13 +211,12 @@ def _cell(text: str, start: int, end: int, position: int, rel: str) -> Cell:
 # -- a tiny position-keeping JSON scanner (values themselves are parsed by json) -------
 
 _DECODER = json.JSONDecoder()
-_WS = " \t\n\r"
+_WS = re.compile(r"[ \t\n\r]*")
 
 
 def _skip_ws(text: str, at: int) -> int:
-    while at < len(text) and text[at] in _WS:
-        at += 1
-    return at
+    found = _WS.match(text, at)
+    return found.end() if found else at
 
 
 def _object_members(text: str, at: int) -> list[tuple[str, tuple[int, int]]]:
