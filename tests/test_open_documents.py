@@ -99,3 +99,16 @@ def test_a_front_end_that_fails_counts_as_nothing_open(tmp_path: Path) -> None:
     obs = rt.call("replace_string", {"path": "a.py", "old_string": "1", "new_string": "2"})
     assert obs.ok, obs.error
     assert (tmp_path / "a.py").read_text() == "x = 2\n"
+
+
+def test_undo_over_unsaved_changes_is_refused_too(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("x = 1\n")
+    editor = Editor()
+    rt = Runtime(tmp_path, documents=editor)
+    assert rt.call("replace_string", {"path": "a.py", "old_string": "1", "new_string": "2"}).ok
+    editor.dirty.add("a.py")
+    obs = rt.undo()
+    assert not obs.ok and obs.error is not None and obs.error.code == "DOCUMENT_UNSAVED"
+    assert (tmp_path / "a.py").read_text() == "x = 2\n"
+    editor.dirty.clear()
+    assert rt.undo().ok and (tmp_path / "a.py").read_text() == "x = 1\n"

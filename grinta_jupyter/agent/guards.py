@@ -124,7 +124,7 @@ class StuckDetector:
 
     def observe(self, proposal: Proposal, observation: Observation) -> Firing | None:
         sig = signature(proposal.tool, proposal.args)
-        command = " ".join((proposal.command or "").split())
+        command = " ".join(shell_command(proposal).split())
         failures = self._count_failing_command(proposal, observation, command)
         self.history.append((sig, output_digest(observation.output)))
         recent = self.history[-self.limits.repeat_threshold :]
@@ -348,7 +348,7 @@ class FinishGuard:
     ) -> None:
         """Record a step's outcome (``vetoed``: the user refused it, nothing ran)."""
         self._order += 1
-        command = proposal.command or ""
+        command = shell_command(proposal)
         if vetoed:
             self.declined_change = self.declined_change or isinstance(proposal, WriteProposal)
             return
@@ -468,6 +468,14 @@ def _listing(paths: list[str], shown: int = 2) -> str:
         return "files"
     more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
     return ", ".join(paths[:shown]) + more
+
+
+def shell_command(proposal: Proposal) -> str:
+    """The shell command a proposal runs ("" for none). The kernel's ``execute`` runs Python,
+    which the shell-command checks (file changes, test runs, installs) would misread."""
+    if proposal.tool == "execute":
+        return ""
+    return proposal.command or ""
 
 
 def _short(command: str, limit: int = 100) -> str:

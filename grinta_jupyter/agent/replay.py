@@ -24,6 +24,7 @@ from grinta_jupyter.agent.updates import Approve, ApproveHunks, Edit, NeedsDecis
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import LogError, read_log
 from grinta_jupyter.tools import TOOLSETS
+from grinta_jupyter.tools.base import Toolset
 
 
 @dataclass
@@ -59,7 +60,14 @@ def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = No
 
     events = read_log(log)
     start = next(e for e in events if isinstance(e, ev.SessionStart))
-    if start.toolset not in TOOLSETS:
+    toolset: str | Toolset = start.toolset
+    if start.toolset == "kernel":
+        # A session that ran in a kernel: its variables are not in the log, so inspect and
+        # execute replay against a fresh, empty namespace (docs/notebook.md).
+        from grinta_jupyter.tools.kernel import DictNamespace, kernel_toolset
+
+        toolset = kernel_toolset(DictNamespace())
+    elif start.toolset not in TOOLSETS:
         raise LogError(f"{os.fspath(log)} ran with an unknown toolset {start.toolset!r}")
     if start.sample:
         try:
@@ -91,7 +99,7 @@ def replay(log: str | os.PathLike[str], root: str | os.PathLike[str] | None = No
         start.task,
         model=model,
         root=root,
-        toolset=start.toolset,
+        toolset=toolset,
         policy="ask",
         sample=start.sample,
     )

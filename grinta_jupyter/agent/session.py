@@ -512,7 +512,7 @@ class Session:
                 notes.append(f"[guard] {firing.message}")
         output = "\n\n".join([data, *notes])
         step.observation = Observation(
-            obs.ok, output, obs.error, obs.proposal_id, obs.commit_id, obs.exit_code
+            obs.ok, output, obs.error, obs.proposal_id, obs.commit_id, obs.exit_code, obs.outputs
         )
         self._emit(
             ev.Observed(
@@ -523,6 +523,7 @@ class Session:
                 output=output,
                 exit_code=obs.exit_code,
                 target=target_of(proposal),
+                outputs=list(obs.outputs),
             ),
             step.number,
         )

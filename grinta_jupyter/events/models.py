@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator
 
 SCHEMA_VERSION = 1
 
@@ -128,6 +128,27 @@ class Observed(Event):
     output: str  # what the model sees (bounded by the tools themselves)
     exit_code: int | None = None
     target: str | None = None
+    # Rich outputs (Observation.outputs): MIME bundles; data over EVENT_OUTPUT_CHARS is left
+    # out of the log (the "text/plain" description stays), so one plot cannot swell it.
+    outputs: list[dict[str, str]] = []
+
+    @field_validator("outputs")
+    @classmethod
+    def _bounded(cls, outputs: list[dict[str, str]]) -> list[dict[str, str]]:
+        return [bounded_output(bundle) for bundle in outputs[:MAX_EVENT_OUTPUTS]]
+
+
+MAX_EVENT_OUTPUTS = 8
+EVENT_OUTPUT_CHARS = 150_000
+
+
+def bounded_output(bundle: dict[str, str]) -> dict[str, str]:
+    """``bundle`` without any data over ``EVENT_OUTPUT_CHARS``, its description kept."""
+    kept = {mime: data for mime, data in bundle.items() if len(data) <= EVENT_OUTPUT_CHARS}
+    if len(kept) < len(bundle):
+        description = bundle.get("text/plain", "[output]")[:EVENT_OUTPUT_CHARS]
+        kept["text/plain"] = description + " (data not kept in the log)"
+    return kept
 
 
 class GuardFired(Event):

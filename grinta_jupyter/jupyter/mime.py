@@ -22,7 +22,9 @@ What the reviewer sees is what will be written:
 from __future__ import annotations
 
 import html
+import itertools
 import json
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from grinta_jupyter.runtime.diffs import DiffFile, parse_unified
@@ -42,6 +44,10 @@ MAX_OUTPUT_CHARS = 4_000
 MAX_TEXT_DIFF_LINES = 60
 MAX_TEXT_OUTPUT_CHARS = 1_500
 MAX_ARG_CHARS = 2_000  # a create's content is also in the diff
+# Rich outputs (execute's plots): the images kept in a step payload, each base64 at most this long.
+RICH_IMAGE_TYPES = frozenset({"image/png", "image/jpeg"})
+MAX_RICH_OUTPUTS = 8
+MAX_RICH_CHARS = 2_000_000
 DIFF_CUT_NOTE = "the diff was cut short to keep the notebook small; the session log has all of it"
 # In text/plain, free text (output, messages) and stray diff lines start with this:
 # it can be mistaken neither for a step header nor for a diff header or row.
@@ -145,7 +151,25 @@ def step_payload(step: Step, session_id: str, secrets: Secrets | None = None) ->
     if payload["observation"] is not None:
         output = payload["observation"]["output"]
         payload["observation"]["output"] = _cut(output, MAX_OUTPUT_CHARS)
+        # Added after redaction: image data is base64, not text a secret could be in.
+        payload["observation"]["outputs"] = rich_outputs(obs.outputs if obs else (), secrets)
     return payload
+
+
+def rich_outputs(outputs: Iterable[dict[str, str]], secrets: Secrets) -> list[dict[str, str]]:
+    """The rich outputs a card shows: images (base64) and their ``text/plain`` descriptions,
+    bounded in number and size. Other types (``text/html``) are left out: no card renders
+    markup it did not build itself."""
+    shown = []
+    for bundle in itertools.islice(outputs, MAX_RICH_OUTPUTS):
+        kept = {
+            mime: data
+            for mime, data in bundle.items()
+            if mime in RICH_IMAGE_TYPES and len(data) <= MAX_RICH_CHARS
+        }
+        kept["text/plain"] = secrets.redact(bundle.get("text/plain", "[output]"))[:MAX_ARG_CHARS]
+        shown.append(kept)
+    return shown
 
 
 def session_payload(session: Session) -> dict[str, Any]:

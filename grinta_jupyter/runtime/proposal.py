@@ -178,6 +178,9 @@ class Observation:
     proposal_id: int | None = None
     commit_id: str | None = None
     exit_code: int | None = None
+    # Rich outputs (a plot, a value's HTML): MIME bundles, mime type -> data (images base64),
+    # each with a "text/plain" description, which is all the model reads of it (in ``output``).
+    outputs: tuple[dict[str, str], ...] = ()
 
     @classmethod
     def failure(cls, error: ToolError, proposal_id: int | None = None) -> Observation:

@@ -253,6 +253,15 @@ class Runtime:
         if not history:
             return Observation.failure(ToolError(NOTHING_TO_UNDO, "there is no commit to undo"))
         record = history[-1]
+        unsaved = self._unsaved(record.files)
+        if unsaved:  # restoring over an editor's unsaved changes would lose them, as a commit would
+            return Observation.failure(
+                ToolError(
+                    DOCUMENT_UNSAVED,
+                    f"{', '.join(unsaved)} {'is' if len(unsaved) == 1 else 'are'} open with unsaved "
+                    "changes; nothing was restored. Save or revert first, then undo again",
+                )
+            )
         try:
             self.journal.undo(record)
         except StaleError as exc:

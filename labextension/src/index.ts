@@ -1,8 +1,9 @@
 /**
  * JupyterLab MIME renderers for grinta-jupyter's step and session cards.
  * The payloads are described in docs/mime-schema.md; this file only wires
- * the two MIME types to their cards. The package's other plugin, which keeps
- * a finished session's trace in the notebook, is traceSync.ts.
+ * the two MIME types to their cards. The package's other plugins (keeping a
+ * finished session's trace in the notebook, answering a session about open
+ * documents) are in plugins.ts.
  */
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';

@@ -51,6 +51,8 @@ export interface Observation {
   ok: boolean;
   output: string;
   exit_code: number | null;
+  /** Rich outputs (MIME bundles) of the kernel's execute; validated when drawn (richOutputs.ts). */
+  outputs: unknown[];
 }
 
 export interface GuardFiring {
@@ -150,7 +152,8 @@ export function parseStep(data: unknown): Parsed<Step> {
     observation: r.object('observation', e => ({
       ok: e.bool('ok'),
       output: e.text('output'),
-      exit_code: e.intOrNull('exit_code')
+      exit_code: e.intOrNull('exit_code'),
+      outputs: e.listOrNull('outputs') ?? []
     })),
     guards: r.list('guards', e => ({
       guard: e.string('guard'),

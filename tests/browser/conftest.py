@@ -7,8 +7,10 @@ Fixtures:
   developer's own setup never leaks in. ``LabServer.url``, ``.token``,
   ``.root`` (the folder it serves: write notebooks there).
 - ``notebook7_server`` (package): the same for ``jupyter notebook`` (Notebook 7).
+- ``rtc_lab_server`` (package): a lab with real-time collaboration
+  (jupyter-collaboration) on; the other two keep it off where it is installed.
 - ``page``: a Playwright page logged in to that lab, with the app started.
-  Uncaught page errors fail the test.
+  Uncaught page errors fail the test. ``rtc_page``: the same for ``rtc_lab_server``.
 - ``notebook7_page``: a Playwright page for ``notebook7_server``, blank: open
   a notebook with ``open_notebook7(page, server, path)``. Uncaught page errors
   fail the test, except one known Notebook 7 start-up race (see below).
@@ -135,10 +137,24 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _without_rtc() -> list[str]:
+    """Options that keep real-time collaboration off where jupyter-collaboration is installed.
+
+    Its server extension stays loaded, but the page config's ``disableRTC``
+    makes the front end open documents from disk as it does without it; only
+    ``rtc_lab_server`` turns it on.
+    """
+    try:
+        import jupyter_server_ydoc  # noqa: F401
+    except ImportError:
+        return []
+    return ["--YDocExtension.disable_rtc=True"]
+
+
 @pytest.fixture(scope="package")
 def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     # `expose_app_in_browser` gives tests `window.jupyterapp` to run JupyterLab commands.
-    options = ["--LabApp.expose_app_in_browser=True"]
+    options = ["--LabApp.expose_app_in_browser=True", *_without_rtc()]
     with _serve(tmp_path_factory.mktemp("lab"), "jupyterlab", options, home="/lab") as server:
         yield server
 
@@ -146,8 +162,17 @@ def lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
 @pytest.fixture(scope="package")
 def notebook7_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
     """``jupyter notebook`` (Notebook 7) set up like ``lab_server``; it serves /tree, /notebooks/..."""
-    options = ["--JupyterNotebookApp.expose_app_in_browser=True"]
+    options = ["--JupyterNotebookApp.expose_app_in_browser=True", *_without_rtc()]
     with _serve(tmp_path_factory.mktemp("notebook7"), "notebook", options, home="/tree") as server:
+        yield server
+
+
+@pytest.fixture(scope="package")
+def rtc_lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServer]:
+    """``lab_server`` with real-time collaboration (jupyter-collaboration) on; skips without it."""
+    pytest.importorskip("jupyter_server_ydoc", reason="jupyter-collaboration is not installed")
+    options = ["--LabApp.expose_app_in_browser=True"]
+    with _serve(tmp_path_factory.mktemp("rtc-lab"), "jupyterlab", options, home="/lab") as server:
         yield server
 
 
@@ -245,6 +270,16 @@ def page(browser: Any, lab_server: LabServer) -> Iterator[Any]:
         # A workspace of its own, so the documents an earlier test left open are not restored.
         workspace = f"test-{secrets.token_hex(4)}"
         page.goto(f"{lab_server.url}/lab/workspaces/{workspace}?token={lab_server.token}")
+        wait_for_app(page)
+        yield page
+
+
+@pytest.fixture
+def rtc_page(browser: Any, rtc_lab_server: LabServer) -> Iterator[Any]:
+    """``page`` for ``rtc_lab_server``."""
+    with _new_page(browser) as page:
+        workspace = f"test-{secrets.token_hex(4)}"
+        page.goto(f"{rtc_lab_server.url}/lab/workspaces/{workspace}?token={rtc_lab_server.token}")
         wait_for_app(page)
         yield page
 

@@ -3,6 +3,10 @@
  * column and highlighted code. Long diffs start collapsed behind a toggle.
  * Given a `HunkPicker` (a pending write, src/review.ts), each hunk header
  * carries a checkbox: hunks are numbered from 0 across files.
+ *
+ * A notebook's diff is of its cells as the runtime shows them (source as
+ * code, each cell opened by a line `#%% cell <id> (code)`): in a `.ipynb`
+ * file such lines are drawn as cell headers, their text exact.
  */
 
 import { planDiff } from '../collapse';
@@ -13,6 +17,14 @@ import { h, oneLine } from './dom';
 import { recall, remember } from './memory';
 
 const MARKS = { context: ' ', add: '+', del: '-', note: '\\' } as const;
+
+// `#%%`, optionally more `%`, then ` cell `: the runtime's cell header (runtime/notebook.py).
+const CELL_HEADER = /^#%%+ cell /;
+
+/** Whether a diff row of the file at `path` is a notebook cell's header line. */
+export function isCellHeader(path: string, text: string): boolean {
+  return /\.ipynb$/i.test(path) && CELL_HEADER.test(text);
+}
 
 /** Which hunks the reviewer keeps; `changed` is called after each checkbox toggle. */
 export interface HunkPicker {
@@ -100,13 +112,17 @@ function renderFile(
     }
     const tokens = lang ? tokenizeHunk(hunk.rows, lang) : hunk.rows.map(r => [plain(r.text)]);
     hunk.rows.forEach((row, r) => {
+      const cellHeader = row.kind !== 'note' && isCellHeader(file.path, row.text);
       const tr = h(
         'tr',
-        { class: `grinta-diff-row grinta-diff-${row.kind}` },
+        { class: `grinta-diff-row grinta-diff-${row.kind}${cellHeader ? ' grinta-diff-cell' : ''}` },
         h('td', { class: 'grinta-diff-num grinta-diff-old' }, row.oldLine ?? ''),
         h('td', { class: 'grinta-diff-num grinta-diff-new' }, row.newLine ?? ''),
         h('td', { class: 'grinta-diff-mark' }, MARKS[row.kind]),
-        h('td', { class: 'grinta-diff-code' }, tokens[r].flatMap(renderToken))
+        cellHeader
+          ? // Styled as a hunk header (theme-checked colours), not highlighted as a comment.
+            h('td', { class: 'grinta-diff-code grinta-diff-hunk-header' }, oneLine(row.text))
+          : h('td', { class: 'grinta-diff-code' }, tokens[r].flatMap(renderToken))
       );
       body.append(tr);
       if (r >= shown[k]) {

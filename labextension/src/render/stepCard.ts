@@ -1,16 +1,25 @@
 /**
  * The step card: header, the model's text, arguments, symbol resolutions,
- * diff, validation, observation and guard firings (docs/mime-schema.md).
+ * diff, validation, observation, its rich outputs (richOutputs.ts) and guard
+ * firings (docs/mime-schema.md).
  */
 
 import { foldText } from '../collapse';
 import { decisionText } from '../format';
 import { languageForPath, tokenizeLines } from '../highlight';
-import { GuardFiring, Observation, parseStep, Resolution, Step, Validation } from '../schema';
+import {
+  GuardFiring,
+  Observation,
+  parseStep,
+  Resolution,
+  Step,
+  Validation
+} from '../schema';
 import { HunkPicker, renderDiff, renderToken } from './diffView';
 import { Child, h, oneLine, section } from './dom';
 import { rememberDetails } from './memory';
 import { guarded } from './problem';
+import { readOutputs, richOutputsSection } from './richOutputs';
 
 /** Strings longer than this are folded in the arguments. */
 const ARG_LINES = 6;
@@ -53,6 +62,8 @@ export function renderStep(step: Step, picker: HunkPicker | null = null): HTMLEl
         h('div', null, step.reason)
       ),
     step.observation && observationSection(observed(step), `${key}/observation`),
+    step.observation &&
+      richOutputsSection(readOutputs(step.observation.outputs)),
     step.guards.length > 0 && guardsSection(step.guards)
   );
 }

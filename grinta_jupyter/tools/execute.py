@@ -1,0 +1,549 @@
+"""execute: Python code run in the user's kernel namespace, off the event loop, bounded.
+
+Staging parses the code (a syntax error is refused before anyone is asked)
+and records it; nothing runs before approval. Committing runs it as plain
+Python (no magics, no top-level ``await``) in the user's namespace, in a
+worker thread, so the kernel's event loop and every widget keep answering.
+What comes back, bounded like ``run``'s output (``Settings.run_output_chars``,
+head and tail): what the code printed to stdout and stderr, the value of a
+final expression (as in a notebook cell), and any exception with the last
+traceback lines in the executed code (EXECUTE_FAILED).
+
+Rich outputs: figures the code made (new matplotlib figure numbers, when
+``matplotlib.pyplot`` is loaded) are saved as PNG and closed, as the inline
+backend does after a cell; a final value with ``_repr_png_`` or
+``_repr_html_`` adds its bundle. Each is a MIME bundle (mime -> str, images
+base64, at most ``MAX_OUTPUT_CHARS`` each, ``MAX_OUTPUTS`` in all) on
+``Observation.outputs``, always with a ``text/plain`` line such as
+``[figure 1: image/png 640x480]``, which is all the model reads of it.
+
+Interrupting: at the time limit, or when the session's Stop sets ``cancel``,
+an ``ExecutionInterrupted`` exception is raised in the worker thread
+(``PyThreadState_SetAsyncExc``). Python code stops at its next bytecode. Code
+inside one C call (``time.sleep``, a blocking read, a long numpy operation)
+stops only when that call returns: after ``INTERRUPT_GRACE`` seconds the tool
+reports it as still running and returns; the thread ends (raising before its
+next Python line) once the call returns, and what it prints meanwhile is not
+captured. Code that catches ``BaseException`` and goes on is not stopped.
+
+Output capture: while code runs, ``sys.stdout`` and ``sys.stderr`` are
+proxies that route each write by thread; only the executing thread's writes
+are captured, the kernel's and other threads' go where they went before.
+Threads the code starts, and writes straight to file descriptors, are not
+captured.
+"""
+
+from __future__ import annotations
+
+import ast
+import base64
+import ctypes
+import io
+import itertools
+import linecache
+import sys
+import threading
+import time
+import traceback
+from collections import deque
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pydantic import Field
+
+from grinta_jupyter.runtime.errors import (
+    COMMAND_FAILED,
+    COMMAND_TIMEOUT,
+    EXECUTE_FAILED,
+    INTERNAL_ERROR,
+    INVALID_ARGS,
+    SYNTAX_ERROR,
+    ToolError,
+    ToolFailure,
+)
+from grinta_jupyter.runtime.process import OutputBuffer
+from grinta_jupyter.runtime.proposal import CommandProposal, Observation
+from grinta_jupyter.runtime.workspace import Workspace
+from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext, ToolSpec
+from grinta_jupyter.tools.run import bound_output, render_output
+
+if TYPE_CHECKING:
+    from grinta_jupyter.tools.kernel import Namespace
+
+INTERRUPT_GRACE = 2.0  # seconds the interrupted code has to stop before it is reported stuck
+MAX_OUTPUT_CHARS = 2_000_000  # one rich output's data; a bigger one keeps only its description
+MAX_OUTPUTS = 8
+TRACEBACK_FRAMES = 6
+_POLL = 0.05
+
+
+class ExecuteArgs(Args):
+    code: str
+    timeout: float | None = Field(default=None, gt=0, description="Seconds (default 120).")
+
+
+class ExecutionInterrupted(BaseException):
+    """Raised inside executed code at its time limit or on Stop (not an ``Exception``, so an
+    ``except Exception`` in the code does not swallow it)."""
+
+
+def spec(namespace: Namespace) -> ToolSpec[ExecuteArgs]:
+    """The ``execute`` tool bound to ``namespace``."""
+
+    def stage(args: ExecuteArgs, ctx: ToolContext) -> CommandResult:
+        problem = check_code(args.code, ctx.settings)
+        if problem is not None:
+            raise ToolFailure(problem)
+        timeout = min(args.timeout or ctx.settings.run_timeout, ctx.settings.run_max_timeout)
+        first = next((line for line in args.code.splitlines() if line.strip()), "")
+        return CommandResult(args.code, timeout, f"execute: {first.strip()}")
+
+    def execute(
+        proposal: CommandProposal,
+        workspace: Workspace,
+        settings: Settings,
+        cancel: threading.Event | None = None,
+    ) -> Observation:
+        try:
+            timeout = proposal.timeout or settings.run_timeout
+            if not timeout > 0:  # a hand-made proposal: NaN or negative
+                timeout = settings.run_timeout
+            timeout = min(timeout, settings.run_max_timeout)
+            return run_code(
+                namespace.namespace(),
+                proposal.command or "",
+                timeout,
+                settings,
+                cancel,
+                proposal.id,
+            )
+        except Exception as exc:  # a bug of ours must not end the session
+            error = ToolError(INTERNAL_ERROR, f"execute failed unexpectedly: {exc!r}")
+            return Observation.failure(error, proposal.id)
+
+    return ToolSpec(
+        name="execute",
+        kind="command",
+        description="Run Python in the user's kernel; a last expression's value is shown.",
+        args=ExecuteArgs,
+        stage=stage,
+        execute=execute,
+    )
+
+
+def check_code(code: str, settings: Settings) -> ToolError | None:
+    """Why ``code`` cannot run (INVALID_ARGS, SYNTAX_ERROR), or None. Runs nothing."""
+    if not code.strip():
+        return ToolError(INVALID_ARGS, "code is empty")
+    if len(code) > settings.run_max_command_chars:
+        return ToolError(
+            INVALID_ARGS,
+            f"code is {len(code)} characters, over the limit of {settings.run_max_command_chars}; "
+            "write it to a module and import it",
+        )
+    try:
+        ast.parse(code, "<execute>")
+    except SyntaxError as exc:
+        where = f"line {exc.lineno}: " if exc.lineno else ""
+        return ToolError(
+            SYNTAX_ERROR,
+            f"{where}{exc.msg} (plain Python: no %magics or !commands); nothing ran",
+            line=exc.lineno,
+        )
+    except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+        return ToolError(INVALID_ARGS, f"code cannot be parsed: {exc!r}")
+    return None
+
+
+def run_code(
+    namespace: dict[str, Any],
+    code: str,
+    timeout: float,
+    settings: Settings,
+    cancel: threading.Event | None = None,
+    proposal_id: int | None = None,
+    grace: float = INTERRUPT_GRACE,
+) -> Observation:
+    """Run ``code`` in ``namespace`` in a worker thread and wait for it (at most ``timeout``
+    seconds, or until ``cancel`` is set, plus ``grace``); never raises for what the code does."""
+    problem = check_code(code, settings)  # again: a proposal may be made by hand
+    if problem is not None:
+        return Observation.failure(problem, proposal_id)
+    run = _Run(code, namespace, settings.run_capture_bytes)
+    started = time.monotonic()
+    _ROUTER.install()
+    try:
+        thread = threading.Thread(target=run.work, name="grinta-execute", daemon=True)
+        thread.start()
+        why = _wait(run, thread, timeout, cancel, grace)
+    finally:
+        _ROUTER.uninstall()
+    return run.observation(why, timeout, time.monotonic() - started, settings, proposal_id)
+
+
+def _wait(
+    run: _Run,
+    thread: threading.Thread,
+    timeout: float,
+    cancel: threading.Event | None,
+    grace: float,
+) -> str | None:
+    """Wait for the worker; interrupt it once at the deadline or on cancel. The reason it was
+    interrupted ("timeout", "cancel"), with " stuck" when it did not stop within ``grace``."""
+    deadline = time.monotonic() + timeout
+    why: str | None = None
+    give_up = 0.0
+    while True:
+        thread.join(_POLL)
+        if not thread.is_alive():
+            return why
+        now = time.monotonic()
+        if why is None:
+            if cancel is not None and cancel.is_set():
+                why = "cancel"
+            elif now >= deadline:
+                why = "timeout"
+            if why is not None:
+                run.interrupt(thread.ident)
+                give_up = now + grace
+        elif now >= give_up:
+            return why + " stuck"
+
+
+_code_numbers = itertools.count(1)
+_sources: deque[str] = deque()  # linecache entries of executed code, oldest first
+_KEEP_SOURCES = 100
+
+
+@dataclass
+class _Run:
+    """One execution: the worker fills it in; the waiter interrupts it and reads it.
+
+    Interruption is a handshake, so the one asynchronous exception lands in the
+    code or is cleared, never in the bookkeeping after it: the waiter sets
+    ``sent`` and then raises only if ``started and not finished``; the worker
+    sets ``started`` then checks ``sent`` (and raises itself), and at the end
+    sets ``finished`` then, if ``sent``, waits for ``send_done`` and clears
+    anything still pending. Each side writes its flag before reading the
+    other's, so at least one of them sees the other.
+    """
+
+    code: str
+    namespace: dict[str, Any]
+    capture_bytes: int
+    stdout: OutputBuffer = field(init=False)
+    stderr: OutputBuffer = field(init=False)
+    filename: str = ""
+    value: str | None = None
+    error: ToolError | None = None
+    trace: str = ""
+    outputs: list[dict[str, str]] = field(default_factory=list)
+    dropped: int = 0
+    interrupted: bool = False
+    started: bool = False
+    finished: bool = False
+    sent: bool = False
+    send_done: bool = False
+
+    def __post_init__(self) -> None:
+        self.stdout = OutputBuffer(self.capture_bytes)
+        self.stderr = OutputBuffer(self.capture_bytes)
+        self.filename = f"<execute {next(_code_numbers)}>"
+
+    # -- in the worker thread ----------------------------------------------------------------
+
+    def work(self) -> None:
+        ident = threading.get_ident()
+        try:
+            try:
+                self.started = True
+                if self.sent:
+                    raise ExecutionInterrupted
+                _ROUTER.capture(ident, self.stdout, self.stderr)
+                self._run()
+            except ExecutionInterrupted:
+                self.interrupted = True
+        except ExecutionInterrupted:  # landed in the handler above
+            self.interrupted = True
+        self._settle(ident)
+        _ROUTER.release(ident)
+
+    def _run(self) -> None:
+        before = _figure_numbers()
+        try:
+            tree = ast.parse(self.code, self.filename)
+            last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            body = ast.Module(tree.body[:-1] if last else tree.body, type_ignores=[])
+            _remember_source(self.filename, self.code)
+            exec(compile(body, self.filename, "exec"), self.namespace)
+            if last is not None:
+                value = eval(
+                    compile(ast.Expression(last.value), self.filename, "eval"), self.namespace
+                )
+                if value is not None:
+                    self.value = repr(value)
+                    self._add(_value_outputs(value))
+        except ExecutionInterrupted:
+            raise
+        except BaseException as exc:  # SystemExit and KeyboardInterrupt too: the code is contained
+            self.error, self.trace = _describe(exc, self.filename)
+        self._add(_new_figures(before))
+
+    def _add(self, outputs: list[dict[str, str]]) -> None:
+        room = MAX_OUTPUTS - len(self.outputs)
+        self.outputs.extend(outputs[:room])
+        self.dropped += max(len(outputs) - room, 0)
+
+    def _settle(self, ident: int) -> None:
+        while True:
+            try:
+                self.finished = True
+                if self.sent:
+                    while not self.send_done:
+                        time.sleep(0.001)
+                    _set_async_exc(ident, None)
+                return
+            except ExecutionInterrupted:
+                self.interrupted = True
+
+    # -- in the waiting thread ---------------------------------------------------------------
+
+    def interrupt(self, ident: int | None) -> None:
+        self.sent = True
+        if ident is not None and self.started and not self.finished:
+            _set_async_exc(ident, ExecutionInterrupted)
+        self.send_done = True
+
+    def observation(
+        self,
+        why: str | None,
+        timeout: float,
+        elapsed: float,
+        settings: Settings,
+        proposal_id: int | None,
+    ) -> Observation:
+        limit = settings.run_output_chars
+        sections = []
+        for label, buffer in (("stdout", self.stdout), ("stderr", self.stderr)):
+            text = render_output(buffer, limit // 2).rstrip("\n")
+            if text:
+                sections.append(f"[{label}]\n{text}")
+        if self.value is not None:
+            sections.append(f"[value]\n{bound_output(self.value, limit // 3)}")
+        sections.extend(output["text/plain"] for output in self.outputs)
+        if self.dropped:
+            sections.append(f"[... {self.dropped} more outputs not kept]")
+        error = self.error
+        if why is not None and (self.interrupted or why.endswith("stuck")):
+            error = _interruption(why, timeout)
+        if error is None:
+            head = f"ok ({elapsed:.1f}s)"
+        else:
+            head = error.render() + (
+                f"\n{self.trace}" if self.trace and error is self.error else ""
+            )
+        text = bound_output("\n".join([head, *sections]), limit)
+        return Observation(error is None, text, error, proposal_id, outputs=tuple(self.outputs))
+
+
+def _interruption(why: str, timeout: float) -> ToolError:
+    stuck = why.endswith("stuck")
+    what = (
+        f"execute timed out after {timeout:g}s"
+        if why.startswith("timeout")
+        else "execute was stopped"
+    )
+    if stuck:
+        return ToolError(
+            COMMAND_TIMEOUT if why.startswith("timeout") else COMMAND_FAILED,
+            f"{what} but is inside a call that cannot be interrupted (time.sleep, a blocking "
+            "read, one long C operation); it stops when that call returns, and its later output "
+            "is not captured",
+        )
+    if why.startswith("timeout"):
+        return ToolError(COMMAND_TIMEOUT, f"{what} and was interrupted")
+    return ToolError(COMMAND_FAILED, f"{what} before it finished (Stop)")
+
+
+def _set_async_exc(ident: int, exc: type[BaseException] | None) -> int:
+    """Raise ``exc`` in thread ``ident`` at its next bytecode (None clears a pending one)."""
+    target = ctypes.py_object(exc) if exc is not None else None
+    count: int = ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(ident), target)
+    return count
+
+
+def _remember_source(filename: str, code: str) -> None:
+    """Put the code in linecache, so tracebacks (and later ones into functions it defined)
+    show its lines; the oldest entries go past ``_KEEP_SOURCES``."""
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    _sources.append(filename)
+    while len(_sources) > _KEEP_SOURCES:
+        linecache.cache.pop(_sources.popleft(), None)
+
+
+def _describe(exc: BaseException, filename: str) -> tuple[ToolError, str]:
+    """EXECUTE_FAILED with ``Type: message``, and the last traceback lines from the executed code."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    first = next((i for i, f in enumerate(frames) if f.filename == filename), len(frames))
+    ours = [f for f in frames[first:] if f.filename == filename]
+    line = f" (line {ours[-1].lineno})" if ours else ""
+    only = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    shown = frames[first:][-TRACEBACK_FRAMES:]
+    trace = "".join(traceback.format_list(shown)).rstrip("\n")
+    if trace:
+        trace = "Traceback (most recent call last):\n" + trace
+    return ToolError(EXECUTE_FAILED, f"{only}{line}"), trace
+
+
+# -- rich outputs ----------------------------------------------------------------------------
+
+
+def _figure_numbers() -> set[int]:
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    return set(pyplot.get_fignums()) if pyplot is not None else set()
+
+
+def _new_figures(before: set[int]) -> list[dict[str, str]]:
+    """Each figure made since ``before`` as a PNG bundle; the figure is then closed."""
+    pyplot = sys.modules.get("matplotlib.pyplot")
+    if pyplot is None:
+        return []
+    outputs = []
+    for number in sorted(set(pyplot.get_fignums()) - before):
+        figure = pyplot.figure(number)
+        buffer = io.BytesIO()
+        try:
+            figure.savefig(buffer, format="png")
+        finally:
+            pyplot.close(figure)
+        outputs.append(_png(buffer.getvalue(), f"figure {number}"))
+    return outputs
+
+
+def _value_outputs(value: Any) -> list[dict[str, str]]:
+    """The final value's PNG and HTML representations, if it has them (not for classes)."""
+    if isinstance(value, type):
+        return []
+    outputs = []
+    png = _call(value, "_repr_png_")
+    if isinstance(png, bytes | str):
+        data = png if isinstance(png, bytes) else base64.b64decode(png)
+        outputs.append(_png(data, "value"))
+    html = _call(value, "_repr_html_")
+    if isinstance(html, str):
+        outputs.append(
+            _bounded(
+                {"text/html": html, "text/plain": f"[value: text/html, {len(html)} characters]"}
+            )
+        )
+    return outputs
+
+
+def _call(value: Any, method: str) -> Any:
+    """``value.method()``, its first element when it returns (data, metadata), or None."""
+    function = getattr(value, method, None)
+    if not callable(function):
+        return None
+    try:
+        result = function()
+    except Exception:  # a broken representation is not the code's failure
+        return None
+    return result[0] if isinstance(result, tuple) and result else result
+
+
+def _png(data: bytes, label: str) -> dict[str, str]:
+    size = _png_size(data)
+    shape = f" {size[0]}x{size[1]}" if size else ""
+    encoded = base64.b64encode(data).decode("ascii")
+    return _bounded({"image/png": encoded, "text/plain": f"[{label}: image/png{shape}]"})
+
+
+def _png_size(data: bytes) -> tuple[int, int] | None:
+    """Width and height from a PNG's IHDR chunk."""
+    if len(data) < 24 or not data.startswith(b"\x89PNG\r\n\x1a\n"):
+        return None
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def _bounded(bundle: dict[str, str]) -> dict[str, str]:
+    """The bundle without any data over ``MAX_OUTPUT_CHARS`` (its description says so)."""
+    kept = {mime: data for mime, data in bundle.items() if len(data) <= MAX_OUTPUT_CHARS}
+    if len(kept) < len(bundle):
+        note = bundle["text/plain"].rstrip("]") + ", too large to keep]"
+        kept["text/plain"] = note
+    return kept
+
+
+# -- routing stdout and stderr by thread ------------------------------------------------------
+
+
+class _Routed:
+    """A stand-in for ``sys.stdout`` or ``sys.stderr``: an executing thread's writes go to its
+    buffer, every other thread's to the stream it replaced (which answers everything else)."""
+
+    def __init__(self, original: Any, index: int) -> None:
+        self.original = original
+        self.index = index
+
+    def write(self, text: str) -> int:
+        buffers = _ROUTER.captures.get(threading.get_ident())
+        if buffers is None:
+            written: int = self.original.write(text)
+            return written
+        if not isinstance(text, str):
+            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
+        buffers[self.index].feed(text.encode("utf-8", "backslashreplace"))
+        return len(text)
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def flush(self) -> None:
+        if threading.get_ident() not in _ROUTER.captures:
+            self.original.flush()
+
+    def isatty(self) -> bool:
+        if threading.get_ident() in _ROUTER.captures:
+            return False
+        return bool(self.original.isatty())
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.original, name)
+
+
+class _Router:
+    """Installs the stand-ins while any execution runs; restores the streams after the last
+    one, unless someone else replaced them in between (then theirs stay)."""
+
+    def __init__(self) -> None:
+        self.captures: dict[int, tuple[OutputBuffer, OutputBuffer]] = {}
+        self._lock = threading.Lock()
+        self._users = 0
+
+    def install(self) -> None:
+        with self._lock:
+            self._users += 1
+            if not isinstance(sys.stdout, _Routed):
+                sys.stdout = _Routed(sys.stdout, 0)
+            if not isinstance(sys.stderr, _Routed):
+                sys.stderr = _Routed(sys.stderr, 1)
+
+    def uninstall(self) -> None:
+        with self._lock:
+            self._users -= 1
+            if self._users:
+                return
+            for name in ("stdout", "stderr"):
+                stream = getattr(sys, name)
+                if isinstance(stream, _Routed):
+                    setattr(sys, name, stream.original)
+
+    def capture(self, ident: int, stdout: OutputBuffer, stderr: OutputBuffer) -> None:
+        self.captures[ident] = (stdout, stderr)
+
+    def release(self, ident: int) -> None:
+        self.captures.pop(ident, None)
+
+
+_ROUTER = _Router()

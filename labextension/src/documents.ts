@@ -1,0 +1,151 @@
+/**
+ * Tells a grinta session in a notebook's kernel which documents this page
+ * has open, and reloads them after the session wrote them.
+ *
+ * The kernel asks over a comm (target `grinta.documents`, registered here on
+ * the kernel of every notebook the page shows) before it commits a write:
+ * a file open here with unsaved changes is not written (DOCUMENT_UNSAVED).
+ * After a write it asks again and sends "reload" with the paths it wrote;
+ * each document open here without unsaved changes then reloads from disk
+ * (context.revert()), so it shows the change at once and no "file changed on
+ * disk" dialog follows; a trusted notebook stays trusted. Every document widget counts: notebooks, the file
+ * editor, any other. Under real-time collaboration the server itself loads
+ * the file into the shared document, so nothing is reloaded here. The
+ * messages and the rules are in openDocuments.ts (pure, unit-tested) and
+ * grinta_jupyter/jupyter/documents.py.
+ */
+
+import { JupyterFrontEnd, JupyterFrontEndPlugin } from '@jupyterlab/application';
+import { PageConfig } from '@jupyterlab/coreutils';
+import type { DocumentRegistry } from '@jupyterlab/docregistry';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import type { Kernel, KernelMessage } from '@jupyterlab/services';
+import type { JSONObject } from '@lumino/coreutils';
+import type { Widget } from '@lumino/widgets';
+
+import {
+  DOCUMENTS_TARGET,
+  documentsAnswer,
+  OpenDocument,
+  readRequest,
+  toReload
+} from './openDocuments';
+
+// Shell areas a document may be shown in (JupyterLab's and Notebook 7's).
+const AREAS = ['main', 'down', 'left', 'right'];
+
+/** One id per page, so the kernel can count the pages that answer it. */
+const APP_ID = Math.random().toString(36).slice(2) + Date.now().toString(36);
+
+function openDocuments(app: JupyterFrontEnd): OpenDocument[] {
+  const contents = app.serviceManager.contents;
+  const docs: OpenDocument[] = [];
+  const seen = new Set<Widget>();
+  for (const area of AREAS) {
+    let widgets: Iterable<Widget>;
+    try {
+      widgets = app.shell.widgets(area);
+    } catch {
+      continue; // an area this shell does not have
+    }
+    for (const widget of widgets) {
+      if (seen.has(widget)) continue;
+      seen.add(widget);
+      const context = (widget as Partial<{ context: DocumentRegistry.Context }>).context;
+      if (!context?.model || !context.isReady) continue;
+      docs.push({
+        path: contents.localPath(context.path),
+        dirty: context.model.dirty,
+        collaborative: context.model.collaborative ?? false,
+        revert: () => revertKeepingTrust(context)
+      });
+    }
+  }
+  return docs;
+}
+
+type TrustedCells = Partial<{ cells: Iterable<{ trusted: boolean }> }>;
+
+/**
+ * Reload from disk. A notebook the user trusted stays trusted: the file no
+ * longer matches its signature (the session wrote it, after the user approved
+ * the edit), and without this its outputs, among them the live session panel
+ * of the notebook that runs it, would fall back to plain text.
+ */
+async function revertKeepingTrust(context: DocumentRegistry.Context): Promise<void> {
+  const before = (context.model as TrustedCells).cells;
+  const trusted = before !== undefined && [...before].every(cell => cell.trusted);
+  await context.revert();
+  const after = (context.model as TrustedCells).cells;
+  if (trusted && after) {
+    for (const cell of after) {
+      cell.trusted = true;
+    }
+  }
+}
+
+async function reload(app: JupyterFrontEnd, paths: string[]): Promise<void> {
+  const docs = toReload(openDocuments(app), paths);
+  const results = await Promise.allSettled(docs.map(doc => doc.revert()));
+  results.forEach((result, i) => {
+    if (result.status === 'rejected') {
+      console.warn(`grinta: could not reload ${docs[i].path}`, result.reason);
+    }
+  });
+}
+
+// Comms this page answers. Only one connection per kernel handles comms, but a
+// notebook's connection can be replaced while a question is open.
+const answering = new Set<string>();
+
+function answer(
+  app: JupyterFrontEnd,
+  panel: NotebookPanel,
+  comm: Kernel.IComm,
+  msg: KernelMessage.ICommOpenMsg
+): void {
+  if (answering.has(comm.commId) || readRequest(msg.content.data)?.request !== 'documents') {
+    return;
+  }
+  answering.add(comm.commId);
+  comm.onClose = () => {
+    answering.delete(comm.commId);
+  };
+  comm.onMsg = message => {
+    const request = readRequest(message.content.data);
+    if (request?.request === 'reload') {
+      void reload(app, request.paths);
+    }
+  };
+  const root = PageConfig.getOption('serverRoot');
+  const host = app.serviceManager.contents.localPath(panel.sessionContext.path);
+  const reply = documentsAnswer(APP_ID, root, host, openDocuments(app));
+  comm.send(reply as unknown as JSONObject);
+}
+
+function watch(app: JupyterFrontEnd, panel: NotebookPanel, kernels: WeakSet<object>): void {
+  const register = () => {
+    const kernel = panel.sessionContext.session?.kernel;
+    if (!kernel || kernels.has(kernel)) return;
+    kernels.add(kernel);
+    kernel.registerCommTarget(DOCUMENTS_TARGET, (comm, msg) => answer(app, panel, comm, msg));
+  };
+  panel.sessionContext.kernelChanged.connect(register);
+  void panel.sessionContext.ready.then(register);
+  register();
+}
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'grinta-jupyter-labextension:documents',
+  description:
+    'Tells a grinta session which files are open with unsaved changes, and reloads those it wrote.',
+  autoStart: true,
+  requires: [INotebookTracker],
+  activate: (app: JupyterFrontEnd, tracker: INotebookTracker) => {
+    const kernels = new WeakSet<object>();
+    tracker.forEach(panel => watch(app, panel, kernels));
+    tracker.widgetAdded.connect((_tracker, panel) => watch(app, panel, kernels));
+  }
+};
+
+export default plugin;

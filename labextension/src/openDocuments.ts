@@ -1,0 +1,79 @@
+/**
+ * What the kernel is told about the documents open in this page, and which
+ * of them a "reload" touches. Pure: no JupyterLab, no DOM; the plugin that
+ * wires it to the kernels and the shell is documents.ts, and the kernel side
+ * is grinta_jupyter/jupyter/documents.py (which documents the wire format).
+ *
+ * Paths are relative to the Jupyter server's root, without a drive prefix
+ * (`RTC:` under real-time collaboration): the kernel resolves them.
+ */
+
+export const DOCUMENTS_TARGET = 'grinta.documents';
+
+/** A document open in the page, as far as the kernel needs to know. */
+export interface OpenDocument {
+  /** Relative to the server root, drive prefix removed. */
+  path: string;
+  /** Open with changes not saved to disk. */
+  dirty: boolean;
+  /** Shared through real-time collaboration: the server keeps it in step with the file. */
+  collaborative: boolean;
+  /** Load the file's content from disk, dropping the document's own (context.revert()). */
+  revert: () => Promise<void>;
+}
+
+/** The answer to `{"request": "documents"}`. */
+export interface DocumentsAnswer {
+  app: string;
+  root: string;
+  host: string;
+  documents: { path: string; dirty: boolean }[];
+}
+
+/**
+ * This page's answer: every open document once (several views of one
+ * document share it; any dirty view makes it dirty).
+ */
+export function documentsAnswer(
+  app: string,
+  root: string,
+  host: string,
+  open: OpenDocument[]
+): DocumentsAnswer {
+  const dirty = new Map<string, boolean>();
+  for (const doc of open) {
+    dirty.set(doc.path, (dirty.get(doc.path) ?? false) || doc.dirty);
+  }
+  return { app, root, host, documents: [...dirty].map(([path, d]) => ({ path, dirty: d })) };
+}
+
+/** What the kernel asks for: `documents`, `reload` with its paths, or null for anything else. */
+export function readRequest(
+  data: unknown
+): { request: 'documents' } | { request: 'reload'; paths: string[] } | null {
+  if (typeof data !== 'object' || data === null) return null;
+  const { request, paths } = data as { request?: unknown; paths?: unknown };
+  if (request === 'documents') return { request };
+  if (request === 'reload' && Array.isArray(paths)) {
+    return { request, paths: paths.filter((p): p is string => typeof p === 'string') };
+  }
+  return null;
+}
+
+/**
+ * The documents to reload from disk after the kernel wrote `paths`: those
+ * open, without unsaved changes (never drop the user's work), and not
+ * collaborative (there the server loads the file into the shared document
+ * itself). One per path, since views of a document share their content.
+ */
+export function toReload(open: OpenDocument[], paths: string[]): OpenDocument[] {
+  const wanted = new Set(paths);
+  const seen = new Set<string>();
+  const reload: OpenDocument[] = [];
+  for (const doc of open) {
+    if (!wanted.has(doc.path) || seen.has(doc.path)) continue;
+    seen.add(doc.path);
+    if (!doc.dirty && !doc.collaborative) reload.push(doc);
+  }
+  return reload;
+}

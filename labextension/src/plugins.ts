@@ -1,0 +1,15 @@
+/**
+ * The package's JupyterLab plugins (its "extension" entry): trace-sync
+ * (traceSync.ts) keeps a finished session's trace in its notebook; documents
+ * (documents.ts) answers a session's questions about open documents. The MIME
+ * renderers for the cards are the "mimeExtension" entry, index.ts.
+ */
+
+import type { JupyterFrontEndPlugin } from '@jupyterlab/application';
+
+import documents from './documents';
+import traceSync from './traceSync';
+
+const plugins: JupyterFrontEndPlugin<void>[] = [traceSync, documents];
+
+export default plugins;

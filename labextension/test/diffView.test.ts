@@ -1,0 +1,73 @@
+/**
+ * A notebook's diff: the runtime shows a notebook as its cells' sources, each
+ * opened by a header line (`#%% cell <id> (code)`); the card draws those lines
+ * as cell headers, with their exact text, and everything else as code.
+ */
+
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+
+import { isCellHeader, renderDiff } from '../src/render/diffView';
+import { byClass, FakeElement, installFakeDom } from './fakeDom';
+
+installFakeDom();
+
+const NOTEBOOK_DIFF = [
+  '--- a/analysis.ipynb',
+  '+++ b/analysis.ipynb',
+  '@@ -1,4 +1,6 @@',
+  ' #%% cell 1a2b (markdown)',
+  ' # Totals',
+  ' #%%% cell c3d4 (code)',
+  '-total = df.groupby("a").sum()',
+  '+total = df.groupby("b").sum()',
+  '+#%% cell e5f6 (code)',
+  '+print(total)',
+  ''
+].join('\n');
+
+function render(diff: string): FakeElement {
+  return renderDiff(diff, false, [], 'test') as unknown as FakeElement;
+}
+
+describe('cell headers in a notebook diff', () => {
+  it('are recognised by their exact prefix, in notebooks only', () => {
+    assert.ok(isCellHeader('a.ipynb', '#%% cell abc (code)'));
+    assert.ok(isCellHeader('dir/A.IPYNB', '#%%%% cell abc (markdown)'));
+    assert.ok(!isCellHeader('a.py', '#%% cell abc (code)'), 'a .py file is code');
+    assert.ok(!isCellHeader('a.ipynb', '# %% cell abc (code)'));
+    assert.ok(!isCellHeader('a.ipynb', '#% cell abc (code)'));
+    assert.ok(!isCellHeader('a.ipynb', '#%%cell abc (code)'));
+    assert.ok(!isCellHeader('a.ipynb', ' #%% cell abc (code)'));
+  });
+
+  it('are drawn as headers with their exact text, added ones still marked added', () => {
+    const view = render(NOTEBOOK_DIFF);
+    const headers = byClass(view, 'grinta-diff-cell');
+    assert.deepEqual(
+      headers.map(row => byClass(row, 'grinta-diff-code')[0].textContent),
+      ['#%% cell 1a2b (markdown)', '#%%% cell c3d4 (code)', '#%% cell e5f6 (code)']
+    );
+    for (const row of headers) {
+      const code = byClass(row, 'grinta-diff-code')[0];
+      assert.ok(code.classList.contains('grinta-diff-hunk-header'));
+      assert.equal(code.childNodes.length, 1, 'one text, not comment tokens');
+    }
+    assert.ok(headers[2].classList.contains('grinta-diff-add'));
+    assert.equal(byClass(headers[2], 'grinta-diff-new')[0].textContent, '5');
+  });
+
+  it('leave the cell sources as code rows', () => {
+    const rows = byClass(render(NOTEBOOK_DIFF), 'grinta-diff-row');
+    const plain = rows.filter(row => !row.classList.contains('grinta-diff-cell'));
+    assert.deepEqual(
+      plain.map(row => byClass(row, 'grinta-diff-code')[0].textContent),
+      ['# Totals', 'total = df.groupby("a").sum()', 'total = df.groupby("b").sum()', 'print(total)']
+    );
+  });
+
+  it('are plain code in any other file', () => {
+    const diff = NOTEBOOK_DIFF.replace(/analysis\.ipynb/g, 'analysis.py');
+    assert.equal(byClass(render(diff), 'grinta-diff-cell').length, 0);
+  });
+});
