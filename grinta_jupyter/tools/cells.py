@@ -28,6 +28,7 @@ from grinta_jupyter.runtime.errors import (
     FILE_TOO_LARGE,
     INVALID_ARGS,
     NOT_FOUND,
+    NOTEBOOK_INVALID,
     SYMBOL_NOT_FOUND,
     Candidate,
     ToolError,
@@ -39,6 +40,7 @@ from grinta_jupyter.runtime.notebook import (
     Notebook,
     NotebookFile,
     ViewCell,
+    header_pattern,
     parse_view,
     render_view,
     summarize_outputs,
@@ -87,7 +89,19 @@ def staged_cells(staged: StagedFile) -> list[ViewCell]:
 
 
 def set_cells(staged: StagedFile, cells: Sequence[ViewCell]) -> None:
-    staged.text = render_view(cells, _require(staged).nb.marker)
+    """Stage ``cells`` as the notebook's new cell view. A source line that would read as a
+    cell header is refused: it would split the cell in two when the view is written back."""
+    marker = _require(staged).nb.marker
+    header = header_pattern(marker)
+    for key, _, source in cells:
+        line = next((line for line in source.split("\n") if header.match(line)), None)
+        if line is not None:
+            raise fail(
+                NOTEBOOK_INVALID,
+                f"the new source of cell {key} has a line that reads as a cell header ({line!r}); "
+                "change that line",
+            )
+    staged.text = render_view(cells, marker)
 
 
 def _require(staged: StagedFile) -> NotebookFile:
@@ -119,14 +133,18 @@ def resolve_cell(
     key = qualname[len(CELL_PREFIX) :].strip()
     if write:
         staged = ctx.open(path)
-        file = _require(staged)
+        file = notebook_file(staged)
+        if file is None:
+            raise fail(
+                INVALID_ARGS, f"{staged.rel} is not a notebook; cells exist only in .ipynb files"
+            )
         cells = parse_view(staged.text, file.nb.marker)
         has_ids, rel = file.nb.has_ids, staged.rel
     else:
         where, textfile = ctx.read_file(path)
         if not isinstance(textfile, NotebookFile):
             raise fail(
-                SYMBOL_NOT_FOUND, f"{where.rel} is not a notebook; cells exist only in .ipynb files"
+                INVALID_ARGS, f"{where.rel} is not a notebook; cells exist only in .ipynb files"
             )
         cells = parse_view(textfile.text, textfile.nb.marker)
         has_ids, rel = textfile.nb.has_ids, where.rel
