@@ -115,7 +115,10 @@ STEP = [
 """,
     ),
     ("code", "import grinta_jupyter\n\n%load_ext grinta_jupyter"),
-    ("code", "%grinta --manual fix the failing test in raft_kv\nsession = grinta_jupyter.current()"),
+    (
+        "code",
+        "%grinta --manual fix the failing test in raft_kv\nsession = grinta_jupyter.current()",
+    ),
     ("markdown", "The model first wants to run the tests. Commands wait for a decision:"),
     ("code", "%grinta step"),
     ("code", "%grinta approve"),
@@ -425,6 +428,126 @@ or from here, with `plan_runs(select_tasks("all"), ["intent", "broad"], "openai/
     ),
 ]
 
+NOTEBOOKS = [
+    (
+        "markdown",
+        """
+# Notebooks and kernels: a wrong total, found in the kernel, fixed in a cell
+
+The agent reads and edits notebooks as **cells**, never as JSON:
+
+- `read` on a notebook shows each cell with its id, type and numbered source; `search` reports matches as cells.
+- A cell is a symbol: `analysis.ipynb::cell:<id>`. `edit_symbols` replaces, inserts or deletes cells (`{"symbol": "analysis.ipynb::cell:by-region", "action": "replace", "new_source": "..."}`), and `replace_string` edits within one cell's source.
+- Every notebook write is validated against the nbformat schema before it is committed; the cells it does not touch keep every byte, and an edited code cell loses its outputs (the new source did not produce them).
+
+Run inside a kernel, a session has two more tools:
+
+- `inspect`: your variables, or one in detail (a data frame's columns, dtypes, null counts and first rows). It is a read: it runs without asking, and never runs your code.
+- `execute`: runs Python in your namespace, like a cell. It is gated like `run`: the card shows the code, and nothing runs before you approve.
+
+Here the scripted demo model (used when no model is configured) finds why a small sales analysis gets its total wrong, by inspecting its data frames, fixes the cell and checks the total by executing it. More in `docs/notebook.md`.
+""",
+    ),
+    (
+        "markdown",
+        "The demo works on a fresh copy of the bundled `sales` sample, made in the current folder. We move to a scratch folder first, so that nothing beside this notebook changes:",
+    ),
+    (
+        "code",
+        """
+import os
+import tempfile
+
+import grinta_jupyter
+
+os.chdir(tempfile.mkdtemp(prefix="grinta-notebook-06-"))
+%load_ext grinta_jupyter
+""",
+    ),
+    (
+        "markdown",
+        "The analysis joins the orders with the customer list and sums them by region. `%run` runs a notebook's cells in this kernel, so its data frames become variables here, where `inspect` can see them. This is the pristine sample inside the package (running it changes no file):",
+    ),
+    (
+        "code",
+        """
+from grinta_jupyter.samples.tasks import sample_path
+
+analysis = sample_path("sales") / "analysis.ipynb"
+%run $analysis
+""",
+    ),
+    (
+        "markdown",
+        """
+The regions add up to more than the orders. Ask the agent; with no model configured, the demo model picks this scenario from the task's words.
+
+`--auto` approves every step so that this notebook runs top to bottom by itself. Drop it to decide each write and command in its card: veto the cell edit, and the demo stops without changing a file.
+""",
+    ),
+    ("code", "%grinta --auto fix the wrong total in the sales notebook"),
+    (
+        "markdown",
+        "The session runs in the background; this cell waits for its end, then lists the steps:",
+    ),
+    (
+        "code",
+        """
+from grinta_jupyter.agent import SessionEnded
+
+session = grinta_jupyter.current()
+async for update in session.updates():
+    if isinstance(update, SessionEnded):
+        print(f"session ended ({update.reason})\\n")
+for step in session.steps:
+    print(f"{step.number}. {step.call.name}: {step.proposal.summary}")
+print(f"\\n{session.summary}")
+""",
+    ),
+    (
+        "markdown",
+        "The fixed cell, as `read` shows it, in the session's copy of the notebook (every other cell is byte for byte as it was):",
+    ),
+    (
+        "code",
+        """
+from grinta_jupyter import Runtime
+
+fixed = Runtime(session.root).call("read", {"path": "analysis.ipynb", "symbol": "cell:by-region"})
+print(fixed.output)
+""",
+    ),
+    (
+        "markdown",
+        "`execute` ran the fixed cell in this kernel, so the variables here are right already, as if you had re-run it:",
+    ),
+    (
+        "code",
+        """
+# total, orders and sales come from %run above (ruff cannot see that: noqa F821).
+print(f"total: {total:.2f}, orders: {orders['amount'].sum():.2f}, rows: {len(sales)}")  # noqa: F821
+assert round(total, 2) == round(orders["amount"].sum(), 2) and len(sales) == len(orders)  # noqa: F821
+""",
+    ),
+    (
+        "markdown",
+        "And the sample's own test, which runs the saved notebook from scratch, passes:",
+    ),
+    (
+        "code",
+        """
+from grinta_jupyter.samples.tasks import run_suite
+
+suite = run_suite(session.root)
+for test, outcome in suite.outcomes.items():
+    print(outcome, test)
+assert suite.exit_code == 0 and not suite.failures
+""",
+    ),
+    ("markdown", "`%grinta log` keeps the whole trace in this notebook, as step cards:"),
+    ("code", "%grinta log"),
+]
+
 out = Path(sys.argv[1])
 for name, cells in [
     ("01-quickstart.ipynb", QUICK),
@@ -432,5 +555,6 @@ for name, cells in [
     ("03-symbols-and-diffs.ipynb", SYMBOLS),
     ("04-metrics.ipynb", METRICS),
     ("05-harness-variants.ipynb", HARNESS),
+    ("06-notebooks-and-kernels.ipynb", NOTEBOOKS),
 ]:
     (out / name).write_text(json.dumps(nb(cells), indent=1) + "\n")

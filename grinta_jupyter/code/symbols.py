@@ -110,9 +110,11 @@ def notebook_symbols(path: str, source: bytes) -> list[Symbol]:
 
     try:
         notebook = Notebook.parse(source.decode("utf-8-sig"), path)
-    except (ToolFailure, UnicodeDecodeError):
+    except (ToolFailure, UnicodeDecodeError, RecursionError):
         return []
     found: list[Symbol] = []
+    if not notebook.is_python:
+        return found  # an R or Julia notebook's cells are not Python
     for cell in notebook.cells:
         if cell.cell_type != "code" or cell.source.lstrip().startswith("%%"):
             continue  # a cell magic (%%bash, %%html, ...) is not Python

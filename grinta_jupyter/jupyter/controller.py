@@ -10,6 +10,7 @@ it advances only when ``%grinta step`` (or a decision) asks it to.
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +30,7 @@ from grinta_jupyter.runtime.display import visible
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.agent.stepper import Stepper
-    from grinta_jupyter.config import Config
+    from grinta_jupyter.config import Config, SessionOptions
     from grinta_jupyter.jupyter.panel import SessionPanel
 
 # Updates after which the trace display (the saved output) is redrawn.
@@ -153,15 +154,17 @@ def start(task: str, config: Config) -> Session:
     if demo and config.origin("root") == "--root":
         raise MagicUsageError(
             "no model is configured, and the demo model only plays its scripted session on "
-            "a copy of the raft_kv sample; drop --root, or set GRINTA_MODEL (or --model)"
+            "a copy of a bundled sample (raft_kv, or sales for a task about the sales notebook); "
+            "drop --root, or set GRINTA_MODEL (or --model)"
         )
     if not demo:
         _check_root(config)
-    root, sample = _workspace(config, demo)
+    root, sample = _workspace(config, demo, task)
     if _current is not None and not _current.session.done:
         _current.session.stop("replaced by a new session")
     try:
-        session = Session(task, model=model, sample=sample, **config.session_options(root))
+        options = config.session_options(root)
+        session = Session(task, model=model, sample=sample, **_in_kernel(options, root))
     except OSError as exc:
         raise MagicUsageError(
             f"cannot work in {root}: {exc.strerror or exc}", usage=False
@@ -170,7 +173,7 @@ def start(task: str, config: Config) -> Session:
     _current = view
     if sample:
         print(
-            f"grinta: demo model on a copy of the raft_kv sample in {root} "
+            f"grinta: demo model on a copy of the {sample} sample in {root} "
             "(set GRINTA_MODEL to use a real model)"
         )
     view.show()
@@ -178,6 +181,39 @@ def start(task: str, config: Config) -> Session:
     if view.manual:
         print("manual mode: advance with %grinta step")
     return session
+
+
+def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:
+    """The session's options inside a kernel (outside one, ``options`` unchanged).
+
+    In a kernel the intent toolset gains ``inspect`` and ``execute`` on the user's
+    variables, commits ask the open documents of the front end first (unsaved
+    changes refuse them) and reload them after, and the cell running ``%grinta``
+    is protected from the agent's edits (docs/notebook.md).
+    """
+    from IPython import get_ipython
+
+    from grinta_jupyter.jupyter.documents import host_cell, kernel_documents
+    from grinta_jupyter.jupyter.kernel import IPythonNamespace
+    from grinta_jupyter.tools.kernel import kernel_toolset
+
+    result: dict[str, Any] = dict(options)
+    shell = get_ipython()
+    if shell is None or getattr(shell, "kernel", None) is None:
+        return result
+    if options["toolset"] == "intent":
+        result["toolset"] = kernel_toolset(IPythonNamespace(shell))
+    result["documents"] = kernel_documents(root)
+    host = host_cell()
+    if host.notebook is not None and host.cell_id is not None:
+        try:
+            rel = host.notebook.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:  # the host notebook is outside the workspace
+            return result
+        result["settings"] = replace(
+            options["settings"], protected_cells=(f"{rel}::cell:{host.cell_id}",)
+        )
+    return result
 
 
 def command(name: str, rest: str) -> Any:
@@ -282,21 +318,27 @@ def _check_root(config: Config) -> None:
         raise MagicUsageError(f"{where} is not a folder", usage=usage)
 
 
-def _workspace(config: Config, demo: bool) -> tuple[Path, str | None]:
-    """The session's folder, and the sample it is a copy of (the demo's, in a fresh copy)."""
+def _workspace(config: Config, demo: bool, task: str) -> tuple[Path, str | None]:
+    """The session's folder, and the sample it is a copy of (the demo's, in a fresh copy).
+
+    The demo plays raft_kv, or the sales notebook for a task about it (``demo_sample``).
+    """
     if demo:
-        return demo_workspace(Path.cwd() / "raft_kv"), "raft_kv"
+        from grinta_jupyter.agent.models.demo import demo_sample
+
+        sample = demo_sample(task)
+        return demo_workspace(Path.cwd() / sample, sample), sample
     return config.workspace, None
 
 
 DEMO_MARKER = ".grinta/demo-copy"
 
 
-def demo_workspace(target: Path) -> Path:
-    """A fresh copy of the raft_kv sample at ``target`` for the demo model.
+def demo_workspace(target: Path, sample: str = "raft_kv") -> Path:
+    """A fresh copy of the bundled ``sample`` at ``target`` for the demo model.
 
     A folder we made earlier (it holds our marker file) is replaced by a fresh
-    copy, so the demo always starts from the failing test; any other folder
+    copy, so the demo always starts from the planted bug; any other folder
     of that name is left alone and the copy goes beside it.
     """
     import shutil
@@ -310,7 +352,7 @@ def demo_workspace(target: Path) -> Path:
         candidate = target.with_name(f"{target.name}-{number}")
     if candidate.exists():
         shutil.rmtree(candidate)
-    copy_workspace("raft_kv", candidate)
+    copy_workspace(sample, candidate)
     (candidate / DEMO_MARKER).parent.mkdir(exist_ok=True)
     (candidate / DEMO_MARKER).write_text(
         "made by grinta's demo; it is replaced by the next demo run\n"

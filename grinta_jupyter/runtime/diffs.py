@@ -52,7 +52,12 @@ class LineDiff:
 
 
 def unified_diff(path: str, old: str | None, new: str | None, context: int = CONTEXT) -> LineDiff:
-    """A git-style unified diff of ``old`` -> ``new`` (None means the file is absent)."""
+    """A git-style unified diff of ``old`` -> ``new`` (None means the file is absent).
+
+    In a notebook's cell view, a hunk that starts inside a cell names that cell after
+    its ``@@`` (as git names the enclosing function), so every hunk shows its cell.
+    """
+    section = _cell_section if path.lower().endswith(".ipynb") else None
     a = split_keepends(old or "")
     b = split_keepends(new or "")
     prefix, suffix = common_affixes(a, b)
@@ -84,6 +89,8 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
                     for k, line in enumerate(b_mid[bj1:bj2])
                 )
         head = f"@@ -{_range(start + i1, i2 - i1)} +{_range(start + j1, j2 - j1)} @@"
+        if section is not None:
+            head += section(b if new is not None else a, start + (j1 if new is not None else i1))
         hunks.append(HunkSpan(start + i1, start + i2, start + j1, start + j2, head, tuple(body)))
     if not hunks:
         return LineDiff("", [], 0)
@@ -419,3 +426,18 @@ def _lines(mark: str, lines: list[str]) -> list[str]:
             out.append(mark + line)
             out.append(_NO_NEWLINE)
     return out
+
+
+_CELL_HEADER = re.compile(r"^#%%+ cell \S+ \((?:code|markdown|raw)\)$")
+
+
+def _cell_section(lines: list[str], first: int) -> str:
+    """`` <header>`` of the cell holding line ``first`` (0-based) of a cell view, unless that
+    line is the header itself ("" then, and for a text that is no cell view)."""
+    if first < len(lines) and _CELL_HEADER.match(lines[first].rstrip("\r\n")):
+        return ""
+    for index in range(min(first, len(lines)) - 1, -1, -1):
+        line = lines[index].rstrip("\r\n")
+        if _CELL_HEADER.match(line):
+            return " " + line
+    return ""

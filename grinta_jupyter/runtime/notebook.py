@@ -37,6 +37,7 @@ import ast
 import base64
 import json
 import re
+import textwrap
 import uuid
 import warnings
 from collections.abc import Iterable, Sequence
@@ -48,6 +49,7 @@ from grinta_jupyter.runtime.errors import (
     SYNTAX_ERROR,
     Candidate,
     ToolError,
+    ToolFailure,
     fail,
 )
 from grinta_jupyter.runtime.textfile import TextFile, sha256
@@ -93,6 +95,7 @@ class Layout:
     ensure_ascii: bool
     item_separator: str  # between members on one line ("," or ", ")
     key_separator: str  # ": " or ":"
+    newline: str = "\n"  # "\r\n" for a notebook written with CRLF
 
 
 @dataclass(frozen=True)
@@ -106,15 +109,26 @@ class Notebook:
     minor: int
     has_ids: bool
     marker: str
+    language: str = "python"  # the kernel's language: only Python cells are checked as Python
+
+    @property
+    def is_python(self) -> bool:
+        return self.language == "python"
 
     @classmethod
     def parse(cls, text: str, rel: str = "notebook") -> Notebook:
-        """Parse ``text``; NOTEBOOK_INVALID when it is not an nbformat-4 notebook."""
+        """Parse ``text``; NOTEBOOK_INVALID when it is not an nbformat-4 notebook whose
+        cells can be named (valid, unique ids, or none at all before nbformat 4.5)."""
         try:
-            members = _object_members(text, _skip_ws(text, 0))
-        except ValueError as exc:
-            raise fail(NOTEBOOK_INVALID, f"{rel} is not valid notebook JSON ({exc})") from None
-        top = {name: span for name, span in members}
+            return cls._parse(text, rel)
+        except (ValueError, RecursionError) as exc:  # JSON nested past the parser's depth
+            reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+            raise fail(NOTEBOOK_INVALID, f"{rel} is not valid notebook JSON ({reason})") from None
+
+    @classmethod
+    def _parse(cls, text: str, rel: str) -> Notebook:
+        members = _object_members(text, _skip_ws(text, 0))
+        top = dict(members)
         major = _value(text, top.get("nbformat"))
         if major != 4:
             raise fail(
@@ -126,19 +140,18 @@ class Notebook:
         if "cells" not in top:
             raise fail(NOTEBOOK_INVALID, f"{rel} has no cells array")
         start, end = top["cells"]
-        try:
-            items = _array_items(text, start)
-        except ValueError as exc:
-            raise fail(
-                NOTEBOOK_INVALID, f"{rel}: the cells array is not valid JSON ({exc})"
-            ) from None
+        items = _array_items(text, start)
         cells = [_cell(text, s, e, position, rel) for position, (s, e) in enumerate(items, 1)]
         # Notebooks before nbformat 4.5 have no cell ids: their cells are named by position.
         if cells:
             has_ids = all("id" in c.values for c in cells)
         else:
             has_ids = isinstance(minor, int) and minor >= 5
-        sources = [c.source for c in cells]
+        if has_ids:
+            _check_ids(cells, rel)
+        elif any("id" in c.values for c in cells):
+            raise fail(NOTEBOOK_INVALID, f"{rel}: some cells have ids and some do not")
+        metadata = _value(text, top.get("metadata"))
         return cls(
             text,
             tuple(cells),
@@ -146,7 +159,8 @@ class Notebook:
             _layout(text),
             minor if isinstance(minor, int) else 0,
             has_ids,
-            choose_marker(sources),
+            choose_marker([c.source for c in cells]),
+            _language(metadata),
         )
 
     def view(self) -> str:
@@ -166,6 +180,36 @@ class Notebook:
             candidate = uuid.uuid4().hex[:_ID_LENGTH]
             if candidate not in used:
                 return candidate
+
+
+def _check_ids(cells: list[Cell], rel: str) -> None:
+    """Every id valid for nbformat and unique: a cell is addressed by its id."""
+    seen: set[str] = set()
+    for position, cell in enumerate(cells, 1):
+        if not _valid_id(cell.key):
+            raise fail(
+                NOTEBOOK_INVALID,
+                f"{rel}: cell {position} has the id {cell.key!r}, which nbformat does not allow "
+                "(1-64 letters, digits, - or _)",
+            )
+        if cell.key in seen:
+            raise fail(
+                NOTEBOOK_INVALID,
+                f"{rel}: the id {cell.key!r} is used by two cells; give one of them a new id "
+                "(Jupyter does so when the notebook is saved)",
+            )
+        seen.add(cell.key)
+
+
+def _language(metadata: Any) -> str:
+    """The notebook's language, from its metadata (Python when it does not say)."""
+    if not isinstance(metadata, dict):
+        return "python"
+    for key, field_name in (("kernelspec", "language"), ("language_info", "name")):
+        section = metadata.get(key)
+        if isinstance(section, dict) and isinstance(section.get(field_name), str):
+            return str(section[field_name]).lower()
+    return "python"
 
 
 def _cell(text: str, start: int, end: int, position: int, rel: str) -> Cell:
@@ -282,6 +326,7 @@ def _layout(text: str) -> Layout:
         ensure_ascii=escapes and not non_ascii,
         item_separator=", " if unit is None and re.search(r"\", \"", text) else ",",
         key_separator=": " if re.search(r"\": ", text) else ":",
+        newline="\r\n" if "\r\n" in text else "\n",
     )
 
 
@@ -367,8 +412,13 @@ class NotebookFile(TextFile):
     def decode_notebook(cls, raw: bytes, path: str) -> NotebookFile:
         plain = TextFile.decode(raw, path)
         notebook = Notebook.parse(plain.text, path)
+        view = notebook.view()
+        if parse_view(view, notebook.marker) != [
+            (c.key, c.cell_type, c.source) for c in notebook.cells
+        ]:  # a backstop: every cell must come back from its view exactly
+            raise fail(NOTEBOOK_INVALID, f"{path}: its cells cannot be shown as a cell view")
         return cls(
-            text=notebook.view(),
+            text=view,
             bom=plain.bom,
             newline="\n",
             sha256=plain.sha256,
@@ -428,9 +478,10 @@ def write_view(notebook: Notebook, view: str) -> str:
     for key, kind, source in wanted:
         cell = known.get(key)
         if cell is None:
-            new_id = key if notebook.has_ids and _valid_id(key) and key not in known else None
-            if notebook.has_ids and new_id is None:
-                new_id = notebook.fresh_id(new_ids)
+            new_id = None
+            if notebook.has_ids:
+                fresh = _valid_id(key) and key not in known and key not in new_ids
+                new_id = key if fresh else notebook.fresh_id(new_ids)
             if new_id:
                 new_ids.append(new_id)
             pieces.append(_new_cell(notebook, kind, source, new_id))
@@ -486,12 +537,23 @@ def _dumps(value: Any, layout: Layout, indent: str) -> str:
     if layout.unit is None:
         return json.dumps(
             value,
-            ensure_ascii=layout.ensure_ascii,
+            ensure_ascii=_ascii(value, layout),
             separators=(layout.item_separator, layout.key_separator),
             sort_keys=False,
         )
-    dumped = json.dumps(value, indent=layout.unit, ensure_ascii=layout.ensure_ascii)
-    return dumped.replace("\n", "\n" + indent)
+    dumped = json.dumps(value, indent=layout.unit, ensure_ascii=_ascii(value, layout))
+    return dumped.replace("\n", layout.newline + indent)
+
+
+def _ascii(value: Any, layout: Layout) -> bool:
+    """Escape non-ASCII as the file does; always for a lone surrogate (no UTF-8 for it)."""
+    if layout.ensure_ascii:
+        return True
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _source_value(source: str, as_list: bool) -> str | list[str]:
@@ -543,9 +605,15 @@ def validate_json(text: str, rel: str) -> ToolError | None:
     """NOTEBOOK_INVALID unless ``text`` is JSON valid against the nbformat schema."""
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
         return ToolError(
-            NOTEBOOK_INVALID, f"{rel} would not be valid JSON ({exc}); nothing was written"
+            NOTEBOOK_INVALID, f"{rel} would not be valid JSON ({reason}); nothing was written"
+        )
+    problem = _id_problem(data)
+    if problem:
+        return ToolError(
+            NOTEBOOK_INVALID, f"{rel} would not be a valid notebook: {problem}; nothing was written"
         )
     import nbformat
     from nbformat.validator import ValidationError
@@ -570,14 +638,42 @@ def validate_json(text: str, rel: str) -> ToolError | None:
     return None
 
 
+def _id_problem(data: Any) -> str | None:
+    """nbformat's validator repairs missing and repeated ids on its own copy and says
+    nothing; a notebook we write must not need the repair."""
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return None  # the schema check names this
+    minor = data.get("nbformat_minor")
+    if not isinstance(minor, int) or minor < 5:
+        return None
+    seen: set[str] = set()
+    for position, cell in enumerate(data["cells"], 1):
+        if not isinstance(cell, dict):
+            return None
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str) or not _valid_id(cell_id):
+            return f"cell {position} has no valid id (nbformat 4.5 requires one)"
+        if cell_id in seen:
+            return f"the id {cell_id!r} is used by two cells"
+        seen.add(cell_id)
+    return None
+
+
 def check_notebook(rel: str, before: str | None, after: str, raw_after: bytes) -> ToolError | None:
-    """Checks for a staged notebook change: valid nbformat, and no new Python syntax
-    error in a code cell (the views ``before``/``after``; ``before`` None: a new file,
-    whose text is its JSON)."""
-    error = validate_json(raw_after.decode("utf-8-sig", errors="replace"), rel)
-    if error is not None or before is None:
+    """Checks for a staged notebook change: valid nbformat, and, in a Python notebook, no
+    new Python syntax error in a code cell (the views ``before``/``after``; ``before``
+    None: a new file, whose text is its JSON, all of whose code cells are new)."""
+    text = raw_after.decode("utf-8-sig", errors="replace")
+    error = validate_json(text, rel)
+    if error is not None:
         return error
-    return check_cells(rel, before, after)
+    try:
+        notebook = Notebook.parse(text, rel)
+    except ToolFailure as failure:
+        return failure.error
+    if not notebook.is_python:
+        return None
+    return check_cells(rel, "" if before is None else before, notebook.view())
 
 
 def check_cells(rel: str, before: str, after: str) -> ToolError | None:
@@ -628,22 +724,35 @@ def _line_of(source: str, line: int) -> str:
     return lines[line - 1] if 0 < line <= len(lines) else ""
 
 
-_MAGIC = re.compile(r"^(\s*)[%!]")
+# IPython syntax that is not Python: a line magic or shell escape (`%time f()`, `!ls`), one
+# assigned (`files = !ls`, `t = %timeit -o f()`), and help (`len?`, `??len`).
+_MAGIC = re.compile(r"^(\s*)(?:[%!]|[\w.]+\s*=\s*[%!])")
+_HELP = re.compile(r"^(\s*)(?:\?\??[\w.]+|[\w.]+\?\??)\s*$")
 
 
 def python_error(source: str) -> tuple[int, str] | None:
-    """The first Python syntax error of a code cell, IPython's line magics and shell
-    escapes aside (a cell magic such as ``%%bash`` is not Python: no error)."""
+    """The first Python syntax error of a code cell, IPython's syntax aside (a cell
+    magic such as ``%%bash`` is not Python: no error). The cell is compiled as it is
+    first, so valid Python (a ``%`` continuation line) is never masked."""
     if source.lstrip().startswith("%%"):
         return None
+    source = textwrap.dedent(source)
+    error = _compile_error(source)
+    if error is None:
+        return None
     masked = "\n".join(
-        _MAGIC.sub(lambda m: m.group(1) + "pass #", line) for line in source.split("\n")
+        _HELP.sub(lambda m: m.group(1) + "pass", _MAGIC.sub(lambda m: m.group(1) + "pass #", line))
+        for line in source.split("\n")
     )
+    return _compile_error(masked) if masked != source else error
+
+
+def _compile_error(source: str) -> tuple[int, str] | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(
-                masked,
+                source,
                 "<cell>",
                 "exec",
                 flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
@@ -651,8 +760,34 @@ def python_error(source: str) -> tuple[int, str] | None:
             )
     except SyntaxError as exc:
         return exc.lineno or 1, exc.msg
-    except ValueError as exc:
-        return 1, str(exc)
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return 1, str(exc) or type(exc).__name__
+    return None
+
+
+def cell_changes(before: str, after: str) -> dict[str, str]:
+    """What a change does to each cell it touches, by key: "edit", "delete" or "insert"."""
+    marker = _marker_of(before) or _marker_of(after) or BASE_MARKER
+    old = {key: source for key, _, source in _safe_parse(before, marker)}
+    new = {key: source for key, _, source in _safe_parse(after, marker)}
+    changes = {key: "delete" for key in old if key not in new}
+    for key, source in new.items():
+        if key not in old:
+            changes[key] = "insert"
+        elif old[key] != source:
+            changes[key] = "edit"
+    return changes
+
+
+def selection_problem(before: str, full: str, selected: str) -> str | None:
+    """Why some hunks of the change ``before`` -> ``full`` do not make a change of whole
+    cells (None when they do): hunks are hunks of the text view, and a line diff may pair
+    lines across cells, so a selection could delete or edit a cell the change never did."""
+    wanted = cell_changes(before, full)
+    for key, kind in cell_changes(before, selected).items():
+        if wanted.get(key) != kind:
+            done = wanted.get(key, "leave alone")
+            return f"those hunks would {kind} cell {key}, which the edit does not {kind} (it would {done} it)"
     return None
 
 

@@ -199,7 +199,9 @@ def edit_cell(
     file = _require(staged)
     cells = staged_cells(staged)
     index = next(i for i, c in enumerate(cells) if c[0] == target.key)
-    source = (new_source or "").replace("\r\n", "\n")
+    # A cell's source has no final newline (as Jupyter saves it): one sent by the model
+    # would show as an empty last line.
+    source = (new_source or "").replace("\r\n", "\n").removesuffix("\n")
     if action == "replace":
         if cell_type is not None and cell_type != target.cell_type:
             raise fail(

@@ -49,7 +49,13 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.guards import check_placeholder, check_serialized
 from grinta_jupyter.runtime.hunks import Hunk, apply_hunks, file_hunks
-from grinta_jupyter.runtime.notebook import check_notebook, decode_file, is_notebook, touched_cells
+from grinta_jupyter.runtime.notebook import (
+    check_notebook,
+    decode_file,
+    is_notebook,
+    selection_problem,
+    touched_cells,
+)
 from grinta_jupyter.runtime.proposal import (
     CommandProposal,
     FileChange,
@@ -392,6 +398,18 @@ class Runtime:
                 text = apply_hunks(change.before, change.after, spans, mine)
                 staged[change.path] = self._restage(change, text)
         changes = self._changes(staged)
+        for change in changes:
+            full = next(c for c in proposal.changes if c.path == change.path)
+            problem = (
+                selection_problem(full.before or "", full.after or "", change.after or "")
+                if is_notebook(change.path) and full.before is not None
+                else None
+            )
+            if problem:
+                raise fail(
+                    INVALID_ARGS,
+                    f"{change.path}: {problem}; approve all of its hunks, or veto the edit",
+                )
         summary = f"{proposal.summary} ({len(chosen)} of {total} hunks accepted by the reviewer)"
         return WriteProposal(
             proposal.tool,

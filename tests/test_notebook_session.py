@@ -1,0 +1,146 @@
+"""`%grinta` in a real kernel, over real litellm calls to a local server: what a session in a
+notebook gets that a terminal session does not (jupyter/controller.py ``_in_kernel``).
+
+- the toolset is the intent tools plus ``inspect`` and ``execute``;
+- the notebook hosting the kernel may be edited, except the cell running the session
+  (JupyterLab sends that cell's id with the execution; jupyter_server names the notebook in
+  ``$JPY_SESSION_NAME``): an edit of it is refused with CELL_PROTECTED and nothing is written.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import nbformat
+from jupyter_client.manager import start_new_kernel
+
+from tests.openai_server import OpenAIServer, text_reply, tool_call, tool_reply
+
+TIMEOUT = 90
+
+
+def _host(path: Path) -> None:
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("seen = 41 + 1", execution_count=1),
+        nbformat.v4.new_code_cell("%grinta --auto fix the data cell"),
+        nbformat.v4.new_code_cell("data = [1, 2, 3]\ntotal = sum(data) * 2"),
+    ]
+    nb.cells[0].id, nb.cells[1].id, nb.cells[2].id = "setup", "agent", "data"
+    nbformat.write(nb, path)
+
+
+def _run(kc, code: str, cell_id: str | None = None) -> str:
+    """Execute ``code`` as JupyterLab would (with the cell's id in the metadata); its stdout."""
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": True,
+        "user_expressions": {},
+        "allow_stdin": False,
+        "stop_on_error": True,
+    }
+    msg = kc.session.msg(
+        "execute_request", content, metadata={"cellId": cell_id} if cell_id else {}
+    )
+    kc.shell_channel.send(msg)
+    out = []
+    while True:
+        reply = kc.get_iopub_msg(timeout=TIMEOUT)
+        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
+            continue
+        if reply["msg_type"] == "stream":
+            out.append(reply["content"]["text"])
+        elif reply["msg_type"] == "error":
+            raise AssertionError("\n".join(reply["content"]["traceback"]))
+        elif reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
+            return "".join(out)
+
+
+def test_the_running_cell_is_protected_and_the_kernel_tools_are_offered(tmp_path: Path) -> None:
+    host = tmp_path / "host.ipynb"
+    _host(host)
+    before = host.read_bytes()
+    server = OpenAIServer()
+    server.queue(
+        # The model tries to rewrite the very cell that runs the session...
+        tool_reply(
+            tool_call(
+                "replace_string",
+                {"path": "host.ipynb", "old_string": "--auto fix", "new_string": "--auto break"},
+            )
+        ),
+        # ...then edits another cell of the same notebook, which is allowed...
+        tool_reply(
+            tool_call(
+                "edit_symbols",
+                {
+                    "edits": [
+                        {
+                            "symbol": "host.ipynb::cell:data",
+                            "action": "replace",
+                            "new_source": "data = [1, 2, 3]\ntotal = sum(data)",
+                        }
+                    ]
+                },
+            )
+        ),
+        # ...and looks at the kernel's variables, a read that runs without asking.
+        tool_reply(tool_call("inspect", {})),
+        tool_reply(tool_call("finish", {"summary": "fixed the total"})),
+        text_reply("done"),
+    )
+    with server:
+        env = {
+            "PATH": os.environ["PATH"],
+            "GRINTA_MODEL": "openai/test-model",
+            "GRINTA_API_BASE": server.url,
+            "GRINTA_API_KEY": "sk-local",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "JPY_SESSION_NAME": str(host),
+        }
+        km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env=env)
+        try:
+            _run(kc, "seen = 41 + 1\n%load_ext grinta_jupyter", "setup")
+            _run(kc, f"%grinta --auto --root {tmp_path} fix the data cell", "agent")
+            deadline = time.monotonic() + TIMEOUT
+            state = ""
+            while time.monotonic() < deadline:
+                state = _run(kc, "import grinta_jupyter; print(grinta_jupyter.current().done)")
+                if state.strip() == "True":
+                    break
+                time.sleep(0.5)
+            assert state.strip() == "True", "the session did not end"
+            codes = _run(
+                kc,
+                "import json; s = grinta_jupyter.current(); print(json.dumps([(st.call.name, "
+                "st.observation.error.code if st.observation and st.observation.error else None) "
+                "for st in s.steps]))",
+            )
+        finally:
+            kc.stop_channels()
+            km.shutdown_kernel(now=True)
+    steps = json.loads(codes.strip().splitlines()[-1])
+    assert steps[:3] == [
+        ["replace_string", "CELL_PROTECTED"],
+        ["edit_symbols", None],
+        ["inspect", None],
+    ]
+
+    tools = {t["function"]["name"] for t in server.requests[0].body["tools"]}
+    assert {"inspect", "execute", "read", "edit_symbols"} <= tools
+    # What the model read back: the refusal, then the variables of the kernel.
+    seen_by_model = json.dumps(server.requests[3].body["messages"])
+    assert "CELL_PROTECTED" in seen_by_model and "seen" in seen_by_model
+
+    after = nbformat.read(host, 4)
+    assert [c.id for c in after.cells] == ["setup", "agent", "data"]
+    original = nbformat.reads(before.decode(), 4)
+    assert after.cells[1] == original.cells[1]  # the running cell, untouched
+    assert after.cells[2].source == "data = [1, 2, 3]\ntotal = sum(data)"
+    text = host.read_text()
+    start = text.index('"id": "setup"')
+    assert text[:start] == before.decode()[:start]  # bytes before the edited cell, unchanged
