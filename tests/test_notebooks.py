@@ -696,3 +696,39 @@ def test_a_cell_edit_and_a_definition_edit_in_the_same_call(nb_ws: Path, nb_rt: 
     cells = cells_of(nb_ws / NB)
     assert source_of(cells[2]) == "w = 1"
     assert source_of(cells[3]).startswith("def total(frame):\n    return w\n")
+
+
+def test_an_empty_notebook_gets_cells_at_its_start_and_end(tmp_path: Path) -> None:
+    """'nb.ipynb::cell:' names the notebook itself: inserts go at the start or the end."""
+    nb = nbformat.v4.new_notebook()
+    nbformat.write(nb, tmp_path / "e.ipynb")
+    rt = Runtime(tmp_path)
+    missing = rt.propose(
+        "edit_symbols", {"edits": [{"symbol": "e.ipynb::cell:x", "action": "delete"}]}
+    )
+    assert missing.error is not None and "insert_after 'e.ipynb::cell:'" in missing.error.message
+    edits = [
+        {"symbol": "e.ipynb::cell:", "action": "insert_after", "new_source": "x = 1\n"},
+        {
+            "symbol": "e.ipynb::cell:",
+            "action": "insert_before",
+            "cell_type": "markdown",
+            "new_source": "# T",
+        },
+        {"symbol": "e.ipynb::cell:", "action": "insert_after", "new_source": "y = 2"},
+    ]
+    assert rt.call("edit_symbols", {"edits": edits}).ok
+    cells = nbformat.read(tmp_path / "e.ipynb", 4).cells
+    assert [(c.cell_type, c.source) for c in cells] == [
+        ("markdown", "# T"),
+        ("code", "x = 1"),
+        ("code", "y = 2"),
+    ]
+    before = (tmp_path / "e.ipynb").read_bytes()
+    for action in ("replace", "delete"):
+        edit = {"symbol": "e.ipynb::cell:", "action": action}
+        if action == "replace":
+            edit["new_source"] = "z = 3"
+        refused = rt.propose("edit_symbols", {"edits": [edit]})
+        assert refused.error is not None and refused.error.code == "INVALID_ARGS"
+    assert (tmp_path / "e.ipynb").read_bytes() == before

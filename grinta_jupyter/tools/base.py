@@ -128,7 +128,8 @@ class ToolContext:
         where = self.workspace.resolve(path, write=True)
         if where.rel in self.staged:
             return self.staged[where.rel]
-        original, status = _decode(where, self.settings, _EDIT_ADVICE)
+        advice = _NOTEBOOK_ADVICE if where.rel.lower().endswith(".ipynb") else _EDIT_ADVICE
+        original, status = _decode(where, self.settings, advice)
         if status.st_mode & 0o222 == 0:
             raise fail(
                 READ_ONLY_FILE,
@@ -193,6 +194,10 @@ RESULT_KINDS: dict[type[StageResult], ToolKind] = {
 }
 
 _EDIT_ADVICE = "edit it with run (e.g. `sed -i`) instead, after finding the lines with `grep -n`"
+# A notebook is large for its outputs (images): editing its JSON by hand would skip validation.
+_NOTEBOOK_ADVICE = (
+    "ask the user to clear its outputs in Jupyter (Edit > Clear Outputs of All Cells) and save it"
+)
 
 
 def _decode(

@@ -148,6 +148,13 @@ def resolve_cell(
             )
         cells = parse_view(textfile.text, textfile.nb.marker)
         has_ids, rel = textfile.nb.has_ids, where.rel
+    if not key and write:  # no cell named: the notebook itself, for an insert at an end
+        target = CellTarget(rel, "", "", "", 0, len(cells))
+        return target, Resolution(
+            address,
+            f"{rel} (the notebook)",
+            "no cell named: an insert goes at the start or the end",
+        )
     exact = [(n, c) for n, c in enumerate(cells, 1) if c[0] == key]
     found = exact or (
         [(n, c) for n, c in enumerate(cells, 1) if c[0].startswith(key)] if key and has_ids else []
@@ -162,9 +169,14 @@ def resolve_cell(
     if not found:
         close = difflib.get_close_matches(key, [c[0] for c in cells], n=5, cutoff=0.4)
         near = [c for c in cells if c[0] in close] or cells[:5]
+        hint = (
+            "read the notebook for the cell ids"
+            if cells
+            else (f"it has no cells: insert_after '{rel}::cell:' adds the first")
+        )
         error = ToolError(
             SYMBOL_NOT_FOUND,
-            f"{rel} has no cell {key!r} ({len(cells)} cells); read the notebook for the cell ids",
+            f"{rel} has no cell {key!r} ({len(cells)} cells); {hint}",
             tuple(cell_candidate(rel, k, kind, s) for k, kind, s in near),
         )
         raise ToolFailure(error, (Resolution(address, None, "no cell has this id"),))
@@ -198,7 +210,16 @@ def edit_cell(
     """Replace, delete, or insert a cell next to ``target``; returns what was done."""
     file = _require(staged)
     cells = staged_cells(staged)
-    index = next(i for i, c in enumerate(cells) if c[0] == target.key)
+    if not target.key:  # the notebook itself: insert_before is the start, insert_after the end
+        if not action.startswith("insert"):
+            raise fail(
+                INVALID_ARGS,
+                f"'{target.path}::cell:' names no cell: only insert_before (at the start) and "
+                f"insert_after (at the end) take it; to {action} a cell, name it",
+            )
+        index = -1 if action == "insert_before" else len(cells) - 1
+    else:
+        index = next(i for i, c in enumerate(cells) if c[0] == target.key)
     # A cell's source has no final newline (as Jupyter saves it): one sent by the model
     # would show as an empty last line.
     source = (new_source or "").replace("\r\n", "\n").removesuffix("\n")
@@ -221,9 +242,10 @@ def edit_cell(
         at = index if action == "insert_before" else index + 1
         cells.insert(at, (key, kind, source))
         side = "before" if action == "insert_before" else "after"
-        done = f"insert a {kind} cell {side} {target.address}" + (
-            f" (id {key})" if file.nb.has_ids else ""
-        )
+        where = f"{side} {target.address}"
+        if not target.key:
+            where = f"at the {'start' if action == 'insert_before' else 'end'} of {target.path}"
+        done = f"insert a {kind} cell {where}" + (f" (id {key})" if file.nb.has_ids else "")
     set_cells(staged, cells)
     return done
 
