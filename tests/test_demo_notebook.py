@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import time
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,8 @@ from grinta_jupyter.agent.models.demo import (
 from grinta_jupyter.samples.tasks import copy_workspace, run_suite, sample_path
 from grinta_jupyter.tools.base import Settings
 from grinta_jupyter.tools.kernel import DictNamespace, kernel_toolset
+from tests import kernels
+from tests.kernels import running_kernel
 
 pytest.importorskip("pandas")  # the sample's analysis is pandas code
 
@@ -107,45 +108,16 @@ def test_the_pristine_sample_is_wrong_and_the_fix_makes_its_test_pass(tmp_path: 
 
 @pytest.fixture
 def kernel(tmp_path: Path):
-    from jupyter_client.manager import start_new_kernel
-
-    km, kc = start_new_kernel(
-        kernel_name="python3",
-        cwd=str(tmp_path),
-        env={"GRINTA_MODEL": "", "PATH": os.environ["PATH"]},
-    )
-    try:
+    with running_kernel(tmp_path) as kc:
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def execute(kc: Any, code: str) -> str:
-    """Run ``code`` in the kernel; its stdout (raises on an error in the kernel)."""
-    msg_id = kc.execute(code)
-    out = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=TIMEOUT)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "error":
-            raise AssertionError("\n".join(msg["content"]["traceback"]))
-        if kind == "stream":
-            out.append(msg["content"]["text"])
-        if kind == "status" and msg["content"]["execution_state"] == "idle":
-            return "".join(out)
+    return kernels.execute(kc, code, timeout=TIMEOUT)
 
 
 def wait_for(kc: Any, expression: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        # A cell that awaits lets the session's background task run.
-        code = f"import asyncio; await asyncio.sleep(0.2); print(bool({expression}))"
-        if execute(kc, code).strip().endswith("True"):
-            return
-    raise AssertionError(f"timed out waiting for {expression}")
+    kernels.wait_for(kc, expression, TIMEOUT)
 
 
 def start_in_kernel(kc: Any, options: str) -> str:

@@ -9,67 +9,20 @@ import time
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import start_new_kernel
 
 from grinta_jupyter.events.log import read_events
 from grinta_jupyter.samples.tasks import DEMO_FIX
-
-TIMEOUT = 60
+from tests.kernels import execute, messages, running_kernel, wait_for
 
 
 @pytest.fixture
 def kernel(tmp_path):
-    km, kc = start_new_kernel(
-        kernel_name="python3",
-        cwd=str(tmp_path),
-        env={"GRINTA_MODEL": "", "PATH": __import__("os").environ["PATH"]},
-    )
-    try:
+    with running_kernel(tmp_path) as kc:
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-
-
-def messages(kc, code: str) -> list[dict]:
-    """The output messages ``code`` produces, up to idle (raises on an error in the kernel)."""
-    msg_id = kc.execute(code)
-    seen = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=TIMEOUT)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "error":
-            raise AssertionError("\n".join(msg["content"]["traceback"]))
-        if kind == "status" and msg["content"]["execution_state"] == "idle":
-            return seen
-        if kind not in ("status", "execute_input"):
-            seen.append(msg)
-
-
-def execute(kc, code: str) -> str:
-    """Run ``code``; return its stdout (raises on an error in the kernel)."""
-    return "".join(m["content"]["text"] for m in messages(kc, code) if m["msg_type"] == "stream")
 
 
 def message_kinds(kc, code: str) -> list[str]:
     return [m["msg_type"] for m in messages(kc, code)]
-
-
-def wait_for(kc, expression: str, timeout: float = TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        # A cell that awaits lets the session's background task run.
-        if (
-            execute(
-                kc, f"import asyncio; await asyncio.sleep(0.2); print(bool({expression}))"
-            ).strip()
-            == "True"
-        ):
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {expression}")
 
 
 def send_to_widget(kc, model_id: str, data: dict) -> None:
@@ -238,7 +191,6 @@ def test_the_panel_draws_the_update_stream_and_decides_through_its_cards(tmp_pat
 def test_an_edit_clicked_on_a_card_is_staged_off_the_event_loop(tmp_path: Path):
     """A click arrives on the kernel's loop: re-staging a big file must not stop it."""
     import asyncio
-    import time
 
     from grinta_jupyter.agent import NeedsDecision, Session
     from grinta_jupyter.agent.models import ScriptedModel, call, reply

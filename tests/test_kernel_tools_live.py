@@ -5,16 +5,14 @@ given through the Python API, and the kernel keeps answering cells while the cod
 from __future__ import annotations
 
 import json
-import os
-import time
 from pathlib import Path
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+
+from tests.kernels import execute, messages, running_kernel, wait_for
 
 pytest.importorskip("pandas")
 
-TIMEOUT = 60
 
 SETUP = """
 import asyncio, json, threading
@@ -56,47 +54,12 @@ task = asyncio.ensure_future(drive())
 
 @pytest.fixture
 def kernel(tmp_path: Path):
-    km, kc = start_new_kernel(
-        kernel_name="python3",
-        cwd=str(tmp_path),
-        env={"GRINTA_MODEL": "", "PATH": os.environ["PATH"]},
-    )
-    try:
+    with running_kernel(tmp_path) as kc:
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
-
-
-def messages(kc, code: str) -> list[dict]:
-    """The output messages ``code`` produces, up to idle (raises on an error in the kernel)."""
-    msg_id = kc.execute(code)
-    seen = []
-    while True:
-        msg = kc.get_iopub_msg(timeout=TIMEOUT)
-        if msg["parent_header"].get("msg_id") != msg_id:
-            continue
-        kind = msg["msg_type"]
-        if kind == "error":
-            raise AssertionError("\n".join(msg["content"]["traceback"]))
-        if kind == "status" and msg["content"]["execution_state"] == "idle":
-            return seen
-        if kind not in ("status", "execute_input"):
-            seen.append(msg)
 
 
 def run(kc, code: str) -> str:
-    return "".join(m["content"]["text"] for m in messages(kc, code) if m["msg_type"] == "stream")
-
-
-def wait_for(kc, expression: str) -> None:
-    deadline = time.monotonic() + TIMEOUT
-    while time.monotonic() < deadline:
-        # A cell that awaits lets the session's background task run.
-        if run(kc, f"await asyncio.sleep(0.1); print(bool({expression}))").strip() == "True":
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {expression}")
+    return execute(kc, code)
 
 
 def test_a_scripted_session_inspects_and_executes_in_a_real_kernel(kernel, tmp_path: Path):

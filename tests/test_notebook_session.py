@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from pathlib import Path
 
 import nbformat
-from jupyter_client.manager import start_new_kernel
 
+from tests.kernels import execute, running_kernel, wait_for
 from tests.openai_server import OpenAIServer, text_reply, tool_call, tool_reply
 
 TIMEOUT = 90
@@ -31,33 +30,6 @@ def _host(path: Path) -> None:
     ]
     nb.cells[0].id, nb.cells[1].id, nb.cells[2].id = "setup", "agent", "data"
     nbformat.write(nb, path)
-
-
-def _run(kc, code: str, cell_id: str | None = None) -> str:
-    """Execute ``code`` as JupyterLab would (with the cell's id in the metadata); its stdout."""
-    content = {
-        "code": code,
-        "silent": False,
-        "store_history": True,
-        "user_expressions": {},
-        "allow_stdin": False,
-        "stop_on_error": True,
-    }
-    msg = kc.session.msg(
-        "execute_request", content, metadata={"cellId": cell_id} if cell_id else {}
-    )
-    kc.shell_channel.send(msg)
-    out = []
-    while True:
-        reply = kc.get_iopub_msg(timeout=TIMEOUT)
-        if reply["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
-            continue
-        if reply["msg_type"] == "stream":
-            out.append(reply["content"]["text"])
-        elif reply["msg_type"] == "error":
-            raise AssertionError("\n".join(reply["content"]["traceback"]))
-        elif reply["msg_type"] == "status" and reply["content"]["execution_state"] == "idle":
-            return "".join(out)
 
 
 def test_the_running_cell_is_protected_and_the_kernel_tools_are_offered(tmp_path: Path) -> None:
@@ -102,27 +74,17 @@ def test_the_running_cell_is_protected_and_the_kernel_tools_are_offered(tmp_path
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "JPY_SESSION_NAME": str(host),
         }
-        km, kc = start_new_kernel(kernel_name="python3", cwd=str(tmp_path), env=env)
-        try:
-            _run(kc, "seen = 41 + 1\n%load_ext grinta_jupyter", "setup")
-            _run(kc, f"%grinta --auto --root {tmp_path} fix the data cell", "agent")
-            deadline = time.monotonic() + TIMEOUT
-            state = ""
-            while time.monotonic() < deadline:
-                state = _run(kc, "import grinta_jupyter; print(grinta_jupyter.current().done)")
-                if state.strip() == "True":
-                    break
-                time.sleep(0.5)
-            assert state.strip() == "True", "the session did not end"
-            codes = _run(
+        with running_kernel(tmp_path, env) as kc:
+            execute(kc, "seen = 41 + 1\n%load_ext grinta_jupyter", "setup")
+            execute(kc, f"%grinta --auto --root {tmp_path} fix the data cell", "agent")
+            execute(kc, "import grinta_jupyter")
+            wait_for(kc, "grinta_jupyter.current().done", TIMEOUT)
+            codes = execute(
                 kc,
                 "import json; s = grinta_jupyter.current(); print(json.dumps([(st.call.name, "
                 "st.observation.error.code if st.observation and st.observation.error else None) "
                 "for st in s.steps]))",
             )
-        finally:
-            kc.stop_channels()
-            km.shutdown_kernel(now=True)
     steps = json.loads(codes.strip().splitlines()[-1])
     assert steps[:3] == [
         ["replace_string", "CELL_PROTECTED"],
