@@ -93,9 +93,23 @@ def test_reads_and_commands_do_not_ask(tmp_path: Path) -> None:
     assert editor.asked == [] and editor.reloaded == []
 
 
-def test_a_front_end_that_fails_counts_as_nothing_open(tmp_path: Path) -> None:
+def test_when_asking_fails_the_write_is_refused(tmp_path: Path) -> None:
+    """Nobody knows whether the file is open with unsaved changes: the write could lose them."""
     (tmp_path / "a.py").write_text("x = 1\n")
     rt = Runtime(tmp_path, documents=BrokenEditor())
+    obs = rt.call("replace_string", {"path": "a.py", "old_string": "1", "new_string": "2"})
+    assert not obs.ok and obs.error is not None and obs.error.code == "DOCUMENT_UNSAVED"
+    assert "could not learn" in obs.error.message and "nothing was written" in obs.error.message
+    assert (tmp_path / "a.py").read_text() == "x = 1\n"
+
+
+def test_a_failed_reload_never_fails_a_commit(tmp_path: Path) -> None:
+    class ReloadFails(Editor):
+        def changed(self, paths: Sequence[str]) -> None:
+            raise ConnectionError("the front end went away")
+
+    (tmp_path / "a.py").write_text("x = 1\n")
+    rt = Runtime(tmp_path, documents=ReloadFails())
     obs = rt.call("replace_string", {"path": "a.py", "old_string": "1", "new_string": "2"})
     assert obs.ok, obs.error
     assert (tmp_path / "a.py").read_text() == "x = 2\n"

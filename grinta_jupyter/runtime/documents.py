@@ -24,7 +24,8 @@ class OpenDocuments(Protocol):
 
     def unsaved(self, paths: Sequence[str]) -> list[str]:
         """Those of ``paths`` that are open with unsaved changes (bounded in time:
-        a front end that does not answer counts as having none open)."""
+        a front end that does not answer counts as having none open). Raising is not
+        an answer: the runtime then refuses the write, since nobody knows."""
         ...
 
     def changed(self, paths: Sequence[str]) -> None:

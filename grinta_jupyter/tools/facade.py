@@ -210,17 +210,9 @@ class Runtime:
         if not isinstance(proposal, WriteProposal):
             self._committed.add(proposal.id)
             return Observation(True, proposal.output or "", None, proposal.id)
-        unsaved = self._unsaved(proposal.paths)
-        if unsaved:
-            return Observation.failure(
-                ToolError(
-                    DOCUMENT_UNSAVED,
-                    f"{', '.join(unsaved)} {'is' if len(unsaved) == 1 else 'are'} open with unsaved "
-                    "changes; nothing was written. Ask the user to save or revert first, then "
-                    "read it again",
-                ),
-                proposal.id,
-            )
+        unsaved = self._unsaved(proposal.paths, "nothing was written")
+        if unsaved is not None:
+            return Observation.failure(unsaved, proposal.id)
         writes = [FileWrite(c.path, c.old_bytes, c.new_bytes) for c in proposal.changes]
         try:
             record = self.journal.commit(
@@ -259,15 +251,10 @@ class Runtime:
         if not history:
             return Observation.failure(ToolError(NOTHING_TO_UNDO, "there is no commit to undo"))
         record = history[-1]
-        unsaved = self._unsaved(record.files)
-        if unsaved:  # restoring over an editor's unsaved changes would lose them, as a commit would
-            return Observation.failure(
-                ToolError(
-                    DOCUMENT_UNSAVED,
-                    f"{', '.join(unsaved)} {'is' if len(unsaved) == 1 else 'are'} open with unsaved "
-                    "changes; nothing was restored. Save or revert first, then undo again",
-                )
-            )
+        # Restoring over an editor's unsaved changes would lose them, as a commit would.
+        unsaved = self._unsaved(record.files, "nothing was restored")
+        if unsaved is not None:
+            return Observation.failure(unsaved)
         try:
             self.journal.undo(record)
         except StaleError as exc:
@@ -286,13 +273,31 @@ class Runtime:
             True, f"undid {record.label}: restored {', '.join(record.files)}", commit_id=record.id
         )
 
-    def _unsaved(self, paths: list[str]) -> list[str]:
+    def _unsaved(self, paths: list[str], nothing: str) -> ToolError | None:
+        """DOCUMENT_UNSAVED when a file about to be written is open with unsaved changes.
+
+        A front end that does not answer has nothing open (the documents bound their
+        wait); but if asking fails, nobody knows, and a write could lose the user's work:
+        the write is refused then too."""
         if self.documents is None:
-            return []
+            return None
         try:
-            return self.documents.unsaved(paths)
-        except Exception:  # a front end that fails to answer has nothing open for us
-            return []
+            unsaved = self.documents.unsaved(paths)
+        except Exception as exc:
+            return ToolError(
+                DOCUMENT_UNSAVED,
+                f"could not learn whether {', '.join(paths)} {'is' if len(paths) == 1 else 'are'} "
+                f"open with unsaved changes ({exc!r}); {nothing}. Ask the user to save the open "
+                "documents, then try again",
+            )
+        if not unsaved:
+            return None
+        verb = "is" if len(unsaved) == 1 else "are"
+        return ToolError(
+            DOCUMENT_UNSAVED,
+            f"{', '.join(unsaved)} {verb} open with unsaved changes; {nothing}. Ask the user to "
+            "save or revert first, then read it again",
+        )
 
     def _changed(self, paths: list[str]) -> None:
         if self.documents is not None:
