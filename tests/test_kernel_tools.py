@@ -5,6 +5,7 @@ in a worker thread, bounded, interruptible, with plots as rich outputs."""
 from __future__ import annotations
 
 import base64
+import datetime
 import json
 import os
 import subprocess
@@ -21,11 +22,13 @@ import pytest
 from grinta_jupyter.agent.models.base import ToolCall
 from grinta_jupyter.agent.step import Step
 from grinta_jupyter.events.models import EVENT_OUTPUT_CHARS, Observed, parse_event
+from grinta_jupyter.jupyter.kernel import IPythonNamespace
 from grinta_jupyter.jupyter.mime import STEP_MIME, step_bundle
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation
 from grinta_jupyter.tools import execute as execute_tool
 from grinta_jupyter.tools import inspect as inspect_tool
 from grinta_jupyter.tools.base import Settings
+from grinta_jupyter.tools.capture import Routed
 from grinta_jupyter.tools.facade import Runtime
 from grinta_jupyter.tools.kernel import DictNamespace, kernel_toolset
 from grinta_jupyter.tools.tokens import schema_tokens
@@ -80,6 +83,28 @@ class Recorder:
     def _repr_html_(self) -> str:
         Recorder.calls.append("_repr_html_")
         return "<b>x</b>"
+
+
+class Marked(np.ndarray):  # type: ignore[type-arg]
+    """An array subclass "from the notebook" whose shape is a recording property."""
+
+    __module__ = "__main__"
+
+    @property
+    def shape(self) -> tuple[int, ...]:  # type: ignore[override]
+        Recorder.calls.append("array shape")
+        return (0,)
+
+
+class Zone(datetime.tzinfo):
+    __module__ = "__main__"
+
+    def utcoffset(self, dt: datetime.datetime | None) -> datetime.timedelta:
+        return datetime.timedelta(0)
+
+    def __repr__(self) -> str:
+        Recorder.calls.append("zone __repr__")
+        return "Zone()"
 
 
 @pytest.fixture
@@ -294,6 +319,105 @@ def test_inspect_output_is_bounded(tmp_path: Path):
     assert "<int of" in runtime.call("inspect", {"name": "huge"}).output
 
 
+def test_library_values_are_known_by_class_and_read_without_their_subclass_code():
+    """numpy and pandas values are recognised by subclassing the loaded libraries' classes, and
+    read through plain views: a subclass's property, repr or a frame's attrs never run."""
+    Recorder.calls = []
+    frame = pd.DataFrame({"x": [1, 2]})
+    frame.attrs["source"] = Recorder()  # pandas deep-copies attrs into derived frames
+    space = DictNamespace(
+        {
+            "marked": np.arange(4.0).view(Marked),
+            "frame": frame,
+            "series": pd.Series([1.5], name="v").set_flags(allows_duplicate_labels=True),
+            "when": pd.Timestamp("2024-01-01", tz="UTC"),
+            "record": np.zeros(1, dtype=[("thing", object)])[0],
+            "interval": pd.Interval(1, 2),
+        }
+    )
+    space.values["series"].attrs["source"] = Recorder()
+    lines = inspect_tool.inspect_namespace(space).splitlines()
+    assert "marked (Marked): shape (4,), dtype float64" in lines
+    assert "frame (pandas.DataFrame): 2 rows x 1 column: x int64" in lines
+    assert "when (pandas.Timestamp): Timestamp('2024-01-01 00:00:00+0000', tz='UTC')" in lines
+    assert "record (numpy.void): record (0,), dtype [('thing', 'O')]" in lines
+    assert "interval (pandas.Interval): Interval(1, 2, closed='right')" in lines
+    for name in space.values:
+        assert "cannot" not in inspect_tool.inspect_namespace(space, name), name
+    assert "min 0.0, max 3.0" in inspect_tool.inspect_namespace(space, "marked")
+    assert Recorder.calls == [], Recorder.calls
+
+
+def test_datetimes_functions_and_big_numbers_are_shown_by_parts_built_here():
+    import fractions
+    import zoneinfo
+
+    Recorder.calls = []
+
+    class Shape:
+        def area(self, scale, /, exact=True, *more, unit, digits=2, **options):  # type: ignore[no-untyped-def]
+            return 0
+
+    def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+        return None
+
+    class Posing:
+        @property  # type: ignore[misc]
+        def __class__(self) -> type:  # noqa: PLW3201
+            Recorder.calls.append("__class__")
+            return int
+
+    wrapper.__wrapped__ = Recorder()  # type: ignore[attr-defined]
+    wrapper.__signature__ = Recorder()  # type: ignore[attr-defined]
+    space = DictNamespace(
+        {
+            "mine": datetime.datetime(2024, 5, 1, 9, 30, tzinfo=Zone()),
+            "paris": datetime.datetime(2024, 5, 1, tzinfo=zoneinfo.ZoneInfo("UTC")),
+            "cut": slice(Recorder(), None),
+            "third": fractions.Fraction(10**400, 3),
+            "steps": range(0, 10**300, 7),
+            "area": Shape().area,
+            "wrapper": wrapper,
+            "builtin": divmod,
+            "sizeof": Posing().__sizeof__,  # signature() would ask isinstance(its __self__)
+        }
+    )
+    lines = inspect_tool.inspect_namespace(space).splitlines()
+    assert (
+        "mine (datetime.datetime): datetime.datetime(2024, 5, 1, 9, 30, tzinfo=<Zone object>)"
+        in lines
+    )
+    assert "paris (datetime.datetime): " + repr(space.values["paris"]) in lines
+    assert "cut (slice): slice(<Recorder object>, None, None)" in lines
+    assert "third (fractions.Fraction): Fraction(<int of 1329 bits>, 3)" in lines
+    assert "steps (range): range(0, <int of 997 bits>, 7)" in lines
+    assert "functions: area, wrapper, builtin, sizeof" in lines
+    assert inspect_tool.inspect_namespace(space, "area").splitlines()[0] == (
+        "area (function): area(scale, exact=..., *more, unit, digits=..., **options)"
+    )
+    assert inspect_tool.inspect_namespace(space, "wrapper").splitlines()[0] == (
+        "wrapper (function): wrapper(*args, **kwargs)"
+    )
+    assert inspect_tool.inspect_namespace(space, "builtin").startswith(
+        "builtin (function): divmod(x, y)"
+    )
+    assert inspect_tool.inspect_namespace(space, "sizeof").startswith(
+        "sizeof (function): __sizeof__(...)"
+    )
+    assert Recorder.calls == [], Recorder.calls
+
+
+def test_a_value_that_cannot_be_summarised_costs_only_its_own_line():
+    unfinished = pd.DataFrame.__new__(pd.DataFrame)  # never initialised: no data at all
+    space = DictNamespace({"unfinished": unfinished, "total": 41, 7: "a key that is no name"})
+    lines = inspect_tool.inspect_namespace(space).splitlines()
+    assert lines[0] == "2 variables in the kernel"
+    assert lines[1].startswith("unfinished (pandas.DataFrame): <cannot be summarised: ")
+    assert lines[2] == "total (int): 41"
+    detail = inspect_tool.inspect_namespace(space, "unfinished").splitlines()
+    assert detail[1].startswith("(cannot be shown in detail: ")
+
+
 # -- execute ---------------------------------------------------------------------------------
 
 
@@ -336,7 +460,7 @@ def test_stdout_stderr_and_the_last_value_come_back(runtime: Runtime, space: Dic
         "np.float64(41.5)",
     ]
     assert space.values["total"] == 20.75
-    assert not isinstance(sys.stdout, execute_tool._Routed)  # the streams are put back
+    assert not isinstance(sys.stdout, Routed)  # the streams are put back
     quiet = runtime.call("execute", {"code": "x = None\nx"})
     assert quiet.output.startswith("ok (") and "[value]" not in quiet.output
 
@@ -382,6 +506,35 @@ def test_an_exception_comes_back_with_its_traceback_in_the_code(runtime: Runtime
     assert "grinta_jupyter" not in out  # the runner's own frames are not shown
     exited = runtime.call("execute", {"code": "raise SystemExit(3)"})
     assert exited.error is not None and exited.error.message.startswith("SystemExit: 3")
+
+
+def test_exit_in_executed_code_ends_the_code_and_elsewhere_asks_the_shell():
+    """IPythonNamespace makes the shell's ask_exit (what IPython's exit() and quit() call) raise
+    SystemExit in code execute runs, and only there; a second namespace does not wrap it twice."""
+
+    class Shell:
+        def __init__(self) -> None:
+            self.user_ns: dict[str, object] = {}
+            self.asked: list[str] = []
+
+        def ask_exit(self) -> None:
+            self.asked.append(threading.current_thread().name)
+
+    shell = Shell()
+    space = IPythonNamespace(shell).namespace()
+    IPythonNamespace(shell)
+    space["bye"] = lambda: shell.ask_exit()  # as IPython's exit object calls it
+    observation = execute_tool.run_code(
+        space, "print('before')\nbye()\nprint('after')", 30, Settings()
+    )
+    assert observation.error is not None and observation.error.code == "EXECUTE_FAILED"
+    assert observation.error.message.startswith("SystemExit: exit() here ends the executed code")
+    assert "before" in observation.output and "after" not in observation.output
+    assert shell.asked == []
+    code = "import threading\nt = threading.Thread(target=bye, name='started')\nt.start()\nt.join()"
+    assert execute_tool.run_code(space, code, 30, Settings()).ok
+    shell.ask_exit()  # a cell's exit() still ends the kernel
+    assert shell.asked == ["started", threading.current_thread().name]
 
 
 def test_the_time_limit_interrupts_a_python_loop(runtime: Runtime, space: DictNamespace):

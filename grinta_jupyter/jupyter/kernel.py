@@ -5,11 +5,21 @@ shell's ``user_ns`` (the dictionary the notebook's cells run in) and hides
 what IPython put there itself (``user_ns_hidden``: ``In``, ``Out``,
 ``get_ipython``, ``exit``, ``quit``, ...). ``current_namespace()`` is the
 running kernel's, or None outside one; IPython is imported only then.
+
+In a kernel, ``exit()`` and ``quit()`` do not raise SystemExit: they call
+the shell's ``ask_exit``, which stops the kernel once the cell is done. So
+that the ``execute`` tool contains them like ``sys.exit()``, an
+``IPythonNamespace`` replaces ``shell.ask_exit`` (once per shell) by one that
+raises SystemExit when called from code ``execute`` runs, in that thread only
+(the model reads EXECUTE_FAILED; the kernel lives on), and asks the shell's
+own everywhere else (a cell, another thread). A lasting replacement rather
+than one made around each run: runs may overlap, and each would have to put
+back what the other replaced.
 """
 
 from __future__ import annotations
 
-from collections.abc import Set
+from collections.abc import Callable, Set
 from typing import Any
 
 __all__ = ["IPythonNamespace", "current_namespace"]
@@ -23,6 +33,8 @@ class IPythonNamespace:
 
     def __init__(self, shell: Any) -> None:
         self.shell = shell
+        if not isinstance(shell.ask_exit, _ContainedExit):
+            shell.ask_exit = _ContainedExit(shell.ask_exit)
 
     def namespace(self) -> dict[str, Any]:
         user_ns: dict[str, Any] = self.shell.user_ns
@@ -31,6 +43,21 @@ class IPythonNamespace:
     def hidden(self) -> Set[str]:
         hidden = getattr(self.shell, "user_ns_hidden", None) or {}
         return _SHELL_NAMES | frozenset(hidden)
+
+
+class _ContainedExit:
+    """The shell's ``ask_exit`` (what ``exit()``/``quit()`` call), but SystemExit in the thread
+    of code the ``execute`` tool runs."""
+
+    def __init__(self, original: Callable[[], None]) -> None:
+        self.original = original
+
+    def __call__(self) -> None:
+        from grinta_jupyter.tools.execute import in_executed_code
+
+        if in_executed_code():
+            raise SystemExit("exit() here ends the executed code, not the kernel")
+        self.original()
 
 
 def current_namespace() -> IPythonNamespace | None:

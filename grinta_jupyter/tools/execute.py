@@ -20,17 +20,32 @@ base64, at most ``MAX_OUTPUT_CHARS`` each, ``MAX_OUTPUTS`` in all) on
 Interrupting: at the time limit, or when the session's Stop sets ``cancel``,
 an ``ExecutionInterrupted`` exception is raised in the worker thread
 (``PyThreadState_SetAsyncExc``). Python code stops at its next bytecode. Code
-inside one C call (``time.sleep``, a blocking read, a long numpy operation)
-stops only when that call returns: after ``INTERRUPT_GRACE`` seconds the tool
-reports it as still running and returns; the thread ends (raising before its
-next Python line) once the call returns, and what it prints meanwhile is not
-captured. Code that catches ``BaseException`` and goes on is not stopped.
+inside one C call that releases the GIL (``time.sleep``, a blocking read, a
+long numpy operation) stops only when that call returns, and code that
+catches ``BaseException`` and goes on is not stopped at all: after
+``INTERRUPT_GRACE`` seconds the tool reports it as still running, naming both
+causes, and returns; the thread ends (raising before its next Python line)
+once the call returns, and what it prints meanwhile is not captured.
 
-Output capture: while code runs, ``sys.stdout`` and ``sys.stderr`` are
-proxies that route each write by thread; only the executing thread's writes
-are captured, the kernel's and other threads' go where they went before.
-Threads the code starts, and writes straight to file descriptors, are not
-captured.
+Limits threads cannot lift:
+- One C call that holds the GIL throughout (a regular expression that
+  backtracks catastrophically, ``str()`` of a huge int, sorting a huge list)
+  lets no other thread run until it returns: neither the time limit nor Stop
+  can end it or even report it before then, and the kernel's event loop (its
+  widgets, the Stop button) waits too. Afterwards the code goes on and the
+  step reports what it did, past its time limit.
+- ``os._exit``, a crash in C code (a segfault) or a fatal interpreter error
+  end the kernel, and the session with it; nothing here can contain them.
+  ``sys.exit()`` and ``raise SystemExit`` end only the code (EXECUTE_FAILED),
+  and so do IPython's ``exit()`` and ``quit()`` in a kernel: the namespace
+  makes the shell's ``ask_exit`` raise SystemExit in executed code
+  (``in_executed_code``; jupyter/kernel.py).
+
+Output capture (tools/capture.py): while code runs, ``sys.stdout`` and
+``sys.stderr`` are stand-ins that route each write by thread; only the
+executing thread's writes are captured, the kernel's and other threads' go
+where they went before. Threads the code starts, and writes straight to file
+descriptors, are not captured.
 """
 
 from __future__ import annotations
@@ -65,6 +80,7 @@ from grinta_jupyter.runtime.process import OutputBuffer
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext, ToolSpec
+from grinta_jupyter.tools.capture import ROUTER
 from grinta_jupyter.tools.run import bound_output, render_output
 
 if TYPE_CHECKING:
@@ -131,6 +147,12 @@ def spec(namespace: Namespace) -> ToolSpec[ExecuteArgs]:
     )
 
 
+def in_executed_code() -> bool:
+    """Whether the calling thread is running code for ``execute``: the kernel's hooks use it to
+    act on that code alone (``exit()`` in it ends the code, not the kernel: jupyter/kernel.py)."""
+    return ROUTER.capturing()
+
+
 def check_code(code: str, settings: Settings) -> ToolError | None:
     """Why ``code`` cannot run (INVALID_ARGS, SYNTAX_ERROR), or None. Runs nothing."""
     if not code.strip():
@@ -171,13 +193,13 @@ def run_code(
         return Observation.failure(problem, proposal_id)
     run = _Run(code, namespace, settings.run_capture_bytes)
     started = time.monotonic()
-    _ROUTER.install()
+    ROUTER.install()
     try:
         thread = threading.Thread(target=run.work, name="grinta-execute", daemon=True)
         thread.start()
         why = _wait(run, thread, timeout, cancel, grace)
     finally:
-        _ROUTER.uninstall()
+        ROUTER.uninstall()
     return run.observation(why, timeout, time.monotonic() - started, settings, proposal_id)
 
 
@@ -259,14 +281,14 @@ class _Run:
                 self.started = True
                 if self.sent:
                     raise ExecutionInterrupted
-                _ROUTER.capture(ident, self.stdout, self.stderr)
+                ROUTER.capture(ident, self.stdout, self.stderr)
                 self._run()
             except ExecutionInterrupted:
                 self.interrupted = True
         except ExecutionInterrupted:  # landed in the handler above
             self.interrupted = True
         self._settle(ident)
-        _ROUTER.release(ident)
+        ROUTER.release(ident)
 
     def _run(self) -> None:
         before = _figure_numbers()
@@ -356,8 +378,9 @@ def _interruption(why: str, timeout: float) -> ToolError:
     if stuck:
         return ToolError(
             COMMAND_TIMEOUT if why.startswith("timeout") else COMMAND_FAILED,
-            f"{what} but is inside a call that cannot be interrupted (time.sleep, a blocking "
-            "read, one long C operation); it stops when that call returns, and its later output "
+            f"{what} but did not stop: it is inside a call that cannot be interrupted "
+            "(time.sleep, a blocking read, one long C operation) and stops when that returns, "
+            "or it caught the interrupt (except BaseException) and went on; its later output "
             "is not captured",
         )
     if why.startswith("timeout"):
@@ -472,78 +495,3 @@ def _bounded(bundle: dict[str, str]) -> dict[str, str]:
         note = bundle["text/plain"].rstrip("]") + ", too large to keep]"
         kept["text/plain"] = note
     return kept
-
-
-# -- routing stdout and stderr by thread ------------------------------------------------------
-
-
-class _Routed:
-    """A stand-in for ``sys.stdout`` or ``sys.stderr``: an executing thread's writes go to its
-    buffer, every other thread's to the stream it replaced (which answers everything else)."""
-
-    def __init__(self, original: Any, index: int) -> None:
-        self.original = original
-        self.index = index
-
-    def write(self, text: str) -> int:
-        buffers = _ROUTER.captures.get(threading.get_ident())
-        if buffers is None:
-            written: int = self.original.write(text)
-            return written
-        if not isinstance(text, str):
-            raise TypeError(f"write() argument must be str, not {type(text).__name__}")
-        buffers[self.index].feed(text.encode("utf-8", "backslashreplace"))
-        return len(text)
-
-    def writelines(self, lines: Any) -> None:
-        for line in lines:
-            self.write(line)
-
-    def flush(self) -> None:
-        if threading.get_ident() not in _ROUTER.captures:
-            self.original.flush()
-
-    def isatty(self) -> bool:
-        if threading.get_ident() in _ROUTER.captures:
-            return False
-        return bool(self.original.isatty())
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.original, name)
-
-
-class _Router:
-    """Installs the stand-ins while any execution runs; restores the streams after the last
-    one, unless someone else replaced them in between (then theirs stay)."""
-
-    def __init__(self) -> None:
-        self.captures: dict[int, tuple[OutputBuffer, OutputBuffer]] = {}
-        self._lock = threading.Lock()
-        self._users = 0
-
-    def install(self) -> None:
-        with self._lock:
-            self._users += 1
-            if not isinstance(sys.stdout, _Routed):
-                sys.stdout = _Routed(sys.stdout, 0)
-            if not isinstance(sys.stderr, _Routed):
-                sys.stderr = _Routed(sys.stderr, 1)
-
-    def uninstall(self) -> None:
-        with self._lock:
-            self._users -= 1
-            if self._users:
-                return
-            for name in ("stdout", "stderr"):
-                stream = getattr(sys, name)
-                if isinstance(stream, _Routed):
-                    setattr(sys, name, stream.original)
-
-    def capture(self, ident: int, stdout: OutputBuffer, stderr: OutputBuffer) -> None:
-        self.captures[ident] = (stdout, stderr)
-
-    def release(self, ident: int) -> None:
-        self.captures.pop(ident, None)
-
-
-_ROUTER = _Router()
