@@ -1,8 +1,9 @@
 """The kernel side of the open-documents comm (grinta_jupyter/jupyter/documents.py), in a real kernel.
 
 No browser: the test client plays the front end, answering the kernel's
-``comm_open`` on ``grinta.documents`` with a ``comm_msg`` exactly as
-labextension/src/documents.ts does (the browser tests in
+``comm_open`` on ``grinta.documents`` by opening a comm of its own on
+``grinta.documents.answer`` exactly as labextension/src/documents.ts does
+(the browser tests in
 tests/browser/test_documents.py drive the real one). The runtime asks from a
 worker thread while the kernel's loop runs, so the cells here do the same:
 ``await asyncio.to_thread(docs.unsaved, ...)``.
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from jupyter_client.manager import start_new_kernel
 
 TIMEOUT = 60
 TARGET = "grinta.documents"
+ANSWER_TARGET = "grinta.documents.answer"
 
 # A front end's reply to one question: data to send, or None to stay silent, or
 # "close" for a front end without the extension (JupyterLab closes unknown comms).
@@ -56,7 +59,8 @@ def run(
     metadata: dict[str, Any] | None = None,
 ) -> tuple[str, list[dict[str, Any]]]:
     """Run ``code``, answering the kernel's questions with ``reply``; return its stdout and
-    the messages the kernel sent on the questions' comms (reloads, closes)."""
+    the messages the kernel sent on the questions' comms and the answers' (reloads, closes),
+    each with ``on``: "question" or "answer"."""
     msg = kc.session.msg(
         "execute_request",
         {"code": code, "silent": False, "store_history": True, "user_expressions": {}},
@@ -65,20 +69,24 @@ def run(
     kc.shell_channel.send(msg)
     out: list[str] = []
     sent: list[dict[str, Any]] = []
-    questions: set[str] = set()
+    comms: dict[str, str] = {}  # comm id -> "question" | "answer"
     while True:
         message = kc.get_iopub_msg(timeout=TIMEOUT)
         kind, content = message["msg_type"], message["content"]
         if kind == "comm_open" and content["target_name"] == TARGET:
-            questions.add(content["comm_id"])
+            comms[content["comm_id"]] = "question"
             answer = reply(content["data"]) if reply else None
             if answer == "close":
                 kc.shell_channel.send(kc.session.msg("comm_close", {"comm_id": content["comm_id"]}))
             elif isinstance(answer, dict):
-                data = {"comm_id": content["comm_id"], "data": answer}
-                kc.shell_channel.send(kc.session.msg("comm_msg", data))
-        elif kind in ("comm_msg", "comm_close") and content["comm_id"] in questions:
-            sent.append({"type": kind, **content.get("data", {})})
+                own = uuid.uuid4().hex
+                comms[own] = "answer"
+                data = {"question": content["data"]["question"], **answer}
+                opened = {"comm_id": own, "target_name": ANSWER_TARGET, "data": data}
+                kc.shell_channel.send(kc.session.msg("comm_open", opened))
+        elif kind in ("comm_msg", "comm_close") and content["comm_id"] in comms:
+            on = comms[content["comm_id"]]
+            sent.append({"type": kind, "on": on, **content.get("data", {})})
         if message["parent_header"].get("msg_id") != msg["header"]["msg_id"]:
             continue
         if kind == "error":
@@ -149,10 +157,17 @@ def test_changed_reloads_the_open_documents_by_their_front_end_paths(
     reply = answer(str(served), ("ws/a.py", False), ("ws/b.ipynb", True), ("x.py", False))
     code = "await asyncio.to_thread(docs.changed, ['a.py', 'b.ipynb', 'new.py'])\nawait asyncio.sleep(0.5)"
     _, sent = run(kernel, code, reply)
-    # Both are named; the page itself skips a document with unsaved changes.
+    # Both are named, on the page's own comm; the page itself skips a document with unsaved
+    # changes. Then the page's comm is closed, and the question's.
     assert sent == [
-        {"type": "comm_msg", "request": "reload", "paths": ["ws/a.py", "ws/b.ipynb"]},
-        {"type": "comm_close"},
+        {
+            "type": "comm_msg",
+            "on": "answer",
+            "request": "reload",
+            "paths": ["ws/a.py", "ws/b.ipynb"],
+        },
+        {"type": "comm_close", "on": "answer"},
+        {"type": "comm_close", "on": "question"},
     ]
 
 
@@ -160,7 +175,10 @@ def test_changed_sends_nothing_when_nothing_written_is_open(kernel: Any, served:
     run(kernel, new_documents())
     code = "await asyncio.to_thread(docs.changed, ['a.py'])\nawait asyncio.sleep(0.5)"
     _, sent = run(kernel, code, answer(str(served), ("x.py", False)))
-    assert sent == [{"type": "comm_close"}]
+    assert sent == [
+        {"type": "comm_close", "on": "answer"},
+        {"type": "comm_close", "on": "question"},
+    ]
 
 
 def test_host_cell_names_the_notebook_and_the_running_cell(kernel: Any, served: Path) -> None:
@@ -185,3 +203,17 @@ def test_outside_a_kernel_there_are_no_documents(tmp_path: Path) -> None:
         None,
     )
     assert placed is not None and placed.documents == {}, "absolute paths are not a page's"
+
+
+def test_an_answer_to_no_open_question_is_closed_and_ignored(kernel: Any, served: Path) -> None:
+    """A page answering a question the kernel did not ask (or no longer waits for) counts for
+    nothing, and its comm is closed at once."""
+    run(kernel, "import json\n" + new_documents(timeout=0.5, probe=0.2))
+    docs = [{"path": "ws/a.py", "dirty": True}]
+    stray_answer = {"question": "no-such", "app": "p", "root": str(served), "documents": docs}
+    stray: Reply = lambda _data: stray_answer  # noqa: E731
+    out, sent = run(
+        kernel, "print(json.dumps(await asyncio.to_thread(docs.unsaved, ['a.py'])))", stray
+    )
+    assert json.loads(out) == []
+    assert {"type": "comm_close", "on": "answer"} in sent

@@ -1,38 +1,53 @@
-"""The documents open in JupyterLab or Notebook 7, asked over a comm: the runtime's ``OpenDocuments``.
+"""The documents open in JupyterLab or Notebook 7, asked over comms: the runtime's ``OpenDocuments``.
 
 The labextension (labextension/src/documents.ts) registers the comm target
-``grinta.documents`` on the kernel of every notebook it shows. For each
-question the kernel opens a fresh comm on that target (so a page loaded after
-the session started is asked too), and every front end connected to this
-kernel answers with the documents it has open::
+``grinta.documents`` on the kernel of every notebook it shows, and the kernel
+registers ``grinta.documents.answer``. For each question the kernel opens a
+fresh comm on ``grinta.documents`` (so a page loaded after the session
+started is asked too), and every page connected to this kernel answers by
+opening a comm of its own on ``grinta.documents.answer``, naming the
+question::
 
-    kernel → front ends   comm_open {"request": "documents"}
-    front end → kernel    comm_msg  {"app": ID, "root": SERVER_ROOT, "host": PATH,
-                                     "documents": [{"path": PATH, "dirty": BOOL}, ...]}
-    kernel → front ends   comm_msg  {"request": "reload", "paths": [PATH, ...]}   (after a write)
-    kernel → front ends   comm_close
+    kernel → pages   comm_open grinta.documents         {"request": "documents", "question": ID}
+    page → kernel    comm_open grinta.documents.answer  {"question": ID, "app": APP,
+                         "root": SERVER_ROOT, "host": PATH,
+                         "documents": [{"path": PATH, "dirty": BOOL}, ...]}
+    kernel → page    comm_msg on the page's comm        {"request": "reload", "paths": [PATH, ...]}
+                                                        (after a write: that page's documents)
+    kernel → both    comm_close
+
+Each page answers on its own comm, so no page can silence another: a page
+without the extension closes the question's comm (JupyterLab closes a comm
+whose target it does not know), which ipykernel would otherwise take as the
+end of every answer on it.
 
 Front-end paths are relative to the Jupyter server's root. The kernel resolves
 them against ``root`` (the page config's ``serverRoot``, ``~`` expanded), or,
 where the page does not carry it (Notebook 7), against the notebook that
 hosts this kernel: ``$JPY_SESSION_NAME`` (its absolute path, set by
 jupyter_server) less ``host`` (the same notebook as the front end names it).
-Files are compared by their real paths, so links and ``~`` do not matter.
+Files are compared by their real paths, so links and ``~`` do not matter. An
+answer that cannot be placed (no app, no list of documents, no usable root)
+does not count as an answer; a path that cannot be resolved (a NUL byte, a
+lone surrogate, longer than ``MAX_PATH``) is skipped, its answer kept.
 
-Bounds: a question waits for the front ends that answered the previous one
-(at least one) for at most ``timeout`` seconds; once a question got no answer
-at all (no front end, or one without the extension: JupyterLab closes a comm
-whose target it does not know at once), the next waits only ``probe`` seconds
-until a front end answers again. No answer means nothing is open. The comm
-stays open ``linger`` seconds after a question to count late answers (another
-browser window), so the next question waits for them too.
+Bounds: a question waits until as many pages answered as answered the
+previous one (at least one; pages told apart by ``app``), for at most
+``timeout`` seconds; once a question got no answer in time (no page, or none
+with the extension), the next waits only ``probe`` seconds, until a page
+answers again, even late. No answer means nothing is open. The question stays
+open ``linger`` seconds after it is decided to count late answers (another
+browser window, a busy tab), so the next question waits for them too. A
+question takes at most ``MAX_ANSWERS`` answers and resolves at most
+``MAX_DOCUMENTS`` paths in all; deciding what is unsaved resolves only the
+documents said to be dirty.
 
 Threads: the runtime asks from a worker thread (the session commits in
-``asyncio.to_thread``) while the kernel's event loop runs; the comm is opened
-and written on that loop (``call_soon_threadsafe``) and the answers, which the
-kernel dispatches on the loop, wake the waiting thread. Asked on the loop's
-own thread, where no answer could arrive while it waits, it answers "nothing
-open" at once.
+``asyncio.to_thread``) while the kernel's event loop runs; comms are opened,
+written and answered on that loop (``call_soon_threadsafe``), which only
+checks an answer's shape there; paths are resolved in the asking thread.
+Asked on the loop's own thread, where no answer could arrive while it waits,
+it answers "nothing open" at once.
 """
 
 from __future__ import annotations
@@ -41,22 +56,29 @@ import asyncio
 import contextlib
 import os
 import threading
+import uuid
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeGuard
 
 TARGET = "grinta.documents"
-MAX_DOCUMENTS = 10_000  # per answer: more is not a front end of ours
+ANSWER_TARGET = "grinta.documents.answer"
+MAX_DOCUMENTS = 10_000  # paths resolved per question, and entries read per answer
+MAX_ANSWERS = 16  # answers taken per question: more pages than that is not a person's desk
+MAX_PATH = 4096  # characters in a root or a path; longer is not a file of ours
+MAX_NAME = 256  # characters in an app or question id
 
 
 class Comm(Protocol):
     """What is used of a comm (ipykernel's, or a test's)."""
 
-    def on_msg(self, callback: Callable[[dict[str, Any]], None]) -> None: ...
-    def on_close(self, callback: Callable[[dict[str, Any]], None]) -> None: ...
     def send(self, data: dict[str, Any]) -> None: ...
     def close(self) -> None: ...
+
+
+# Called with a page's comm and its comm_open message, on the kernel's loop.
+AnswerReceiver = Callable[[Comm, dict[str, Any]], None]
 
 
 @dataclass(frozen=True)
@@ -119,7 +141,7 @@ def kernel_documents(root: str | os.PathLike[str]) -> KernelDocuments | None:
         return None
     if not Kernel.initialized():
         return None
-    return KernelDocuments(root, loop, open_comm=_open_kernel_comm)
+    return KernelDocuments(root, loop, open_comm=_open_kernel_comm, listen=_listen_on_kernel)
 
 
 def _open_kernel_comm(data: dict[str, Any]) -> Comm:
@@ -127,6 +149,14 @@ def _open_kernel_comm(data: dict[str, Any]) -> Comm:
 
     opened: Comm = comm.create_comm(target_name=TARGET, data=data)
     return opened
+
+
+def _listen_on_kernel(receive: AnswerReceiver) -> None:
+    import comm
+
+    manager = comm.get_comm_manager()
+    if manager.targets.get(ANSWER_TARGET) != receive:
+        manager.register_target(ANSWER_TARGET, receive)
 
 
 @dataclass(frozen=True)
@@ -137,36 +167,83 @@ class Answer:
     documents: dict[Path, tuple[str, bool]]  # real path -> (the front end's path, dirty)
 
 
+@dataclass(frozen=True)
+class _Placed:
+    """An answer the kernel can place: its page, where its paths start, its entries unread."""
+
+    app: str
+    base: Path
+    entries: list[Any]
+    comm: Comm | None = None  # the page's own comm, for the reload
+
+
 def read_answer(data: Mapping[str, Any], session_name: str | None) -> Answer | None:
     """A front end's answer as the kernel understands it; None when it cannot be placed.
 
     ``session_name`` is $JPY_SESSION_NAME, used when the answer has no ``root``.
+    Entries that cannot be resolved are skipped.
     """
+    placed = _place(data, session_name)
+    if placed is None:
+        return None
+    documents, _ = _resolve(placed, MAX_DOCUMENTS, dirty_only=False)
+    return Answer(placed.app, documents)
+
+
+def _place(data: Mapping[str, Any], session_name: str | None) -> _Placed | None:
+    """Cheap enough for the kernel's loop: no file system access."""
     app = data.get("app")
     docs = data.get("documents")
-    if not isinstance(app, str) or not isinstance(docs, list):
+    if not (isinstance(app, str) and 0 < len(app) <= MAX_NAME) or not isinstance(docs, list):
         return None
     base = _server_root(data.get("root"), data.get("host"), session_name)
-    if base is None:
-        return None
+    return None if base is None else _Placed(app, base, docs)
+
+
+def _resolve(
+    placed: _Placed, budget: int, *, dirty_only: bool
+) -> tuple[dict[Path, tuple[str, bool]], int]:
+    """The documents of an answer by real path, resolving at most ``budget`` paths; and how many."""
     documents: dict[Path, tuple[str, bool]] = {}
-    for doc in docs[:MAX_DOCUMENTS]:
+    used = 0
+    for doc in placed.entries[:MAX_DOCUMENTS]:
+        if used >= budget:
+            break
         if not isinstance(doc, dict):
             continue
-        path, dirty = doc.get("path"), doc.get("dirty")
-        if not isinstance(path, str) or not path or os.path.isabs(path) or "\0" in path:
+        path, dirty = doc.get("path"), bool(doc.get("dirty"))
+        if dirty_only and not dirty:
             continue
-        real = _real(base / path)
+        if not _usable(path) or os.path.isabs(path):
+            continue
+        used += 1
+        try:
+            real = _real(placed.base / path)
+        except (ValueError, OSError):  # what _usable could not foresee: skip it, keep the rest
+            continue
         _, was_dirty = documents.get(real, (path, False))
-        documents[real] = (path, bool(dirty) or was_dirty)
-    return Answer(app, documents)
+        documents[real] = (path, dirty or was_dirty)
+    return documents, used
+
+
+def _usable(text: object) -> TypeGuard[str]:
+    """A string the file system can take: no NUL, not too long, encodable (no lone surrogate)."""
+    if not isinstance(text, str) or not 0 < len(text) <= MAX_PATH or "\0" in text:
+        return False
+    try:
+        os.fsencode(text)
+    except UnicodeError:
+        return False
+    return True
 
 
 def _server_root(root: Any, host: Any, session_name: str | None) -> Path | None:
     if isinstance(root, str) and root:
+        if not _usable(root):
+            return None
         expanded = os.path.expanduser(root)
         return Path(expanded) if os.path.isabs(expanded) else None
-    if not (isinstance(host, str) and host and session_name and os.path.isabs(session_name)):
+    if not (_usable(host) and session_name and os.path.isabs(session_name)):
         return None
     parts = Path(host).parts
     session = Path(session_name)
@@ -179,31 +256,70 @@ def _real(path: Path) -> Path:
     return Path(os.path.realpath(path))
 
 
+def _close(comm: Comm) -> None:
+    with contextlib.suppress(Exception):  # already closed by the front end, or the kernel is gone
+        comm.close()
+
+
 @dataclass
 class _Exchange:
-    """One question: the comm opened for it and the answers that arrive on the loop."""
+    """One question: its comm, and the answers the pages' own comms bring (taken on the loop)."""
 
-    answers: list[dict[str, Any]] = field(default_factory=list)
-    closed: bool = False  # a front end closed the comm (it has no such target)
+    question: str = field(default_factory=lambda: uuid.uuid4().hex)
+    answers: list[_Placed] = field(default_factory=list)
+    unasked: bool = False  # the question could not be asked: no answer will come
     comm: Comm | None = None
     ready: threading.Condition = field(default_factory=threading.Condition)
 
-    def receive(self, msg: dict[str, Any]) -> None:
-        data = msg.get("content", {}).get("data")
-        if isinstance(data, dict):
-            with self.ready:
-                self.answers.append(data)
-                self.ready.notify_all()
-
-    def close_received(self, _msg: dict[str, Any]) -> None:
+    def take(self, answer: _Placed) -> bool:
+        """Count ``answer``; False when the question has all the answers it takes."""
         with self.ready:
-            self.closed = True
+            if len(self.answers) >= MAX_ANSWERS:
+                return False
+            self.answers.append(answer)
+            self.ready.notify_all()
+            return True
+
+    def give_up(self) -> None:
+        with self.ready:
+            self.unasked = True
             self.ready.notify_all()
 
-    def wait(self, count: int, timeout: float) -> list[dict[str, Any]]:
+    def wait(self, pages: int, timeout: float) -> list[_Placed]:
+        """The answers once ``pages`` distinct pages answered, or after ``timeout`` seconds."""
+
+        def enough() -> bool:
+            if self.unasked or len(self.answers) >= MAX_ANSWERS:
+                return True
+            return len({a.app for a in self.answers}) >= pages
+
         with self.ready:
-            self.ready.wait_for(lambda: len(self.answers) >= count or self.closed, timeout)
+            self.ready.wait_for(enough, timeout)
             return list(self.answers)
+
+    def taken(self) -> list[_Placed]:
+        with self.ready:
+            return list(self.answers)
+
+
+class _Questions:
+    """The questions open in this kernel, by id; touched only on the kernel's loop."""
+
+    def __init__(self) -> None:
+        self.open: dict[str, _Exchange] = {}
+
+    def receive(self, comm: Comm, msg: dict[str, Any]) -> None:
+        """A page opened its answer comm (the target callback of ``ANSWER_TARGET``)."""
+        content = msg.get("content")
+        data = content.get("data") if isinstance(content, dict) else None
+        question = data.get("question") if isinstance(data, dict) else None
+        exchange = self.open.get(question) if isinstance(question, str) else None
+        placed = _place(data, os.environ.get("JPY_SESSION_NAME")) if exchange and data else None
+        if exchange is None or placed is None or not exchange.take(replace(placed, comm=comm)):
+            _close(comm)  # not an answer to anything open: nothing will be sent on it
+
+
+_QUESTIONS = _Questions()
 
 
 class KernelDocuments:
@@ -215,6 +331,7 @@ class KernelDocuments:
         loop: asyncio.AbstractEventLoop,
         *,
         open_comm: Callable[[dict[str, Any]], Comm],
+        listen: Callable[[AnswerReceiver], None],
         timeout: float = 2.0,
         probe: float = 0.3,
         linger: float = 1.0,
@@ -223,10 +340,11 @@ class KernelDocuments:
         self._loop = loop
         self._loop_thread: int | None = None
         self._open_comm = open_comm
+        self._listen = listen
         self.timeout = timeout
         self.probe = probe
         self.linger = linger
-        self._expected = 1  # front ends that answered the last question
+        self._expected = 1  # pages that answered the last question
         self._heard = True  # until a question goes unanswered, wait the whole timeout
         loop.call_soon_threadsafe(self._note_loop_thread)
 
@@ -236,8 +354,13 @@ class KernelDocuments:
         if exchange is None:
             return []
         answers = self._collect(exchange)
-        self._finish(exchange, None)
-        dirty = {real for a in answers for real, (_, d) in a.documents.items() if d}
+        self._finish(exchange, [])
+        dirty: set[Path] = set()
+        budget = MAX_DOCUMENTS
+        for answer in answers:
+            documents, used = _resolve(answer, budget, dirty_only=True)
+            budget -= used
+            dirty.update(documents)
         return [path for real, path in wanted.items() if real in dirty]
 
     def changed(self, paths: Sequence[str]) -> None:
@@ -246,10 +369,15 @@ class KernelDocuments:
         if exchange is None:
             return
         answers = self._collect(exchange)
-        reload = sorted(
-            {front for a in answers for real, (front, _) in a.documents.items() if real in wanted}
-        )
-        self._finish(exchange, {"request": "reload", "paths": reload} if reload else None)
+        reloads: list[tuple[Comm, list[str]]] = []
+        budget = MAX_DOCUMENTS
+        for answer in answers:
+            documents, used = _resolve(answer, budget, dirty_only=False)
+            budget -= used
+            front = sorted({f for real, (f, _) in documents.items() if real in wanted})
+            if front and answer.comm is not None:
+                reloads.append((answer.comm, front))
+        self._finish(exchange, reloads)
 
     # -- the exchange ---------------------------------------------------------------------
 
@@ -265,14 +393,15 @@ class KernelDocuments:
         exchange = _Exchange()
 
         def open_on_loop() -> None:
+            _QUESTIONS.open[exchange.question] = exchange
             try:
-                opened = self._open_comm({"request": "documents"})
-                opened.on_msg(exchange.receive)
-                opened.on_close(exchange.close_received)
+                self._listen(_QUESTIONS.receive)
+                exchange.comm = self._open_comm(
+                    {"request": "documents", "question": exchange.question}
+                )
             except Exception:  # no kernel to talk through: nothing is open
-                exchange.close_received({})
-                return
-            exchange.comm = opened
+                _QUESTIONS.open.pop(exchange.question, None)
+                exchange.give_up()
 
         try:
             self._loop.call_soon_threadsafe(open_on_loop)
@@ -280,33 +409,37 @@ class KernelDocuments:
             return None
         return exchange
 
-    def _collect(self, exchange: _Exchange) -> list[Answer]:
-        raw = exchange.wait(self._expected, self.timeout if self._heard else self.probe)
-        self._heard = bool(raw)
-        session_name = os.environ.get("JPY_SESSION_NAME")
-        answers = [a for a in (read_answer(d, session_name) for d in raw) if a is not None]
+    def _collect(self, exchange: _Exchange) -> list[_Placed]:
+        answers = exchange.wait(self._expected, self.timeout if self._heard else self.probe)
+        self._heard = bool(answers)
         if answers:
             self._expected = len({a.app for a in answers})
         return answers
 
-    def _finish(self, exchange: _Exchange, message: dict[str, Any] | None) -> None:
-        """Send ``message`` (if any) on the loop, then close the comm after ``linger``."""
+    def _finish(self, exchange: _Exchange, reloads: list[tuple[Comm, list[str]]]) -> None:
+        """Send the reloads and close the answers' comms, on the loop; end the question after
+        ``linger`` seconds, counting the answers that came late."""
 
         def on_loop() -> None:
-            comm = exchange.comm
-            if comm is None:
-                return
-            if message is not None:
-                with contextlib.suppress(Exception):  # the front end is gone: nothing to reload
-                    comm.send(message)
-            self._loop.call_later(self.linger, close, comm)
+            for comm, paths in reloads:
+                with contextlib.suppress(Exception):  # the page is gone: nothing to reload
+                    comm.send({"request": "reload", "paths": paths})
+            for answer in exchange.taken():
+                if answer.comm is not None:
+                    _close(answer.comm)
+            self._loop.call_later(self.linger, end)
 
-        def close(comm: Comm) -> None:
-            apps = {d.get("app") for d in exchange.answers if isinstance(d.get("app"), str)}
-            if apps:  # late answers count: another window waits to be asked next time
-                self._expected = len(apps)
-            with contextlib.suppress(Exception):  # already closed by the front end
-                comm.close()
+        def end() -> None:
+            _QUESTIONS.open.pop(exchange.question, None)
+            answers = exchange.taken()
+            if answers:  # late answers count: that page waits to be asked next time
+                self._expected = len({a.app for a in answers})
+                self._heard = True
+            for answer in answers:
+                if answer.comm is not None:
+                    _close(answer.comm)
+            if exchange.comm is not None:
+                _close(exchange.comm)
 
-        with contextlib.suppress(RuntimeError):  # the loop closed: the comm went with it
+        with contextlib.suppress(RuntimeError):  # the loop closed: the comms went with it
             self._loop.call_soon_threadsafe(on_loop)

@@ -3,15 +3,19 @@
  * has open, and reloads them after the session wrote them.
  *
  * The kernel asks over a comm (target `grinta.documents`, registered here on
- * the kernel of every notebook the page shows) before it commits a write:
- * a file open here with unsaved changes is not written (DOCUMENT_UNSAVED).
- * After a write it asks again and sends "reload" with the paths it wrote;
- * each document open here without unsaved changes then reloads from disk
- * (context.revert()), so it shows the change at once and no "file changed on
- * disk" dialog follows; a trusted notebook stays trusted. Every document widget counts: notebooks, the file
- * editor, any other. Under real-time collaboration the server itself loads
- * the file into the shared document, so nothing is reloaded here. The
- * messages and the rules are in openDocuments.ts (pure, unit-tested) and
+ * the kernel of every notebook the page shows) before it commits a write;
+ * the page answers on a comm of its own (target `grinta.documents.answer`,
+ * registered by the kernel), so a page without this extension, which closes
+ * the question's comm, cannot keep the kernel from hearing this one. A file
+ * open here with unsaved changes is not written (DOCUMENT_UNSAVED). After a
+ * write the kernel asks again and sends "reload" on this page's answer comm
+ * with the paths it wrote; each document open here without unsaved changes
+ * then reloads from disk (context.revert()), so it shows the change at once
+ * and no "file changed on disk" dialog follows; a trusted notebook stays
+ * trusted. Every document widget counts: notebooks, the file editor, any
+ * other. Under real-time collaboration the server itself loads the file into
+ * the shared document, so nothing is reloaded here. The messages and the
+ * rules are in openDocuments.ts (pure, unit-tested) and
  * grinta_jupyter/jupyter/documents.py.
  */
 
@@ -24,6 +28,7 @@ import type { JSONObject } from '@lumino/coreutils';
 import type { Widget } from '@lumino/widgets';
 
 import {
+  ANSWER_TARGET,
   DOCUMENTS_TARGET,
   documentsAnswer,
   OpenDocument,
@@ -94,33 +99,43 @@ async function reload(app: JupyterFrontEnd, paths: string[]): Promise<void> {
   });
 }
 
-// Comms this page answers. Only one connection per kernel handles comms, but a
-// notebook's connection can be replaced while a question is open.
+// Questions this page is answering, until the kernel closes them. Only one
+// connection per kernel handles comms, but a notebook's connection can be
+// replaced while a question is open.
 const answering = new Set<string>();
 
 function answer(
   app: JupyterFrontEnd,
   panel: NotebookPanel,
-  comm: Kernel.IComm,
+  kernel: Kernel.IKernelConnection,
+  question: Kernel.IComm,
   msg: KernelMessage.ICommOpenMsg
 ): void {
-  if (answering.has(comm.commId) || readRequest(msg.content.data)?.request !== 'documents') {
+  const request = readRequest(msg.content.data);
+  if (request?.request !== 'documents' || answering.has(request.question)) {
     return;
   }
-  answering.add(comm.commId);
-  comm.onClose = () => {
-    answering.delete(comm.commId);
-  };
-  comm.onMsg = message => {
-    const request = readRequest(message.content.data);
-    if (request?.request === 'reload') {
-      void reload(app, request.paths);
-    }
+  const id = request.question;
+  answering.add(id);
+  question.onClose = () => {
+    answering.delete(id);
   };
   const root = PageConfig.getOption('serverRoot');
   const host = app.serviceManager.contents.localPath(panel.sessionContext.path);
-  const reply = documentsAnswer(APP_ID, root, host, openDocuments(app));
-  comm.send(reply as unknown as JSONObject);
+  const reply = documentsAnswer(id, APP_ID, root, host, openDocuments(app));
+  try {
+    const own = kernel.createComm(ANSWER_TARGET);
+    own.onMsg = message => {
+      const request = readRequest(message.content.data);
+      if (request?.request === 'reload') {
+        void reload(app, request.paths);
+      }
+    };
+    own.open(reply as unknown as JSONObject);
+  } catch (reason) {
+    // The connection is going away (a restart, a closed tab): nothing to answer with.
+    console.warn('grinta: could not answer the kernel about open documents', reason);
+  }
 }
 
 function watch(app: JupyterFrontEnd, panel: NotebookPanel, kernels: WeakSet<object>): void {
@@ -128,7 +143,9 @@ function watch(app: JupyterFrontEnd, panel: NotebookPanel, kernels: WeakSet<obje
     const kernel = panel.sessionContext.session?.kernel;
     if (!kernel || kernels.has(kernel)) return;
     kernels.add(kernel);
-    kernel.registerCommTarget(DOCUMENTS_TARGET, (comm, msg) => answer(app, panel, comm, msg));
+    kernel.registerCommTarget(DOCUMENTS_TARGET, (comm, msg) =>
+      answer(app, panel, kernel, comm, msg)
+    );
   };
   panel.sessionContext.kernelChanged.connect(register);
   void panel.sessionContext.ready.then(register);

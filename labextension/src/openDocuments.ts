@@ -8,7 +8,13 @@
  * (`RTC:` under real-time collaboration): the kernel resolves them.
  */
 
+/** The target the kernel asks on: one comm per question, opened by the kernel. */
 export const DOCUMENTS_TARGET = 'grinta.documents';
+/**
+ * The target this page answers on: a comm of its own per question, so a page
+ * without the extension (which closes the question's comm) silences no one.
+ */
+export const ANSWER_TARGET = 'grinta.documents.answer';
 
 /** A document open in the page, as far as the kernel needs to know. */
 export interface OpenDocument {
@@ -22,8 +28,9 @@ export interface OpenDocument {
   revert: () => Promise<void>;
 }
 
-/** The answer to `{"request": "documents"}`. */
+/** The answer to `{"request": "documents", "question": ID}`. */
 export interface DocumentsAnswer {
+  question: string;
   app: string;
   root: string;
   host: string;
@@ -35,6 +42,7 @@ export interface DocumentsAnswer {
  * document share it; any dirty view makes it dirty).
  */
 export function documentsAnswer(
+  question: string,
   app: string,
   root: string,
   host: string,
@@ -44,16 +52,27 @@ export function documentsAnswer(
   for (const doc of open) {
     dirty.set(doc.path, (dirty.get(doc.path) ?? false) || doc.dirty);
   }
-  return { app, root, host, documents: [...dirty].map(([path, d]) => ({ path, dirty: d })) };
+  const documents = [...dirty].map(([path, d]) => ({ path, dirty: d }));
+  return { question, app, root, host, documents };
 }
 
-/** What the kernel asks for: `documents`, `reload` with its paths, or null for anything else. */
+/**
+ * What the kernel asks for: `documents` (on the question's comm, with the
+ * question's id), `reload` with its paths (on this page's answer comm), or
+ * null for anything else.
+ */
 export function readRequest(
   data: unknown
-): { request: 'documents' } | { request: 'reload'; paths: string[] } | null {
+): { request: 'documents'; question: string } | { request: 'reload'; paths: string[] } | null {
   if (typeof data !== 'object' || data === null) return null;
-  const { request, paths } = data as { request?: unknown; paths?: unknown };
-  if (request === 'documents') return { request };
+  const { request, paths, question } = data as {
+    request?: unknown;
+    paths?: unknown;
+    question?: unknown;
+  };
+  if (request === 'documents') {
+    return typeof question === 'string' && question !== '' ? { request, question } : null;
+  }
   if (request === 'reload' && Array.isArray(paths)) {
     return { request, paths: paths.filter((p): p is string => typeof p === 'string') };
   }

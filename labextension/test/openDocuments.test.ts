@@ -15,7 +15,8 @@ function doc(path: string, dirty = false, collaborative = false): OpenDocument {
 describe('the answer about open documents', () => {
   it('names each document once, dirty if any view of it is', () => {
     const open = [doc('a.ipynb'), doc('b.py', true), doc('a.ipynb', true), doc('c/d.txt')];
-    assert.deepEqual(documentsAnswer('app1', '/srv', 'host.ipynb', open), {
+    assert.deepEqual(documentsAnswer('q1', 'app1', '/srv', 'host.ipynb', open), {
+      question: 'q1',
       app: 'app1',
       root: '/srv',
       host: 'host.ipynb',
@@ -30,7 +31,12 @@ describe('the answer about open documents', () => {
 
 describe('requests from the kernel', () => {
   it('are read strictly', () => {
-    assert.deepEqual(readRequest({ request: 'documents' }), { request: 'documents' });
+    assert.deepEqual(readRequest({ request: 'documents', question: 'q1' }), {
+      request: 'documents',
+      question: 'q1'
+    });
+    assert.equal(readRequest({ request: 'documents' }), null, 'a question names itself');
+    assert.equal(readRequest({ request: 'documents', question: 7 }), null);
     assert.deepEqual(readRequest({ request: 'reload', paths: ['a.py', 3, 'b.py'] }), {
       request: 'reload',
       paths: ['a.py', 'b.py']

@@ -98,4 +98,16 @@ describe('rich outputs', () => {
       assert.equal(byClass(card, 'grinta-rich-outputs').length, 0);
     }
   });
+
+  it('shows the code an execute runs whole and highlighted, not folded among the arguments', () => {
+    const code = Array.from({ length: 40 }, (_, i) => `total_${i} = sum(range(${i}))`).join('\n');
+    const data = { ...payload([]), arguments: { code, timeout: 30 }, observation: null };
+    const card = render(data);
+    const [shown] = byClass(card, 'grinta-executed-code');
+    assert.equal(shown.textContent, code);
+    assert.ok(byClass(shown, 'grinta-tok-number').length > 0, 'python is highlighted');
+    const [args] = byClass(card, 'grinta-arguments');
+    assert.ok(!args.textContent.includes('total_0'), 'the code is not repeated in the arguments');
+    assert.ok(args.textContent.includes('timeout'));
+  });
 });

@@ -409,3 +409,55 @@ def test_notebook7_refuses_then_shows_an_edit_of_the_host_notebook(
         screenshot(page, "documents-notebook7")
     finally:
         page.evaluate("() => window.jupyterapp.shell.currentWidget.sessionContext.shutdown()")
+
+
+# A second connection to the host's kernel that handles comms but has no grinta extension:
+# it closes each question's comm at once, as a page without the extension does.
+SILENT_JS = f"""
+path => {{
+  const kernel = ({DOCUMENT_JS})(path).sessionContext.session.kernel;
+  const silent = window.jupyterapp.serviceManager.kernels.connectTo({{
+    model: kernel.model, handleComms: true
+  }});
+  window.grintaSilent = {{ connection: silent, closed: 0 }};
+  silent.registerCommTarget('grinta.documents', comm => {{
+    window.grintaSilent.closed += 1;
+    comm.close();
+  }});
+}}
+"""
+
+
+def test_a_window_without_the_extension_does_not_hide_unsaved_work(
+    page: Any, lab_server: LabServer
+) -> None:
+    """Each page answers on a comm of its own, so one that closes the question silences no one."""
+    host = "docs-plain.ipynb"
+    _workspace(lab_server.root)
+    (lab_server.root / host).write_text(_notebook([("only", "code", "x = 1\n")]))
+    open_notebook(page, host)
+    page.wait_for_function(
+        f"() => ({DOCUMENT_JS})({host!r}).sessionContext.kernelDisplayStatus === 'idle'",
+        timeout=60_000,
+    )
+    try:
+        _execute(
+            page,
+            "import asyncio, json\nfrom grinta_jupyter.jupyter.documents import kernel_documents\n"
+            f"docs = kernel_documents({WORKSPACE!r})",
+            host,
+        )
+        _open_file(page, SCRIPT)
+        page.locator(f'[data-grinta-path="{SCRIPT}"] .jp-FileEditor .cm-content').click()
+        page.keyboard.press("Control+End")
+        page.keyboard.type("# typed\n")
+        assert _dirty(page, SCRIPT)
+        page.evaluate(SILENT_JS, host)
+        ask = (
+            "print(json.dumps(await asyncio.to_thread(docs.unsaved, ['util.py', 'target.ipynb'])))"
+        )
+        assert json.loads(_execute(page, ask, host)) == ["util.py"]
+        assert page.evaluate("() => window.grintaSilent.closed") >= 1, "the silent page was asked"
+    finally:
+        page.evaluate("() => window.grintaSilent && window.grintaSilent.connection.dispose()")
+        _close(page)

@@ -47,6 +47,7 @@ export function renderStep(step: Step, picker: HunkPicker | null = null): HTMLEl
     step.text && h('div', { class: 'grinta-text' }, step.text),
     step.summary && h('div', { class: 'grinta-summary' }, step.summary),
     argumentsSection(step, `${key}/arguments`),
+    codeSection(step),
     step.resolutions.length > 0 && resolutionsSection(step.resolutions),
     step.diff &&
       section(
@@ -82,10 +83,31 @@ function header(step: Step): HTMLElement {
   );
 }
 
+/** The Python an `execute` step runs in the kernel: shown whole, never folded (it is what the
+ * reviewer approves), highlighted as Python. */
+function executedCode(step: Step): string | null {
+  const code = step.tool === 'execute' ? step.arguments?.code : undefined;
+  return typeof code === 'string' ? code : null;
+}
+
+function codeSection(step: Step): HTMLElement | null {
+  const code = executedCode(step);
+  if (code === null) {
+    return null;
+  }
+  const shown = highlighted('code.py', code, 'grinta-executed-code');
+  return section('code', 'Code (runs in the kernel once approved)', shown);
+}
+
 function argumentsSection(step: Step, key: string): HTMLElement | null {
   if (step.arguments) {
-    const entries = Object.entries(step.arguments);
-    return entries.length ? section('arguments', 'Arguments', valueView(step.arguments, key)) : null;
+    // An execute's code has its own section; the other arguments (timeout) stay here.
+    const shown =
+      executedCode(step) === null
+        ? step.arguments
+        : Object.fromEntries(Object.entries(step.arguments).filter(([name]) => name !== 'code'));
+    const entries = Object.entries(shown);
+    return entries.length ? section('arguments', 'Arguments', valueView(shown, key)) : null;
   }
   if (step.raw_arguments !== null) {
     return section(
@@ -221,12 +243,17 @@ function validationSection(v: Validation): HTMLElement {
 
 /** A candidate's lines of context, highlighted like the diff. */
 function snippet(path: string, text: string): HTMLElement {
+  return highlighted(path, text, 'grinta-snippet');
+}
+
+/** ``text`` highlighted as the language of ``path`` (plain when there is none). */
+function highlighted(path: string, text: string, cls: string): HTMLElement {
   const lang = languageForPath(path);
   const lines = text.split('\n');
   const tokens = lang ? tokenizeLines(lines, lang) : lines.map(line => [{ text: line, cls: null }]);
   return h(
     'pre',
-    { class: 'grinta-pre grinta-snippet' },
+    { class: `grinta-pre ${cls}` },
     tokens.flatMap((line, i) => [i > 0 ? '\n' : null, ...line.flatMap(renderToken)])
   );
 }
