@@ -1,0 +1,491 @@
+"""What a Python value is and one bounded line about it, without running the value's code.
+
+The description the ``inspect`` tool gives of the user's kernel variables
+(the tool is tools/inspect.py; the detail of frames and arrays is
+tools/frames.py). The contract, for every function here: it never runs the
+user's code, and what it returns is bounded whatever the size of the value.
+
+- values are told apart by their exact type (``type(x)``, never
+  ``isinstance``, which may ask the value), looked up by identity (hashing a
+  type runs its metaclass's ``__hash__``): ``ExactTypes``;
+- builtin values are shown by a bounded repr built here (``bounded_repr``;
+  the builtin ``repr`` only on exact builtin types whose repr runs nothing of
+  the user's: a datetime with a user ``tzinfo``, a slice, a range or a huge
+  Fraction are built field by field);
+- numpy and pandas values are recognised by identity with, or subclassing
+  of, the classes of the already-imported numpy and pandas (never by the
+  ``__module__`` a class may claim; neither library is imported here) and
+  read through their own attributes (``.shape``, ``.dtypes``). A frame or
+  series is first rebuilt as a plain one sharing its data (``bare``): no
+  subclass method runs, and no ``attrs``, which pandas deep-copies into
+  every derived frame;
+- functions by their code object's parameter names (a default's repr, a
+  ``__signature__`` or ``__wrapped__`` object is the user's);
+- any other object as ``<module.Class object>``, and in detail with the
+  attributes in its ``__dict__`` (read statically: no property or
+  ``__getattr__`` runs).
+
+A value that cannot be described costs its own line (``guarded``), never
+the caller's whole output.
+"""
+
+from __future__ import annotations
+
+import collections
+import datetime
+import decimal
+import fractions
+import itertools
+import pathlib
+import sys
+import types
+from collections.abc import Callable, Iterable
+from inspect import CO_VARARGS, CO_VARKEYWORDS, Parameter, signature
+from typing import Any
+
+LINE_CHARS = 200
+MAX_ATTRIBUTES = 30
+# Integers past this many bits are described, not written out (their decimal text costs
+# quadratic time, and past int_max_str_digits it raises).
+INT_BITS = 200
+
+
+def guarded(describe: Callable[[Any], str], value: Any) -> str:
+    """``describe(value)``, or a note saying it could not be done: one odd value (or a bug of
+    ours) costs its own line, not the listing."""
+    try:
+        return describe(value)
+    except Exception as exc:
+        return f"<cannot be summarised: {class_names(type(exc))[1]}>"
+
+
+# -- what a value is ---------------------------------------------------------------------
+
+
+class ExactTypes:
+    """Types looked up by identity: ``cls in table`` never hashes or compares ``cls`` (a
+    metaclass's ``__hash__`` and ``__eq__`` are user code, and may be missing)."""
+
+    def __init__(self, kinds: Iterable[type]) -> None:
+        self._kinds = {id(kind): kind for kind in kinds}  # holding them keeps the ids unique
+
+    def __contains__(self, cls: object) -> bool:
+        return id(cls) in self._kinds
+
+
+NONE_TYPE = type(None)
+_SCALARS = ExactTypes(
+    (
+        int,
+        float,
+        complex,
+        bool,
+        NONE_TYPE,
+        range,
+        slice,
+        type(Ellipsis),
+        type(NotImplemented),
+        datetime.date,
+        datetime.datetime,
+        datetime.time,
+        datetime.timedelta,
+        datetime.timezone,
+        decimal.Decimal,
+        fractions.Fraction,
+        pathlib.PurePosixPath,
+        pathlib.PosixPath,
+        pathlib.PureWindowsPath,
+    )
+)
+_TEXTS = ExactTypes((str, bytes, bytearray))
+_BRACKETS: dict[int, tuple[type, str, str]] = {
+    id(cls): (cls, opening, closing)
+    for cls, opening, closing in (
+        (list, "[", "]"),
+        (tuple, "(", ")"),
+        (collections.deque, "deque([", "])"),
+        (dict, "{", "}"),
+        (collections.OrderedDict, "OrderedDict({", "})"),
+        (collections.defaultdict, "defaultdict({", "})"),
+        (collections.Counter, "Counter({", "})"),
+        (set, "{", "}"),
+        (frozenset, "frozenset({", "})"),
+    )
+}
+_MAPPINGS = ExactTypes(
+    (dict, collections.OrderedDict, collections.defaultdict, collections.Counter)
+)
+FUNCTIONS = ExactTypes(
+    (types.FunctionType, types.BuiltinFunctionType, types.MethodType, types.LambdaType)
+)
+
+
+def _container(cls: type) -> bool:
+    return id(cls) in _BRACKETS
+
+
+def class_names(cls: type) -> tuple[str, str]:
+    """A class's module and qualified name, read through ``type`` itself (no metaclass code)."""
+    module = vars(type)["__module__"].__get__(cls, type)
+    qualname = vars(type)["__qualname__"].__get__(cls, type)
+    return (module if type(module) is str else ""), (qualname if type(qualname) is str else "?")
+
+
+def type_label(value: Any) -> str:
+    """``int``, ``Point`` (defined in the notebook), ``pandas.DataFrame``, ``numpy.ndarray``."""
+    cls = type(value)
+    if issubclass(cls, type):
+        return "class"
+    if cls in FUNCTIONS:
+        return "function"
+    module, qualname = class_names(cls)
+    if module in ("builtins", "__main__", ""):
+        return qualname
+    return f"{module.split('.')[0]}.{qualname}"
+
+
+def library_kind(value: Any) -> str:
+    """What a numpy or pandas value is: "array", "numpy scalar", "frame", "series", "index",
+    "pandas scalar"; "" for anything else. Recognised by the classes of the modules already
+    loaded (a class's ``__module__`` is its own to set); numpy scalars and pandas scalars only
+    by their exact type, since their repr is what shows them."""
+    cls = type(value)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        if _subclass(cls, numpy, "ndarray"):
+            return "array"
+        if cls in _numpy_scalars(numpy):
+            return "numpy scalar"
+    pandas = sys.modules.get("pandas")
+    if pandas is not None:
+        for kind, name in (("frame", "DataFrame"), ("series", "Series"), ("index", "Index")):
+            if _subclass(cls, pandas, name):
+                return kind
+        if cls in _pandas_scalars(pandas):
+            return "pandas scalar"
+    return ""
+
+
+def _subclass(cls: type, module: Any, name: str) -> bool:
+    # The module may be half imported (another thread is importing it): no class, no match.
+    base = getattr(module, name, None)
+    return type(base) is type and issubclass(cls, base)
+
+
+_scalar_tables: dict[str, tuple[object, ExactTypes]] = {}
+
+
+def _numpy_scalars(numpy: Any) -> ExactTypes:
+    """numpy's own scalar types (float64, int8, datetime64, str_, void, ...)."""
+    return _table("numpy", numpy, lambda: getattr(numpy, "sctypeDict", {}).values())
+
+
+def _pandas_scalars(pandas: Any) -> ExactTypes:
+    """pandas's scalar types (Timestamp, Timedelta, Period, Interval, NaT's type)."""
+
+    def kinds() -> list[object]:
+        names = ("Timestamp", "Timedelta", "Period", "Interval")
+        return [
+            *(getattr(pandas, name, None) for name in names),
+            type(getattr(pandas, "NaT", None)),
+        ]
+
+    return _table("pandas", pandas, kinds)
+
+
+def _table(key: str, module: object, kinds: Callable[[], Iterable[object]]) -> ExactTypes:
+    """The scalar types of ``module``, found once per module object."""
+    cached = _scalar_tables.get(key)
+    if cached is None or cached[0] is not module:
+        found = (kind for kind in kinds() if type(kind) is type and kind is not NONE_TYPE)
+        cached = (module, ExactTypes(found))
+        _scalar_tables[key] = cached
+    return cached[1]
+
+
+def is_library_class(cls: type, module: str, name: str) -> bool:
+    """Whether ``cls`` is the class ``name`` of the loaded ``module`` (never imported here)."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and cls is getattr(loaded, name, None)
+
+
+def bare(value: Any, kind: str) -> Any:
+    """A frame or series as the plain pandas class, sharing the data: no subclass method and
+    no ``attrs`` (pandas deep-copies them into every frame derived from this one)."""
+    pandas = sys.modules["pandas"]
+    return (
+        pandas.DataFrame(value, copy=False) if kind == "frame" else pandas.Series(value, copy=False)
+    )
+
+
+def plain_array(value: Any) -> Any:
+    """An array (of any ndarray subclass) as a plain ndarray view: no subclass method runs."""
+    numpy = sys.modules["numpy"]
+    return numpy.ndarray.view(value, numpy.ndarray)
+
+
+# -- one line about a value ------------------------------------------------------------------
+
+
+def summary(value: Any) -> str:
+    """One line about ``value`` that runs none of its code."""
+    cls = type(value)
+    if cls in _TEXTS:
+        unit = "character" if cls is str else "byte"
+        return f"{counted(len(value), unit)}: {bounded_repr(value, room=60)}"
+    if _container(cls):
+        return f"{counted(len(value), 'item')}: {bounded_repr(value, room=120)}"
+    if cls in _SCALARS:
+        return bounded_repr(value)
+    if issubclass(cls, type):
+        module, qualname = class_names(value)
+        return f"{module}.{qualname}" if module not in ("__main__", "") else qualname
+    if cls in FUNCTIONS:
+        return _signature(value)
+    kind = library_kind(value)
+    if kind == "frame":
+        frame = bare(value, kind)
+        rows, columns = frame.shape
+        dtypes = ", ".join(
+            f"{label_text(c)} {d}" for c, d in itertools.islice(frame.dtypes.items(), 12)
+        )
+        more = f", ... {columns - 12} more" if columns > 12 else ""
+        return f"{counted(rows, 'row')} x {counted(columns, 'column')}: {dtypes}{more}"
+    if kind == "series":
+        series = bare(value, kind)
+        named = "" if series.name is None else f", name {label_text(series.name)}"
+        return f"{counted(len(series), 'value')}, dtype {series.dtype}{named}"
+    if kind == "index":
+        return f"{counted(len(value), 'entry', 'entries')}, dtype {value.dtype}"
+    if kind == "array":
+        array = plain_array(value)
+        return f"shape {tuple(array.shape)}, dtype {array.dtype}"
+    if kind:
+        return _library_scalar(value)
+    return f"<{type_label(value)} object>"
+
+
+def _library_scalar(value: Any) -> str:
+    """A numpy or pandas scalar: its own repr, except where that repr shows the user's objects
+    (a record's object fields, an Interval's endpoints, a Timestamp's time zone)."""
+    cls = type(value)
+    if is_library_class(cls, "numpy", "void"):  # a numpy record: its fields may hold any object
+        return cut(f"record {bounded_repr(value.tolist(), room=120)}, dtype {value.dtype}", 160)
+    if is_library_class(cls, "pandas", "Interval"):
+        left, right = (bounded_repr(end, room=40) for end in (value.left, value.right))
+        return f"Interval({left}, {right}, closed={value.closed!r})"
+    if is_library_class(cls, "pandas", "Timestamp") and not known_zone(value.tzinfo):
+        utc = value.tz_convert(None)  # the instant in UTC, read without the zone's code
+        return cut(f"{utc!r} UTC, tz {bounded_repr(value.tzinfo)}", 80)
+    return cut(repr(value), 80)
+
+
+def known_zone(zone: Any) -> bool:
+    """No zone, or one of the standard library's, whose repr runs nothing of the user's."""
+    if zone is None or type(zone) is datetime.timezone:
+        return True
+    zoneinfo = sys.modules.get("zoneinfo")
+    return zoneinfo is not None and type(zone) is getattr(zoneinfo, "ZoneInfo", None)
+
+
+def label_text(label: Any) -> str:
+    """A row or column label: a string as it is, anything else by its bounded repr."""
+    return label if type(label) is str else bounded_repr(label, room=40)
+
+
+# -- bounded reprs of builtin values --------------------------------------------------------
+
+_ITEMS = (10, 4, 3)  # items shown per container, by depth; deeper containers are elided
+_STRING_CHARS = 60
+
+
+def bounded_repr(value: Any, room: int = 200, depth: int = 0) -> str:
+    """A repr of builtin values, built here: at most about ``room`` characters, any size of
+    input. Anything else (a user's object inside a list) is shown as ``<Class object>``."""
+    cls = type(value)
+    if cls in _TEXTS:
+        chars = min(room, _STRING_CHARS) if depth else room
+        return repr(value[:chars]) + ("..." if len(value) > chars else "")
+    if cls in _SCALARS:
+        return cut(_scalar_repr(value, room, depth), room)
+    entry = _BRACKETS.get(id(cls))
+    if entry is None:
+        return summary(value) if library_kind(value) else f"<{type_label(value)} object>"
+    _, opening, closing = entry
+    if not value:
+        return "set()" if cls is set else opening + closing
+    if depth >= len(_ITEMS):
+        return opening + "..." + closing
+    limit = _ITEMS[depth]
+    if cls in _MAPPINGS:
+        parts = [
+            f"{bounded_repr(k, room, depth + 1)}: {bounded_repr(v, room, depth + 1)}"
+            for k, v in itertools.islice(value.items(), limit)
+        ]
+    else:
+        parts = [bounded_repr(v, room, depth + 1) for v in itertools.islice(value, limit)]
+    if len(value) > limit:
+        parts.append(f"... {len(value) - limit} more")
+    trailing = "," if cls is tuple and len(value) == 1 else ""
+    return cut(opening + ", ".join(parts) + trailing + closing, room)
+
+
+def _scalar_repr(value: Any, room: int, depth: int) -> str:
+    """The repr of an exact builtin scalar, with the parts that could be huge or the user's
+    built here: big integers by size, a slice's fields, a datetime's time zone."""
+    cls = type(value)
+    if cls is int:
+        return _int_text(value)
+    if cls is fractions.Fraction:
+        return f"Fraction({_int_text(value.numerator)}, {_int_text(value.denominator)})"
+    if cls is range:
+        ends = [value.start, value.stop] + ([value.step] if value.step != 1 else [])
+        return f"range({', '.join(_int_text(end) for end in ends)})"
+    if cls is slice:
+        fields = (bounded_repr(v, room, depth + 1) for v in (value.start, value.stop, value.step))
+        return f"slice({', '.join(fields)})"
+    if (cls is datetime.datetime or cls is datetime.time) and not known_zone(value.tzinfo):
+        naive = repr(value.replace(tzinfo=None))
+        return f"{naive[:-1]}, tzinfo={bounded_repr(value.tzinfo, room, depth + 1)})"
+    return repr(value)
+
+
+def _int_text(number: int) -> str:
+    bits = number.bit_length()
+    return f"<int of {bits} bits>" if bits > INT_BITS else repr(number)
+
+
+def _signature(function: Any) -> str:
+    """``name(a, b=..., *args, **kw)``: parameter names only, read from the code object (a
+    default's repr, a ``__signature__`` or ``__wrapped__`` object is user code)."""
+    bound = type(function) is types.MethodType
+    target = function.__func__ if bound else function  # a slot of the method
+    if type(target) is types.BuiltinFunctionType:
+        return _builtin_signature(target)
+    if type(target) is not types.FunctionType:
+        return "method(...)"
+    name = target.__name__
+    code = target.__code__
+    count, keywords = code.co_argcount, code.co_kwonlyargcount
+    names = code.co_varnames
+    defaults = len(target.__defaults__ or ())
+    keyword_defaults = target.__kwdefaults__ or {}
+    shown = [names[i] + ("=..." if i >= count - defaults else "") for i in range(count)]
+    rest = count + keywords
+    if code.co_flags & CO_VARARGS:
+        shown.append("*" + names[rest])
+        rest += 1
+    for keyword in names[count : count + keywords]:
+        shown.append(keyword + ("=..." if keyword in keyword_defaults else ""))
+    if code.co_flags & CO_VARKEYWORDS:
+        shown.append("**" + names[rest])
+    if bound and count:
+        shown.pop(0)  # the instance the method is bound to
+    return f"{name}({', '.join(shown)})"
+
+
+_STARS: dict[Any, str] = {Parameter.VAR_POSITIONAL: "*", Parameter.VAR_KEYWORD: "**"}
+
+
+def _builtin_signature(function: Any) -> str:
+    """A builtin's parameter names, from the text its C code carries. Only for a builtin of a
+    module or of a builtin value: ``signature`` asks the object a method is bound to things
+    (``isinstance``, which may read a user's ``__class__``)."""
+    name = function.__name__
+    owner = type(function.__self__)
+    builtin = owner in _SCALARS or owner in _TEXTS or _container(owner)
+    if not (owner is types.ModuleType or owner is NONE_TYPE or builtin):
+        return f"{name}(...)"
+    try:
+        params = signature(function, follow_wrapped=False).parameters.values()
+    except (TypeError, ValueError):
+        return f"{name}(...)"
+    shown = []
+    for p in params:
+        default = "=..." if p.default is not Parameter.empty else ""
+        shown.append(f"{_STARS.get(p.kind, '')}{p.name}{default}")
+    return f"{name}({', '.join(shown)})"
+
+
+# -- a value that is not a frame or an array, in detail --------------------------------------
+
+
+def object_detail(value: Any, kind: str, room: int) -> list[str]:
+    """The lines under a value's summary: a text's or container's bounded repr (``room``
+    characters), a class's or function's doc, an object's own attributes; none for a scalar
+    or a library ``kind`` (its summary says it all)."""
+    cls = type(value)
+    if cls in _TEXTS or _container(cls):
+        return [bounded_repr(value, room=room)]
+    if issubclass(cls, type) or cls in FUNCTIONS:
+        return _doc_and_members(value)
+    if cls in _SCALARS or kind:
+        return []
+    return _attributes(value)
+
+
+def _doc_and_members(value: Any) -> list[str]:
+    lines = []
+    is_class = issubclass(type(value), type)
+    # A class's docstring is in its own namespace; a function's is a slot of the function (a
+    # bound method's would be looked up on whatever it wraps: only a function's is read).
+    target = value.__func__ if type(value) is types.MethodType else value
+    doc: Any = None
+    if is_class:
+        doc = _own_dict(value).get("__doc__")
+    elif type(target) is types.FunctionType or type(target) is types.BuiltinFunctionType:
+        doc = target.__doc__
+    if type(doc) is str and doc.strip():
+        lines.append(cut("doc: " + doc.strip().split("\n\n")[0].replace("\n", " ")))
+    if is_class:
+        members = [n for n in _own_dict(value) if type(n) is str and not n.startswith("_")]
+        if members:
+            lines.append(cut(f"members: {', '.join(members)}"))
+    return lines
+
+
+def _attributes(value: Any) -> list[str]:
+    """The attributes in ``value.__dict__``, each summarised (a key that is not a string, as
+    ``obj.__dict__[key] = ...`` makes, by its bounded repr)."""
+    own = _instance_dict(value)
+    if own is None:
+        return ["(no instance attributes)"]
+    lines = ["attributes:"] if own else ["(no instance attributes)"]
+    for key, attr in itertools.islice(own.items(), MAX_ATTRIBUTES):
+        shown = key if type(key) is str else bounded_repr(key, room=40)
+        lines.append(cut(f"  {shown} ({guarded(type_label, attr)}): {guarded(summary, attr)}"))
+    if len(own) > MAX_ATTRIBUTES:
+        lines.append(f"  [... {len(own) - MAX_ATTRIBUTES} more attributes]")
+    return lines
+
+
+def _instance_dict(value: Any) -> dict[Any, Any] | None:
+    """``value.__dict__`` when it is the interpreter's own slot (never a class's property)."""
+    cls = type(value)
+    for klass in vars(type)["__mro__"].__get__(cls, type):
+        entry = _own_dict(klass).get("__dict__")
+        if entry is None:
+            continue
+        if type(entry) is not types.GetSetDescriptorType:
+            return None
+        own = entry.__get__(value, cls)
+        return own if type(own) is dict else None
+    return None
+
+
+def _own_dict(cls: type) -> Any:
+    """A class's own namespace (a mappingproxy), read through ``type`` itself."""
+    return vars(type)["__dict__"].__get__(cls, type)
+
+
+# -- bounds ------------------------------------------------------------------------------
+
+
+def counted(number: int, word: str, plural: str = "") -> str:
+    """``1 row``, ``3 rows``, ``2 entries``."""
+    return f"{number} {word if number == 1 else plural or word + 's'}"
+
+
+def cut(text: str, limit: int = LINE_CHARS) -> str:
+    """``text``, cut to ``limit`` characters with ``...`` when longer."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
