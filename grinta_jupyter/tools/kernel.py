@@ -8,7 +8,8 @@ IPython-backed one is ``grinta_jupyter.jupyter.kernel.IPythonNamespace``;
 never imports IPython.
 
 - ``inspect`` is a read: it looks at values through their types and their
-  own attributes and never calls the user's code (tools/inspect.py; values are described by tools/values.py and tools/frames.py).
+  own attributes and never calls the user's code (tools/inspect.py; values
+  are described by tools/values.py and tools/frames.py).
 - ``execute`` is a command: staging checks the code's syntax, nothing runs
   before approval, then the code runs in a worker thread with a time limit
   and the session's Stop (tools/execute.py).
