@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from grinta_jupyter import Runtime
-from grinta_jupyter.runtime.notebook import validate_json
+from grinta_jupyter.runtime.notebook_checks import validate_json
 from grinta_jupyter.runtime.proposal import Proposal
 from grinta_jupyter.tools.base import Settings
 from tests.conftest import snapshot
@@ -479,7 +479,7 @@ def test_cell_arguments_are_checked(small: Path) -> None:
             "INVALID_ARGS",
         ),
         ({"symbol": f"{NB}::cell:nope", "action": "delete"}, "SYMBOL_NOT_FOUND"),
-        ({"symbol": f"{NB}::cell:", "action": "delete"}, "SYMBOL_NOT_FOUND"),
+        ({"symbol": f"{NB}::cell:", "action": "delete"}, "INVALID_ARGS"),  # names no cell
         ({"symbol": "missing.ipynb::cell:a", "action": "delete"}, "FILE_NOT_FOUND"),
     ]
     for edit, code in cases:

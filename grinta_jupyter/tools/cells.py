@@ -43,9 +43,9 @@ from grinta_jupyter.runtime.notebook import (
     header_pattern,
     parse_view,
     render_view,
-    summarize_outputs,
     view_location,
 )
+from grinta_jupyter.runtime.outputs import summarize_outputs
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import TextFile
 from grinta_jupyter.tools.base import Settings, StagedFile, ToolContext

@@ -49,10 +49,9 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.guards import check_placeholder, check_serialized
 from grinta_jupyter.runtime.hunks import Hunk, apply_hunks, file_hunks
-from grinta_jupyter.runtime.notebook import (
+from grinta_jupyter.runtime.notebook import decode_file, is_notebook
+from grinta_jupyter.runtime.notebook_checks import (
     check_notebook,
-    decode_file,
-    is_notebook,
     selection_problem,
     touched_cells,
 )

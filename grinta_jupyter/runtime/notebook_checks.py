@@ -1,0 +1,244 @@
+"""Checks a staged notebook change must pass before it can be committed.
+
+- ``validate_json``: the JSON text is valid against the nbformat schema, with
+  valid, unique cell ids from nbformat 4.5 on (nbformat's validator would
+  silently repair them on its own copy);
+- ``check_notebook`` / ``check_cells``: in a Python notebook, an edited or new
+  code cell has no Python syntax error it did not have before
+  (``python_error``: IPython's magics, shell escapes and help are not errors);
+- ``cell_changes``, ``touched_cells`` and ``selection_problem``: which cells a
+  change between two cell views edits, inserts or deletes, and whether a
+  selection of its hunks still changes whole cells.
+
+Failures are values (``ToolError`` with NOTEBOOK_INVALID or SYNTAX_ERROR),
+never exceptions; nothing here writes. Views are those of
+``runtime/notebook.py``.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import textwrap
+import warnings
+from typing import Any
+
+from grinta_jupyter.runtime.errors import (
+    NOTEBOOK_INVALID,
+    SYNTAX_ERROR,
+    Candidate,
+    ToolError,
+    ToolFailure,
+)
+from grinta_jupyter.runtime.notebook import (
+    BASE_MARKER,
+    Notebook,
+    ViewCell,
+    parse_view,
+    valid_id,
+)
+
+
+def validate_json(text: str, rel: str) -> ToolError | None:
+    """NOTEBOOK_INVALID unless ``text`` is JSON valid against the nbformat schema."""
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        reason = "nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+        return ToolError(
+            NOTEBOOK_INVALID, f"{rel} would not be valid JSON ({reason}); nothing was written"
+        )
+    problem = _id_problem(data)
+    if problem:
+        return ToolError(
+            NOTEBOOK_INVALID, f"{rel} would not be a valid notebook: {problem}; nothing was written"
+        )
+    import nbformat
+    from nbformat.validator import ValidationError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            node = nbformat.from_dict(data)  # type: ignore[no-untyped-call]
+            nbformat.validate(node, version=4)
+    except ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) if hasattr(exc, "absolute_path") else ""
+        detail = str(exc.message if hasattr(exc, "message") else exc).splitlines()[0][:300]
+        at = f" at {where}" if where else ""
+        return ToolError(
+            NOTEBOOK_INVALID,
+            f"{rel} would not be a valid notebook{at}: {detail}; nothing was written",
+        )
+    except Exception as exc:  # nbformat rejects odd shapes with other errors too
+        return ToolError(
+            NOTEBOOK_INVALID, f"{rel} would not be a valid notebook ({exc!r}); nothing was written"
+        )
+    return None
+
+
+def _id_problem(data: Any) -> str | None:
+    """nbformat's validator repairs missing and repeated ids on its own copy and says
+    nothing; a notebook we write must not need the repair."""
+    if not isinstance(data, dict) or not isinstance(data.get("cells"), list):
+        return None  # the schema check names this
+    minor = data.get("nbformat_minor")
+    if not isinstance(minor, int) or minor < 5:
+        return None
+    seen: set[str] = set()
+    for position, cell in enumerate(data["cells"], 1):
+        if not isinstance(cell, dict):
+            return None
+        cell_id = cell.get("id")
+        if not isinstance(cell_id, str) or not valid_id(cell_id):
+            return f"cell {position} has no valid id (nbformat 4.5 requires one)"
+        if cell_id in seen:
+            return f"the id {cell_id!r} is used by two cells"
+        seen.add(cell_id)
+    return None
+
+
+def check_notebook(rel: str, before: str | None, after: str, raw_after: bytes) -> ToolError | None:
+    """Checks for a staged notebook change: valid nbformat, and, in a Python notebook, no
+    new Python syntax error in a code cell (the views ``before``/``after``; ``before``
+    None: a new file, whose text is its JSON, all of whose code cells are new)."""
+    text = raw_after.decode("utf-8-sig", errors="replace")
+    error = validate_json(text, rel)
+    if error is not None:
+        return error
+    try:
+        notebook = Notebook.parse(text, rel)
+    except ToolFailure as failure:
+        return failure.error
+    if not notebook.is_python:
+        return None
+    return check_cells(rel, "" if before is None else before, notebook.view())
+
+
+def check_cells(rel: str, before: str, after: str) -> ToolError | None:
+    """SYNTAX_ERROR when an edited or new code cell has a Python error it did not have."""
+    marker = _marker_of(after) or _marker_of(before) or BASE_MARKER
+    old = {key: source for key, kind, source in _safe_parse(before, marker) if kind == "code"}
+    for key, kind, source in _safe_parse(after, marker):
+        if kind != "code" or old.get(key) == source:
+            continue
+        problem = python_error(source)
+        if problem is None:
+            continue
+        if key in old and python_error(old[key]) is not None:
+            continue  # already broken; the edit does not make it worse in kind
+        line, message = problem
+        return ToolError(
+            SYNTAX_ERROR,
+            f"the edit makes cell {key} of {rel} invalid Python: line {line}: {message}; "
+            "nothing was written",
+            (
+                Candidate(
+                    f"{rel}::cell:{key}", line, _line_of(source, line), note="in the staged cell"
+                ),
+            ),
+            line,
+        )
+    return None
+
+
+def _safe_parse(view: str, marker: str) -> list[ViewCell]:
+    try:
+        return parse_view(view, marker)
+    except ValueError:
+        return []
+
+
+def _marker_of(view: str) -> str | None:
+    found = re.match(r"(#%%+) cell ", view)
+    return found.group(1) if found else None
+
+
+def _line_of(source: str, line: int) -> str:
+    lines = source.split("\n")
+    return lines[line - 1] if 0 < line <= len(lines) else ""
+
+
+# IPython syntax that is not Python: a line magic or shell escape (`%time f()`, `!ls`), one
+# assigned (`files = !ls`, `t = %timeit -o f()`), and help (`len?`, `??len`).
+_MAGIC = re.compile(r"^(\s*)(?:[%!]|[\w.]+\s*=\s*[%!])")
+_HELP = re.compile(r"^(\s*)(?:\?\??[\w.]+|[\w.]+\?\??)\s*$")
+
+
+def python_error(source: str) -> tuple[int, str] | None:
+    """The first Python syntax error of a code cell, IPython's syntax aside (a cell
+    magic such as ``%%bash`` is not Python: no error). The cell is compiled as it is
+    first, so valid Python (a ``%`` continuation line) is never masked."""
+    if source.lstrip().startswith("%%"):
+        return None
+    source = textwrap.dedent(source)
+    error = _compile_error(source)
+    if error is None:
+        return None
+    masked = "\n".join(
+        _HELP.sub(lambda m: m.group(1) + "pass", _MAGIC.sub(lambda m: m.group(1) + "pass #", line))
+        for line in source.split("\n")
+    )
+    return _compile_error(masked) if masked != source else error
+
+
+def _compile_error(source: str) -> tuple[int, str] | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            compile(
+                source,
+                "<cell>",
+                "exec",
+                flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
+                dont_inherit=True,
+            )
+    except SyntaxError as exc:
+        return exc.lineno or 1, exc.msg
+    except (ValueError, RecursionError, MemoryError) as exc:
+        return 1, str(exc) or type(exc).__name__
+    return None
+
+
+def cell_changes(before: str, after: str) -> dict[str, str]:
+    """What a change does to each cell it touches, by key: "edit", "delete" or "insert"."""
+    marker = _marker_of(before) or _marker_of(after) or BASE_MARKER
+    old = {key: source for key, _, source in _safe_parse(before, marker)}
+    new = {key: source for key, _, source in _safe_parse(after, marker)}
+    changes = {key: "delete" for key in old if key not in new}
+    for key, source in new.items():
+        if key not in old:
+            changes[key] = "insert"
+        elif old[key] != source:
+            changes[key] = "edit"
+    return changes
+
+
+def selection_problem(before: str, full: str, selected: str) -> str | None:
+    """Why some hunks of the change ``before`` -> ``full`` do not make a change of whole
+    cells (None when they do): hunks are hunks of the text view, and a line diff may pair
+    lines across cells, so a selection could delete or edit a cell the change never did."""
+    wanted = cell_changes(before, full)
+    for key, kind in cell_changes(before, selected).items():
+        if wanted.get(key) != kind:
+            done = wanted.get(key, "leave alone")
+            return f"those hunks would {kind} cell {key}, which the edit does not {kind} (it would {done} it)"
+    return None
+
+
+def touched_cells(before: str, after: str) -> list[str]:
+    """Keys of cells whose source the change edits or that it deletes."""
+    marker = _marker_of(before) or _marker_of(after) or BASE_MARKER
+    new = {key: source for key, _, source in _safe_parse(after, marker)}
+    return [key for key, _, source in _safe_parse(before, marker) if new.get(key) != source]
+
+
+__all__ = [
+    "cell_changes",
+    "check_cells",
+    "check_notebook",
+    "python_error",
+    "selection_problem",
+    "touched_cells",
+    "validate_json",
+]

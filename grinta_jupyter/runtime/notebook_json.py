@@ -1,0 +1,159 @@
+"""The JSON text of a notebook, read and written in place.
+
+Two halves of one contract: edits to a notebook splice its original JSON text
+rather than re-serialising it, so untouched bytes stay as they were.
+
+- A tiny position-keeping scanner (``object_members``, ``array_items``,
+  ``value_at``) finds where each member and item sits in the text; the values
+  themselves are parsed by ``json``. Malformed text raises ValueError (the
+  caller turns it into NOTEBOOK_INVALID).
+- ``Layout`` is how the file is written (indentation unit, separators, ASCII
+  escapes, newline), read once by ``layout_of``; ``dumps`` writes a new value
+  in that style, so new JSON looks like the old.
+
+Nothing here knows about cells or nbformat (that is ``runtime/notebook.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+# -- where values sit in the text ------------------------------------------------------
+
+_DECODER = json.JSONDecoder()
+_WS = re.compile(r"[ \t\n\r]*")
+
+
+def skip_ws(text: str, at: int) -> int:
+    """The offset of the first non-whitespace character at or after ``at``."""
+    found = _WS.match(text, at)
+    return found.end() if found else at
+
+
+def object_members(text: str, at: int) -> list[tuple[str, tuple[int, int]]]:
+    """The members of the object starting at ``at``: (key, value span) in order."""
+    if at >= len(text) or text[at] != "{":
+        raise ValueError(f"expected an object at offset {at}")
+    members: list[tuple[str, tuple[int, int]]] = []
+    at = skip_ws(text, at + 1)
+    if at < len(text) and text[at] == "}":
+        return members
+    while True:
+        key, at = _DECODER.raw_decode(text, at)
+        if not isinstance(key, str):
+            raise ValueError(f"expected a key at offset {at}")
+        at = skip_ws(text, at)
+        if at >= len(text) or text[at] != ":":
+            raise ValueError(f"expected ':' at offset {at}")
+        start = skip_ws(text, at + 1)
+        _, end = _DECODER.raw_decode(text, start)
+        members.append((key, (start, end)))
+        at = skip_ws(text, end)
+        if at < len(text) and text[at] == ",":
+            at = skip_ws(text, at + 1)
+            continue
+        if at < len(text) and text[at] == "}":
+            return members
+        raise ValueError(f"expected ',' or '}}' at offset {at}")
+
+
+def array_items(text: str, at: int) -> list[tuple[int, int]]:
+    """Spans of the items of the array starting at ``at``."""
+    if text[at] != "[":
+        raise ValueError(f"expected an array at offset {at}")
+    items: list[tuple[int, int]] = []
+    at = skip_ws(text, at + 1)
+    if at < len(text) and text[at] == "]":
+        return items
+    while True:
+        _, end = _DECODER.raw_decode(text, at)
+        items.append((at, end))
+        at = skip_ws(text, end)
+        if at < len(text) and text[at] == ",":
+            at = skip_ws(text, at + 1)
+            continue
+        if at < len(text) and text[at] == "]":
+            return items
+        raise ValueError(f"expected ',' or ']' at offset {at}")
+
+
+def value_at(text: str, span: tuple[int, int] | None) -> Any:
+    """The JSON value at ``span`` (None for a missing member)."""
+    if span is None:
+        return None
+    return json.loads(text[span[0] : span[1]])
+
+
+# -- the file's style, read and written ------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How the file is written, so new JSON looks like the old."""
+
+    unit: str | None  # one indentation step; None for JSON on one line
+    ensure_ascii: bool
+    item_separator: str  # between members on one line ("," or ", ")
+    key_separator: str  # ": " or ":"
+    newline: str = "\n"  # "\r\n" for a notebook written with CRLF
+
+
+def layout_of(text: str) -> Layout:
+    """The layout ``text`` is written in (guessed from its first indented key)."""
+    match = re.search(r"\{\r?\n([ \t]+)\"", text)
+    unit = match.group(1) if match else None
+    non_ascii = not text.isascii()
+    escapes = re.search(r"\\u(?!00[0-7])[0-9a-fA-F]{4}", text) is not None
+    return Layout(
+        unit=unit,
+        ensure_ascii=escapes and not non_ascii,
+        item_separator=", " if unit is None and re.search(r"\", \"", text) else ",",
+        key_separator=": " if re.search(r"\": ", text) else ":",
+        newline="\r\n" if "\r\n" in text else "\n",
+    )
+
+
+def line_indent(text: str, at: int) -> str:
+    """The whitespace that starts the line holding offset ``at``."""
+    line_start = text.rfind("\n", 0, at) + 1
+    indent = re.match(r"[ \t]*", text[line_start:at])
+    return indent.group(0) if indent else ""
+
+
+def dumps(value: Any, layout: Layout, indent: str) -> str:
+    """``value`` as JSON in the file's style, continuation lines indented by ``indent``."""
+    if layout.unit is None:
+        return json.dumps(
+            value,
+            ensure_ascii=_ascii(value, layout),
+            separators=(layout.item_separator, layout.key_separator),
+            sort_keys=False,
+        )
+    dumped = json.dumps(value, indent=layout.unit, ensure_ascii=_ascii(value, layout))
+    return dumped.replace("\n", layout.newline + indent)
+
+
+def _ascii(value: Any, layout: Layout) -> bool:
+    """Escape non-ASCII as the file does; always for a lone surrogate (no UTF-8 for it)."""
+    if layout.ensure_ascii:
+        return True
+    try:
+        json.dumps(value, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+__all__ = [
+    "Layout",
+    "array_items",
+    "dumps",
+    "layout_of",
+    "line_indent",
+    "object_members",
+    "skip_ws",
+    "value_at",
+]

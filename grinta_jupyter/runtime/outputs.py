@@ -1,0 +1,107 @@
+"""What a read shows of a code cell's outputs: a few bounded lines, never the data.
+
+``summarize_outputs`` turns nbformat output dicts into short text: stream text
+cut to ``OUTPUT_TEXT_LINES`` lines and ``OUTPUT_TEXT_CHARS`` characters, errors
+as ``ename: evalue``, rich results by their ``text/plain`` and images by type
+and size (``[image/png 640x480]``, the size from the output's metadata or the
+PNG, GIF or JPEG header in the first 64 KiB of its base64). Pure functions of
+their input: nothing here raises on odd outputs or reads a file.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any
+
+OUTPUT_TEXT_CHARS = 600
+OUTPUT_TEXT_LINES = 12
+
+
+def summarize_outputs(outputs: Sequence[dict[str, Any]], limit: int = 10) -> list[str]:
+    """One bounded line (or a few) per output: stream text cut, errors as ``ename: evalue``,
+    images as ``[image/png 640x480]``."""
+    lines: list[str] = []
+    for output in outputs[:limit]:
+        kind = output.get("output_type")
+        if kind == "stream":
+            lines.append(f"{output.get('name', 'stdout')}: " + _bounded(_text(output.get("text"))))
+        elif kind == "error":
+            lines.append(
+                f"error: {output.get('ename', '?')}: {_bounded(str(output.get('evalue', '')), 300)}"
+            )
+        elif kind in ("execute_result", "display_data"):
+            lines.append(_bundle(output))
+        else:
+            lines.append(f"[{kind}]")
+    if len(outputs) > limit:
+        lines.append(f"[{len(outputs) - limit} more outputs]")
+    return lines
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, list):
+        return "".join(str(v) for v in value)
+    return str(value or "")
+
+
+def _bounded(text: str, chars: int = OUTPUT_TEXT_CHARS) -> str:
+    lines = text.rstrip("\n").split("\n")
+    cut = "\n".join(lines[:OUTPUT_TEXT_LINES])
+    more = len(lines) - OUTPUT_TEXT_LINES
+    if len(cut) > chars:
+        cut = cut[:chars] + f" [... {len(text) - chars} more chars]"
+    elif more > 0:
+        cut += f"\n[... {more} more lines]"
+    return cut
+
+
+def _bundle(output: dict[str, Any]) -> str:
+    data = output.get("data") or {}
+    metadata = output.get("metadata") or {}
+    shown: list[str] = []
+    for mime, value in data.items():
+        if mime.startswith("image/") and mime != "image/svg+xml":
+            size = _image_size(mime, _text(value), metadata.get(mime) or {})
+            shown.append(f"[{mime} {size}]" if size else f"[{mime}]")
+    if "text/plain" in data:
+        shown.append(_bounded(_text(data["text/plain"])))
+    elif not shown:
+        shown.extend(f"[{mime}, {len(_text(data[mime]))} chars]" for mime in list(data)[:3])
+    prefix = "result" if output.get("output_type") == "execute_result" else "display"
+    return f"{prefix}: " + " ".join(shown)
+
+
+def _image_size(mime: str, b64: str, metadata: dict[str, Any]) -> str | None:
+    width, height = metadata.get("width"), metadata.get("height")
+    if isinstance(width, int) and isinstance(height, int):
+        return f"{width}x{height}"
+    try:
+        head = base64.b64decode(b64[:65536].replace("\n", "")[: 65536 - 65536 % 4], validate=False)
+    except ValueError:
+        return None
+    if head.startswith(b"\x89PNG") and len(head) >= 24:
+        return f"{int.from_bytes(head[16:20], 'big')}x{int.from_bytes(head[20:24], 'big')}"
+    if head[:6] in (b"GIF87a", b"GIF89a") and len(head) >= 10:
+        return f"{int.from_bytes(head[6:8], 'little')}x{int.from_bytes(head[8:10], 'little')}"
+    if head.startswith(b"\xff\xd8"):
+        return _jpeg_size(head)
+    return None
+
+
+def _jpeg_size(data: bytes) -> str | None:
+    at = 2
+    while at + 9 < len(data):
+        if data[at] != 0xFF:
+            return None
+        marker = data[at + 1]
+        length = int.from_bytes(data[at + 2 : at + 4], "big")
+        if 0xC0 <= marker <= 0xCF and marker not in (0xC4, 0xC8, 0xCC):
+            height = int.from_bytes(data[at + 5 : at + 7], "big")
+            width = int.from_bytes(data[at + 7 : at + 9], "big")
+            return f"{width}x{height}"
+        at += 2 + length
+    return None
+
+
+__all__ = ["OUTPUT_TEXT_CHARS", "OUTPUT_TEXT_LINES", "summarize_outputs"]
