@@ -732,3 +732,28 @@ def test_an_empty_notebook_gets_cells_at_its_start_and_end(tmp_path: Path) -> No
         refused = rt.propose("edit_symbols", {"edits": [edit]})
         assert refused.error is not None and refused.error.code == "INVALID_ARGS"
     assert (tmp_path / "e.ipynb").read_bytes() == before
+
+
+def test_the_reviewer_is_told_which_outputs_an_edit_clears(tmp_path: Path) -> None:
+    """The diff shows cell sources; what it cannot show (outputs cleared) is in the summary."""
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(
+            "print(1)", execution_count=2, outputs=[nbformat.v4.new_output("stream", text="1\n")]
+        ),
+        nbformat.v4.new_code_cell("x = 1"),
+    ]
+    nb.cells[0].id, nb.cells[1].id = "shown", "never-run"
+    nbformat.write(nb, tmp_path / "a.ipynb")
+    rt = Runtime(tmp_path)
+    p = rt.propose(
+        "replace_string", {"path": "a.ipynb", "old_string": "print(1)", "new_string": "print(2)"}
+    )
+    assert (
+        p.ok
+        and "clears the outputs and execution count of edited cell shown (1 output)" in p.summary
+    )
+    quiet = rt.propose(
+        "replace_string", {"path": "a.ipynb", "old_string": "x = 1", "new_string": "x = 2"}
+    )
+    assert quiet.ok and "clears" not in quiet.summary  # a cell never run loses nothing

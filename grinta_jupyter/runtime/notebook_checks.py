@@ -200,6 +200,26 @@ def _compile_error(source: str) -> tuple[int, str] | None:
     return None
 
 
+def cleared_outputs(notebook: Notebook, after: str) -> str:
+    """What writing the view ``after`` does to outputs, in words for the reviewer (the
+    diff shows sources only): the edited code cells that lose outputs or a count."""
+    changes = cell_changes(notebook.view(), after)
+    lost = [
+        cell
+        for cell in notebook.cells
+        if changes.get(cell.key) == "edit"
+        and cell.cell_type == "code"
+        and (cell.outputs or cell.execution_count is not None)
+    ]
+    if not lost:
+        return ""
+    named = ", ".join(
+        f"{c.key} ({len(c.outputs)} output{'s' if len(c.outputs) != 1 else ''})" for c in lost[:5]
+    )
+    more = f" and {len(lost) - 5} more" if len(lost) > 5 else ""
+    return f"clears the outputs and execution count of edited cell{'s' if len(lost) > 1 else ''} {named}{more}"
+
+
 def cell_changes(before: str, after: str) -> dict[str, str]:
     """What a change does to each cell it touches, by key: "edit", "delete" or "insert"."""
     marker = _marker_of(before) or _marker_of(after) or BASE_MARKER

@@ -49,9 +49,10 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.guards import check_placeholder, check_serialized
 from grinta_jupyter.runtime.hunks import Hunk, apply_hunks, file_hunks
-from grinta_jupyter.runtime.notebook import decode_file, is_notebook
+from grinta_jupyter.runtime.notebook import NotebookFile, decode_file, is_notebook
 from grinta_jupyter.runtime.notebook_checks import (
     check_notebook,
+    cleared_outputs,
     selection_problem,
     touched_cells,
 )
@@ -343,11 +344,18 @@ class Runtime:
             )
         if isinstance(result, WriteResult):
             changes = self._changes(staged)
+            # What the diff of a notebook's cell view cannot show: outputs it clears.
+            cleared = [
+                f"{rel}: {note}"
+                for rel, item in staged.items()
+                if isinstance(item.original, NotebookFile)
+                and (note := cleared_outputs(item.original.nb, item.text))
+            ]
             return WriteProposal(
                 spec.name,
                 args,
                 error=self._check(changes),
-                summary=result.summary,
+                summary="; ".join([result.summary, *cleared]),
                 resolutions=result.resolutions,
                 changes=tuple(changes),
             )
