@@ -22,6 +22,8 @@ notebook ($JPY_SESSION_NAME) and the running cell (``cellId``).
 from __future__ import annotations
 
 import json
+import secrets
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,10 +31,12 @@ import pytest
 
 from tests.browser.conftest import (
     LabServer,
+    _new_page,
     open_notebook,
     open_notebook7,
     run_command,
     screenshot,
+    wait_for_app,
 )
 from tests.browser.panel import STEP_TIMEOUT_MS, pending_card, wait_for_status
 
@@ -428,10 +432,28 @@ path => {{
 """
 
 
+def _second_connection_race(error: Any) -> bool:
+    """JupyterLab's own, with the test's second kernel connection (``connectTo``): it may
+    ask the kernel for subshells, which ipykernel here does not offer, and leaves the
+    rejection unhandled. Seen once in CI, not in our code; the test's assertions hold."""
+    return str(getattr(error, "message", error)) == "Kernel subshells are not supported"
+
+
+@pytest.fixture
+def plain_window_page(browser: Any, lab_server: LabServer) -> Iterator[Any]:
+    """``page``, tolerating only the second connection's subshell rejection."""
+    with _new_page(browser, tolerated=_second_connection_race) as page:
+        workspace = f"test-{secrets.token_hex(4)}"
+        page.goto(f"{lab_server.url}/lab/workspaces/{workspace}?token={lab_server.token}")
+        wait_for_app(page)
+        yield page
+
+
 def test_a_window_without_the_extension_does_not_hide_unsaved_work(
-    page: Any, lab_server: LabServer
+    plain_window_page: Any, lab_server: LabServer
 ) -> None:
     """Each page answers on a comm of its own, so one that closes the question silences no one."""
+    page = plain_window_page
     host = "docs-plain.ipynb"
     _workspace(lab_server.root)
     (lab_server.root / host).write_text(_notebook([("only", "code", "x = 1\n")]))
