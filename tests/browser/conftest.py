@@ -264,23 +264,29 @@ def browser() -> Iterator[Any]:
         browser.close()
 
 
+@contextmanager
+def lab_page(
+    browser: Any, server: LabServer, tolerated: Callable[[Any], bool] | None = None
+) -> Iterator[Any]:
+    """A page showing JupyterLab on ``server``, in a workspace of its own (so the documents
+    an earlier test left open are not restored)."""
+    with _new_page(browser, tolerated) as page:
+        workspace = f"test-{secrets.token_hex(4)}"
+        page.goto(f"{server.url}/lab/workspaces/{workspace}?token={server.token}")
+        wait_for_app(page)
+        yield page
+
+
 @pytest.fixture
 def page(browser: Any, lab_server: LabServer) -> Iterator[Any]:
-    with _new_page(browser) as page:
-        # A workspace of its own, so the documents an earlier test left open are not restored.
-        workspace = f"test-{secrets.token_hex(4)}"
-        page.goto(f"{lab_server.url}/lab/workspaces/{workspace}?token={lab_server.token}")
-        wait_for_app(page)
+    with lab_page(browser, lab_server) as page:
         yield page
 
 
 @pytest.fixture
 def rtc_page(browser: Any, rtc_lab_server: LabServer) -> Iterator[Any]:
     """``page`` for ``rtc_lab_server``."""
-    with _new_page(browser) as page:
-        workspace = f"test-{secrets.token_hex(4)}"
-        page.goto(f"{rtc_lab_server.url}/lab/workspaces/{workspace}?token={rtc_lab_server.token}")
-        wait_for_app(page)
+    with lab_page(browser, rtc_lab_server) as page:
         yield page
 
 

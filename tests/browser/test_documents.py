@@ -22,7 +22,6 @@ notebook ($JPY_SESSION_NAME) and the running cell (``cellId``).
 from __future__ import annotations
 
 import json
-import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -31,12 +30,11 @@ import pytest
 
 from tests.browser.conftest import (
     LabServer,
-    _new_page,
+    lab_page,
     open_notebook,
     open_notebook7,
     run_command,
     screenshot,
-    wait_for_app,
 )
 from tests.browser.panel import STEP_TIMEOUT_MS, pending_card, wait_for_status
 
@@ -442,10 +440,7 @@ def _second_connection_race(error: Any) -> bool:
 @pytest.fixture
 def plain_window_page(browser: Any, lab_server: LabServer) -> Iterator[Any]:
     """``page``, tolerating only the second connection's subshell rejection."""
-    with _new_page(browser, tolerated=_second_connection_race) as page:
-        workspace = f"test-{secrets.token_hex(4)}"
-        page.goto(f"{lab_server.url}/lab/workspaces/{workspace}?token={lab_server.token}")
-        wait_for_app(page)
+    with lab_page(browser, lab_server, tolerated=_second_connection_race) as page:
         yield page
 
 
