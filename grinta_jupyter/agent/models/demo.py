@@ -403,23 +403,18 @@ class DemoModel(ScriptedModel):
     (inspect, read, fix the cell, execute, test, finish), reacting to decisions."""
 
     def __init__(self) -> None:
-        self.tools: frozenset[str] = frozenset()  # the tool names the session offered last
         self.notes = SalesNotes()
         turns: list[Callable[[list[dict[str, Any]]], ModelReply]] = [self._turn] * MAX_TURNS
         super().__init__(turns, name="demo")
 
-    async def complete(
-        self,
-        messages: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        on_text: Callable[[str], None] | None = None,
-    ) -> ModelReply:
-        self.tools = frozenset(str(t.get("function", {}).get("name")) for t in tools)
-        return await super().complete(messages, tools, on_text)
+    def _offered(self) -> frozenset[str]:
+        """The tool names the session offered in the request being answered."""
+        tools = self.requests[-1]["tools"] if self.requests else []
+        return frozenset(str(t.get("function", {}).get("name")) for t in tools)
 
     def _turn(self, messages: list[dict[str, Any]]) -> ModelReply:
         if not any(m.get("role") == "tool" for m in messages):
             self.notes = SalesNotes()  # a new session
         if demo_sample(_task(messages)) == "sales":
-            return sales_turn(messages, self.tools, self.notes)
+            return sales_turn(messages, self._offered(), self.notes)
         return next_turn(messages)
