@@ -125,7 +125,9 @@ async def _drive(session: Session, console: Console) -> None:
             if update.step is closing and not session.done:
                 console.say("standard input closed: the proposal was vetoed and the session stops")
                 session.stop(STDIN_CLOSED)
-        elif isinstance(update, NeedsDecision) and not _decide(session, console):
+        elif (
+            isinstance(update, NeedsDecision) and session.waiting and not _decide(session, console)
+        ):
             closing = update.step
 
 

@@ -641,7 +641,9 @@ def test_a_magic_with_a_model_and_no_key_says_so_in_one_line(ip, capsys, tmp_pat
 
 def test_a_magic_with_a_local_server_needs_no_key(ip, capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("GRINTA_API_BASE", "http://127.0.0.1:9/v1")
-    assert ip.run_line_magic("grinta", f"--manual --model openai/x --root {tmp_path} fix it") is None
+    assert (
+        ip.run_line_magic("grinta", f"--manual --model openai/x --root {tmp_path} fix it") is None
+    )
     session = grinta_jupyter.current()
 
     assert session is not None and session.model.name == "openai/x"

@@ -207,6 +207,69 @@ def test_two_listeners_see_every_update_and_only_one_drives(ws):
     assert (ws / "app.py").read_text() == "def answer():\n    return 42\n"
 
 
+def test_a_decision_made_elsewhere_before_a_listener_looks_is_still_in_its_stream(ws):
+    """The question is part of the stream: a slow front end sees it, as a fast one does."""
+    model = ScriptedModel(
+        [reply("", call("replace_string", **EDIT)), reply("", call("finish", summary="42"))]
+    )
+    session = Session("change answer", model=model, root=ws)
+    still_waiting = []
+
+    async def go() -> tuple[list, list]:
+        async def slow() -> list:
+            seen = []
+            async for update in session.updates():
+                seen.append(update)
+                if isinstance(update, StepProposed):
+                    await asyncio.sleep(0.2)  # the other front end decides meanwhile
+                if isinstance(update, NeedsDecision):
+                    still_waiting.append(session.waiting)
+            return seen
+
+        async def fast() -> list:
+            return [u async for u in session.updates()]
+
+        first, second = asyncio.ensure_future(slow()), asyncio.ensure_future(fast())
+        while not session.waiting:
+            await asyncio.sleep(0.005)
+        session.decide(Approve())
+        return await first, await second
+
+    first, second = asyncio.run(go())
+    assert kinds(first) == kinds(second)
+    assert kinds(first).count("NeedsDecision") == 1
+    assert still_waiting == [False], "decided already: session.waiting says so"
+    assert (ws / "app.py").read_text() == "def answer():\n    return 42\n"
+
+
+def test_a_consumer_that_edits_then_approves_in_one_handler_is_not_asked_again(ws):
+    model = ScriptedModel(
+        [reply("", call("replace_string", **EDIT)), reply("", call("finish", summary="42"))]
+    )
+    session = Session("change answer", model=model, root=ws)
+    edited = dict(EDIT, new_string="44")
+
+    async def go() -> tuple[list, list]:
+        async def deciding() -> list:
+            seen = []
+            async for update in session.updates():
+                seen.append(update)
+                if isinstance(update, NeedsDecision):
+                    session.decide(Edit(edited))
+                    session.decide(Approve())
+            return seen
+
+        async def watching() -> list:
+            return [u async for u in session.updates()]
+
+        return await asyncio.gather(deciding(), watching())
+
+    mine, theirs = asyncio.run(go())
+    assert kinds(mine).count("NeedsDecision") == 1, "its own edit and approval answered it"
+    assert kinds(theirs).count("NeedsDecision") == 2, "the watcher sees both proposals wait"
+    assert (ws / "app.py").read_text() == "def answer():\n    return 44\n"
+
+
 def test_a_listener_that_joins_after_the_end_hears_the_end(ws):
     model = ScriptedModel([reply("", call("finish", summary="nothing to do"))])
     session = Session("nothing", model=model, root=ws)

@@ -229,29 +229,33 @@ class Session:
 
         Updates are yielded as they happen, model text included, while a step is
         still being worked on. Each ``NeedsDecision`` waits for ``decide``: from the
-        loop body, or from any other task or thread while the iterator waits.
+        loop body, or from any other task or thread while the iterator waits. It is
+        published when the proposal starts waiting, so every iterator sees it in the
+        same place, even one whose turn comes after another front end has decided
+        (``waiting`` says whether a decision is still wanted).
 
         Several iterators may run at once (a panel and a cell of the user's, say):
         each sees every update, and only one of them drives at a time.
         """
-        asked: tuple[int, int] | None = None
         with self._listeners.joined() as me:
+            if self.waiting:  # joined while a proposal waits: it is asked here too
+                assert self.pending is not None
+                me.queue.append(NeedsDecision(self.pending))
             while True:
                 me.arrived.clear()
                 while me.queue:
                     update = me.queue.popleft()
-                    yield update
+                    me.consumer = asyncio.current_task()
+                    try:
+                        yield update
+                    finally:
+                        me.consumer = None
                     if isinstance(update, SessionEnded):
                         return
                 if self.done:  # it ended before this iterator started
                     yield SessionEnded(self.end_reason or "", self.summary)
                     return
-                pending = self.pending
-                if pending is not None and self._decision is None:
-                    if asked != (pending.number, pending.proposal.id):
-                        asked = (pending.number, pending.proposal.id)
-                        me.queue.append(NeedsDecision(pending))
-                        continue
+                if self.waiting:  # its NeedsDecision was yielded above
                     await me.arrived.wait()
                     continue
                 if self._driver is not None:  # another iterator drives: listen
@@ -259,7 +263,11 @@ class Session:
                     continue
                 async with aclosing(self._drive(me)) as driving:
                     async for update in driving:
-                        yield update
+                        me.consumer = asyncio.current_task()
+                        try:
+                            yield update
+                        finally:
+                            me.consumer = None
                         if isinstance(update, SessionEnded):
                             return
 
@@ -410,9 +418,14 @@ class Session:
             self._decision = Veto(verdict[1])
             await self._apply_decision()
         else:
-            self.pending = step
-            self.state = State.PROPOSED
+            self._ask(step)
         return step
+
+    def _ask(self, step: Step) -> None:
+        """``step`` waits for a decision: every listener is told so, in the same place."""
+        self.pending = step
+        self.state = State.PROPOSED
+        self._listeners.publish(NeedsDecision(step))
 
     async def _apply_decision(self) -> None:
         step = self._require_pending()
@@ -597,8 +610,9 @@ class Session:
             raise PolicyError(message) from exc
 
     def _record(self, decision: Approve | Veto | _Selected) -> None:
-        self._require_waiting()
+        step = self._require_waiting()
         self._decision = decision
+        self._listeners.answered(step)
         self._listeners.wake()
 
     def _edit(self, arguments: dict[str, Any] | str) -> Proposal:
@@ -608,12 +622,12 @@ class Session:
             ev.UserDecision(call_id=step.call.id, decision="edit", arguments=raw), step.number
         )
         step.call = ToolCall(step.call.id, step.call.name, raw)
+        self._listeners.answered(step)
         step.proposal = self.runtime.propose(step.call.name, raw)
         step.edits += 1
         # An edit that does not validate still waits: the user may edit again.
-        self.state = State.PROPOSED
         self._record_proposal(step, edited=True)
-        self._listeners.wake()
+        self._ask(step)
         return step.proposal
 
     def _select_hunks(self, decision: ApproveHunks) -> Proposal:

@@ -72,6 +72,7 @@ class Stepper:
             if isinstance(update, SessionEnded):
                 self._ended = True
             if isinstance(update, STOPS) and not (
-                isinstance(update, StepObserved) and self.session.done
+                (isinstance(update, StepObserved) and self.session.done)
+                or (isinstance(update, NeedsDecision) and not self.session.waiting)
             ):
                 return pulled  # (a step that ended the session stops at its SessionEnded)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import asyncio
 from collections import deque
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 from grinta_jupyter.agent.updates import (
     ModelTurn,
+    NeedsDecision,
     SessionEnded,
     StepCommitted,
     StepObserved,
@@ -40,6 +41,8 @@ class Listener:
         self.queue: deque[Update] = deque()
         self.loop = asyncio.get_running_loop()
         self.arrived = asyncio.Event()
+        # The task handling the update last yielded, while it does (the iterator waits).
+        self.consumer: asyncio.Task[object] | None = None
 
     def push(self, update: Update) -> None:
         self.queue.append(update)
@@ -78,6 +81,25 @@ class Listeners:
     def publish(self, update: Update) -> None:
         for listener in list(self._all):
             listener.push(update)
+
+    def answered(self, step: Step) -> None:
+        """``step`` was decided or edited here: no need to ask the consumer that did it again.
+
+        A consumer that decides while handling an update (an edit, then an approval, at
+        one prompt) has answered every question about ``step`` still in its queue. Every
+        other listener keeps its own, so two front ends see the same stream.
+        """
+        try:
+            here = asyncio.current_task()
+        except RuntimeError:  # another thread: no consumer decides from there
+            return
+        for listener in list(self._all):
+            if here is None or listener.consumer is not here:
+                continue
+            for update in [u for u in listener.queue if isinstance(u, NeedsDecision)]:
+                if update.step is step:
+                    with suppress(ValueError):  # (taken by its iterator meanwhile)
+                        listener.queue.remove(update)
 
     def wake(self) -> None:
         """Wake every iterator (a decision was made, the driver finished)."""

@@ -94,7 +94,11 @@ class StepProposed:
 
 @dataclass(frozen=True)
 class NeedsDecision:
-    """``step`` waits for ``decide``; after an ``Edit`` it is sent again for the new proposal."""
+    """``step`` waits for ``decide``; after an ``Edit`` it is sent again for the new proposal.
+
+    Every listener sees it where the proposal started waiting; another front end may
+    have decided since (``Session.waiting`` says whether a decision is still wanted).
+    """
 
     step: Step
 

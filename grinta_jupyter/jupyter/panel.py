@@ -118,9 +118,10 @@ class SessionPanel:
             self.thinking.value = ""
             self.state = "staged"
             self._show(update.step)
-        elif isinstance(update, NeedsDecision):
-            self.state = "waiting for you"
-            self._show(update.step, pending=True)
+        elif isinstance(update, NeedsDecision):  # unless decided elsewhere meanwhile
+            waits = self.session.waiting and self.session.pending is update.step
+            self.state = "waiting for you" if waits else self.state
+            self._show(update.step, pending=waits)
         elif isinstance(update, StepCommitted):
             self.state = "committed"
             self._show(update.step, pending=False)
