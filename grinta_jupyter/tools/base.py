@@ -279,8 +279,23 @@ def compact_schema(model: type[BaseModel]) -> dict[str, Any]:
 
     result: dict[str, Any] = visit(schema)
     result.pop("description", None)  # the tool description says it
-    _drop_key(result, "additionalProperties")  # enforced by pydantic; costs the model tokens
+    # Enforced by pydantic (a call that breaks them is refused with INVALID_ARGS), and they
+    # cost the model tokens on every turn without telling it anything it would get wrong:
+    _drop_key(result, "additionalProperties")
+    _drop_key(result, "minItems")  # an empty list of edits edits nothing
+    _drop_false_defaults(result)  # an absent flag is off
     return result
+
+
+def _drop_false_defaults(node: Any) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "boolean" and node.get("default") is False:
+            node.pop("default")
+        for value in node.values():
+            _drop_false_defaults(value)
+    elif isinstance(node, list):
+        for value in node:
+            _drop_false_defaults(value)
 
 
 def _drop_key(node: Any, key: str) -> None:

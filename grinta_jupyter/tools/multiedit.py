@@ -25,7 +25,7 @@ class StringEdit(Args):
 class MultiEditArgs(Args):
     edits: list[StringEdit] = Field(
         min_length=1,
-        description="Applied in order; later edits see earlier ones. All succeed or none.",
+        description="Applied in order; later edits see earlier ones.",
     )
 
 
@@ -66,7 +66,7 @@ def stage(args: MultiEditArgs, ctx: ToolContext) -> WriteResult:
 SPEC = ToolSpec(
     name="multiedit",
     kind="write",
-    description="Exact text replacements across files, applied atomically.",
+    description="Exact text replacements across files: all applied or none.",
     args=MultiEditArgs,
     stage=stage,
 )

@@ -10,11 +10,11 @@ from grinta_jupyter.tools.matching import replace_in
 
 
 class ReplaceStringArgs(Args):
-    path: str = Field(description="File to edit.")
+    path: str
     old_string: str = Field(
         description="Exact text to replace, including whitespace; must occur once."
     )
-    new_string: str = Field(description="Replacement text.")
+    new_string: str
     replace_all: bool = Field(default=False, description="Replace every occurrence.")
 
 

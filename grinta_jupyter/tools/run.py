@@ -45,7 +45,7 @@ from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext
 
 
 class RunArgs(Args):
-    command: str = Field(description="Shell command, run in the workspace root.")
+    command: str
     timeout: float | None = Field(default=None, gt=0, description="Seconds (default 120).")
 
 
@@ -210,7 +210,7 @@ def bound_output(text: str, limit: int) -> str:
 SPEC = ToolSpec(
     name="run",
     kind="command",
-    description="Run a shell command (tests, linters) in the workspace.",
+    description="Run a shell command (tests, linters) in the workspace root.",
     args=RunArgs,
     stage=stage,
     execute=execute,
