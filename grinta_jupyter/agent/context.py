@@ -70,6 +70,7 @@ class Context:
     summaries: dict[str, str] = field(default_factory=dict)
     boundary: str = field(default_factory=new_boundary)
     secrets: Secrets = field(default_factory=Secrets)
+    _renderer: _Renderer | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def start(
@@ -112,6 +113,8 @@ class Context:
         ``notes`` are grinta's own words about the result (guard warnings): they
         follow the fence, where no file or command output can put text.
         """
+        if call_id in self.summaries:  # an earlier result's masked summary changes
+            self._renderer = None
         body = self.secrets.redact(output)
         content = fence(name, body, self.boundary) if data else body
         if notes:
@@ -126,18 +129,168 @@ class Context:
 
     def messages(self) -> tuple[list[dict[str, Any]], int]:
         """The request messages, and how many observations were masked."""
-        tool_indexes = [i for i, m in enumerate(self.history) if m["role"] == "tool"]
-        masked = set(tool_indexes[: max(0, len(tool_indexes) - self.keep_observations)])
-        rendered = [
-            {"role": "system", "content": self.system},
-            {"role": "user", "content": self.task},
-        ]
-        for i, message in enumerate(self.history):
-            if i in masked:
-                summary = self.summaries.get(message["tool_call_id"], "")
-                message = {**message, "content": MASK_NOTE.format(summary=summary)}
+        request = self.request()
+        return request.messages, request.masked
+
+    def request(self) -> Request:
+        """The next request's messages, with the digest and token count the log records.
+
+        Rendered from what the earlier turns rendered (``_Renderer``): a turn costs
+        what changed since the last one, not the whole history.
+        """
+        if self._renderer is None or not self._renderer.fits(self):
+            self._renderer = _Renderer(self)
+        return self._renderer.render(self)
+
+
+@dataclass(frozen=True)
+class Request:
+    """One model request's messages and what the log records about them."""
+
+    messages: list[dict[str, Any]]
+    masked: int  # observations shown as their one-line summary
+    digest: str  # ``digest(messages)``
+    tokens: int  # the messages' part of ``count_request_tokens(messages, tools)``
+
+
+class _Renderer:
+    """A context's request messages, kept between turns so that each turn renders only
+    what changed: the digest and token count at step 1,000 cost what they cost at step 1.
+
+    A message is *final* once nothing can change how it is rendered: any message but a
+    tool result, and a tool result once masked (with ``keep_observations`` fixed and a
+    history that only grows, a masked result stays masked). Final messages at the front
+    are folded, once, into a running sha256 of the digest's text and a running token
+    count; each turn renders the rest: the window of unmasked results and what follows.
+    The last message is never folded (its token piece ends the request).
+
+    The history only grows, through the ``add_*`` methods. ``fits`` notices a history
+    that shrank or whose folded messages were replaced, and a new system prompt, task
+    or ``keep_observations``; ``add_tool_result`` notices a call id recorded twice (the
+    summary an earlier masked result shows changes). The context then renders anew.
+
+    Token counts add up per message: the o200k pre-tokenizer always cuts right after the
+    ``{"`` that opens a message whose first key starts with a letter (the ``{"`` belongs
+    to a run of punctuation, which only a letter, digit or space ends), and it encodes
+    the pieces between cuts independently. So a request's compact JSON counts as
+    ``[{"`` plus, per message, its JSON without the opening ``{"`` followed by ``,{"``
+    (the last message: by ``]``). A message whose JSON starts otherwise is not split:
+    whole requests are counted then.
+    """
+
+    def __init__(self, context: Context) -> None:
+        self.system, self.task = context.system, context.task
+        self.keep = context.keep_observations
+        self.task_message = {"role": "user", "content": context.task}
+        self.messages: list[dict[str, Any]] = []  # folded, in order: system, task, history...
+        self.folded_tools = 0  # tool results folded (all masked)
+        self.last_source: dict[str, Any] | None = None  # the history message folded last
+        self.sha = hashlib.sha256(b"[")
+        self.tokens: int | None = _count(_HEAD)
+        # The messages rendered last turn and not folded, by id (each is held, so its id
+        # is not reused): the message, its digest text and its token piece (``_piece``).
+        self.pieces: dict[int, tuple[dict[str, Any], str, int | None]] = {}
+        self._fold({"role": "system", "content": context.system})
+
+    def fits(self, context: Context) -> bool:
+        """Whether what was folded still starts ``context``'s next request."""
+        folded = len(self.messages) - 2  # history messages folded
+        return (
+            context.keep_observations == self.keep
+            and context.system == self.system
+            and context.task == self.task
+            and len(context.history) > folded  # the last message is never folded
+            and (folded <= 0 or context.history[folded - 1] is self.last_source)
+        )
+
+    def render(self, context: Context) -> Request:
+        sources = self._unfolded(context.history)
+        shown = sum(1 for m in sources if m["role"] == "tool")
+        total = self.folded_tools + shown
+        masked = min(total, max(0, total - self.keep))  # the oldest results are masked
+        while len(sources) > 1 and (sources[0]["role"] != "tool" or self.folded_tools < masked):
+            source = sources.pop(0)
+            if source["role"] == "tool":
+                self.folded_tools += 1
+                self._fold(_masked(source, context.summaries))
+            else:
+                self._fold(source)
+            if source is not self.task_message:
+                self.last_source = source
+        rendered = []
+        ordinal = self.folded_tools
+        for source in sources:
+            message = source
+            if source["role"] == "tool":
+                if ordinal < masked:  # only the last message can be masked and not folded
+                    message = _masked(source, context.summaries)
+                ordinal += 1
             rendered.append(message)
-        return rendered, len(masked)
+        messages = [*self.messages, *rendered]
+        self.pieces = {id(m): self._piece(m) for m in rendered}
+        return Request(messages, masked, self._digest(rendered), self._tokens(messages, rendered))
+
+    def _unfolded(self, history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        folded = len(self.messages) - 2
+        return [self.task_message, *history] if folded < 0 else history[folded:]
+
+    def _fold(self, message: dict[str, Any]) -> None:
+        """Add ``message`` to the folded messages, for good."""
+        _, text, piece = self._piece(message)
+        self.sha.update((", " + text if self.messages else text).encode())
+        self.tokens = None if self.tokens is None or piece is None else self.tokens + piece
+        self.messages.append(message)
+
+    def _piece(self, message: dict[str, Any]) -> tuple[dict[str, Any], str, int | None]:
+        """``message``, its digest text and its token piece when another message follows
+        (as rendered last turn when it was, else computed now)."""
+        found = self.pieces.get(id(message))
+        if found is not None and found[0] is message:
+            return found
+        return message, _sorted_json(message), _piece_tokens(message, _BETWEEN)
+
+    def _digest(self, rendered: list[dict[str, Any]]) -> str:
+        sha = self.sha.copy()
+        for message in rendered:
+            sha.update((", " + self.pieces[id(message)][1]).encode())
+        sha.update(b"]")
+        return sha.hexdigest()
+
+    def _tokens(self, messages: list[dict[str, Any]], rendered: list[dict[str, Any]]) -> int:
+        pieces = [self.pieces[id(m)][2] for m in rendered[:-1]]
+        pieces.append(_piece_tokens(rendered[-1], _END))
+        if self.tokens is None or None in pieces:
+            return _count(json.dumps(messages, separators=(",", ":")))
+        return self.tokens + sum(p for p in pieces if p is not None)
+
+
+_HEAD = '[{"'  # how every request's compact JSON starts
+_BETWEEN = ',{"'  # what follows a message's piece when another message follows
+_END = "]"
+
+
+def _piece_tokens(message: dict[str, Any], tail: str) -> int | None:
+    """Tokens of ``message``'s piece of a request (see ``_Renderer``); None if it has none."""
+    text = json.dumps(message, separators=(",", ":"))
+    if not (text.startswith('{"') and text[2:3].isascii() and text[2:3].isalpha()):
+        return None
+    return _count(text[2:] + tail)
+
+
+def _sorted_json(message: dict[str, Any]) -> str:
+    """``message`` as ``digest`` serialises it."""
+    return json.dumps(message, sort_keys=True)
+
+
+def _masked(message: dict[str, Any], summaries: dict[str, str]) -> dict[str, Any]:
+    summary = summaries.get(message["tool_call_id"], "")
+    return {**message, "content": MASK_NOTE.format(summary=summary)}
+
+
+def _count(text: str) -> int:
+    from grinta_jupyter.tools.tokens import count_tokens
+
+    return count_tokens(text)
 
 
 def digest(messages: list[dict[str, Any]]) -> str:

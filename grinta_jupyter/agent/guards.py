@@ -11,6 +11,7 @@ import json
 import re
 import shlex
 import time
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -104,6 +105,22 @@ def signature(tool: str, args: dict[str, Any]) -> str:
 
 
 @dataclass
+class _Call:
+    """A call the stuck detector saw, and its result, fingerprinted (``output_digest``) only
+    when it is compared: normalising a result costs milliseconds, and results are compared
+    only when the same call came back ``repeat_threshold`` times in a row."""
+
+    signature: str
+    output: str  # the part of the result ``normalize_output`` reads
+    _digest: str | None = None
+
+    def digest(self) -> str:
+        if self._digest is None:
+            self._digest = output_digest(self.output)
+        return self._digest
+
+
+@dataclass
 class StuckDetector:
     """Repeats that change nothing: the same call and result, A/B alternations, a failing
     command re-run with no change in between, and edits failing on the same target.
@@ -116,19 +133,28 @@ class StuckDetector:
     """
 
     limits: Limits
-    history: list[tuple[str, str]] = field(default_factory=list)  # (call, normalised result)
+    # The last calls, as many as the repeat and alternation checks read.
+    recent: deque[_Call] = field(init=False)
     failed_targets: dict[str, int] = field(default_factory=dict)
     failing_commands: dict[str, int] = field(
         default_factory=dict
     )  # command -> failures since a change
 
+    def __post_init__(self) -> None:
+        kept = max(1, self.limits.repeat_threshold, self.limits.alternation_window)
+        self.recent = deque(maxlen=kept)
+
     def observe(self, proposal: Proposal, observation: Observation) -> Firing | None:
         sig = signature(proposal.tool, proposal.args)
         command = " ".join(shell_command(proposal).split())
         failures = self._count_failing_command(proposal, observation, command)
-        self.history.append((sig, output_digest(observation.output)))
-        recent = self.history[-self.limits.repeat_threshold :]
-        if len(recent) == self.limits.repeat_threshold and len(set(recent)) == 1:
+        self.recent.append(_Call(sig, observation.output[:_COMPARED_CHARS]))
+        recent = list(self.recent)[-self.limits.repeat_threshold :]
+        if (
+            len(recent) == self.limits.repeat_threshold
+            and len({c.signature for c in recent}) == 1
+            and len({c.digest() for c in recent}) == 1  # results compared only for one call
+        ):
             self.failing_commands.pop(command, None)  # one warning for one loop
             return Firing(
                 "stuck_repeat",
@@ -137,7 +163,7 @@ class StuckDetector:
                 f"You have made the same {proposal.tool} call {len(recent)} times and got the "
                 "same result. Do something different.",
             )
-        window = [s for s, _ in self.history[-self.limits.alternation_window :]]
+        window = [c.signature for c in list(self.recent)[-self.limits.alternation_window :]]
         if (
             len(window) == self.limits.alternation_window
             and len(set(window)) == 2

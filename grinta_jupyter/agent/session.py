@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.agent.blocking import running_loop
-from grinta_jupyter.agent.context import Context, count_request_tokens, digest, one_line
+from grinta_jupyter.agent.context import Context, one_line
 from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
 from grinta_jupyter.agent.recorder import proposal_events, reply_event, target_of
@@ -60,10 +60,17 @@ from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import EventLog
 from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError
-from grinta_jupyter.runtime.proposal import FinishProposal, Observation, Proposal, WriteProposal
+from grinta_jupyter.runtime.proposal import (
+    FinishProposal,
+    Observation,
+    Proposal,
+    ReadProposal,
+    WriteProposal,
+)
 from grinta_jupyter.runtime.secrets import Secrets
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
+from grinta_jupyter.tools.tokens import schema_tokens
 
 
 class Session:
@@ -336,19 +343,21 @@ class Session:
             self._finish_session(ending(firing))
             return
         self.state = State.THINKING
-        messages, masked = self.context.messages()
+        request = self.context.request()  # a turn costs what changed since the last one
         tools = self.runtime.tool_schemas()
         self._emit(
             ev.ModelRequest(
-                messages=len(messages),
-                digest=digest(messages),
-                tokens=count_request_tokens(messages, tools),
-                masked=masked,
+                messages=len(request.messages),
+                digest=request.digest,
+                tokens=request.tokens + schema_tokens(tools),  # count_request_tokens
+                masked=request.masked,
             ),
             len(self.steps) + 1,
         )
         started = time.monotonic()
-        self._model_task = asyncio.ensure_future(self.model.complete(messages, tools, self._text))
+        self._model_task = asyncio.ensure_future(
+            self.model.complete(request.messages, tools, self._text)
+        )
         try:
             reply = await self._model_task
         except asyncio.CancelledError:
@@ -481,10 +490,13 @@ class Session:
 
     async def _commit_and_observe(self, step: Step, notes: Sequence[str]) -> None:
         proposal = step.proposal
-        try:  # commands may run for minutes and commits fsync: keep the event loop free
-            obs = await asyncio.to_thread(
-                self.runtime.commit, proposal, cancel=self._cancel_command
-            )
+        try:
+            if isinstance(proposal, ReadProposal):  # it ran when staged: this hands back its output
+                obs = self.runtime.commit(proposal)
+            else:  # commands may run for minutes and commits fsync: keep the event loop free
+                obs = await asyncio.to_thread(
+                    self.runtime.commit, proposal, cancel=self._cancel_command
+                )
         except Exception as exc:  # the runtime reports failures as values; a bug must not strand us
             obs = Observation.failure(
                 ToolError(INTERNAL_ERROR, f"{proposal.tool} failed unexpectedly: {exc!r}"),

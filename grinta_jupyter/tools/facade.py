@@ -123,12 +123,29 @@ class Runtime:
         self._symbols: SymbolIndex | None = None
         # Ids of the proposals this runtime committed: a proposal is committed at most once.
         self._committed: set[int] = set()
+        # tool_schemas as built, as JSON, with the toolset and tools it was built from.
+        self._schemas: tuple[tuple[object, ...], str] | None = None
 
     # -- the contract ---------------------------------------------------------
 
     def tool_schemas(self) -> list[dict[str, Any]]:
-        """The toolset in OpenAI function-tool format."""
-        return self.toolset.schemas()
+        """The toolset in OpenAI function-tool format.
+
+        Asked for every model turn, and a tool's JSON schema takes pydantic milliseconds
+        to build: it is built once, and again when ``toolset`` or a tool in it is replaced
+        (a ``ToolSpec`` is frozen: its schema changes only with the spec). Each call
+        returns a fresh copy, so a caller that changes it changes nothing here.
+        """
+        specs = (self.toolset, *self.toolset.tools.values())
+        built = self._schemas
+        if (
+            built is None
+            or len(built[0]) != len(specs)
+            or any(a is not b for a, b in zip(built[0], specs, strict=True))
+        ):
+            built = self._schemas = (specs, json.dumps(self.toolset.schemas()))
+        schemas: list[dict[str, Any]] = json.loads(built[1])
+        return schemas
 
     def propose(self, tool: str, args: dict[str, Any] | str | None) -> Proposal:
         """Resolve, stage and validate a tool call. Writes nothing."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-from functools import cache
+from functools import cache, lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
@@ -36,9 +36,17 @@ def _encoding() -> Any:
 
 
 def count_tokens(text: str) -> int:
-    return len(_encoding().encode(text))
+    """Tokens of ``text``, special tokens' names (``<|endoftext|>``) counted as plain text:
+    that is what a file or an output holding one is to the model."""
+    return len(_encoding().encode_ordinary(text))
 
 
 def schema_tokens(schemas: list[dict[str, Any]]) -> int:
     """Tokens of the schemas as compact JSON (how providers serialise tools, roughly)."""
-    return count_tokens(json.dumps(schemas, separators=(",", ":")))
+    return _cached_count(json.dumps(schemas, separators=(",", ":")))
+
+
+@lru_cache(maxsize=16)
+def _cached_count(text: str) -> int:
+    """``count_tokens`` for texts counted again and again (the same schemas every turn)."""
+    return count_tokens(text)
