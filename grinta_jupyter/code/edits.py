@@ -9,26 +9,38 @@ trusted), splices whole lines, and returns the new text. Nothing is written.
 - A symbol's span includes its decorators and attached comments, so a replace
   or delete takes them along; a replacement should carry its own.
 - Blank lines between definitions keep the file's convention.
-- Python goes through libcst: the definition is confirmed in the parsed module
-  by qualified name (and order, for overloads), the new text must parse as
-  statements, and the result must parse. Other languages splice tree-sitter byte ranges and refuse
-  a result with more syntax errors than the original.
+- Every language is located with tree-sitter. Python adds the interpreter's
+  own parser where it decides: the new text must parse as statements, and the
+  result is checked like any write (``runtime.validation``: ``compile()``, only
+  the touched definitions of a large file, cached so the runtime's own check
+  before commit costs nothing more). Where tree-sitter had to recover from a
+  parse error, ``ast`` confirms the definition by qualified name (and order,
+  for overloads). Other languages refuse a result with more tree-sitter syntax
+  errors than the original.
+- Cost: one tree-sitter parse of the file, one parse of the new text, one
+  compile of the result (or of its touched region); no libcst. The tree of
+  the last result is kept (one tree, for exactly that text), so the next edit
+  of the same file, the usual case, re-parses only what changed.
 
 Failures the model can fix raise :class:`SymbolEditError` with a stable code.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import threading
+import warnings
 from dataclasses import dataclass
+from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from grinta_jupyter.code.symbols import Symbol, locate_nodes
 from grinta_jupyter.runtime.errors import ErrorCode
-from grinta_jupyter.runtime.grammars import syntax_errors
+from grinta_jupyter.runtime.grammars import parser_for, syntax_errors
+from grinta_jupyter.runtime.validation import added_error
 
 if TYPE_CHECKING:
-    import libcst
     import tree_sitter
 
 
@@ -46,7 +58,7 @@ class SymbolEditError(Exception):
 
 def replace_symbol(source: str, symbol: Symbol, new_source: str) -> str:
     """``source`` with ``symbol`` (decorators and attached comments included) replaced."""
-    text = _Text(source, symbol.language)
+    text = _Text(source, symbol.language, symbol.path)
     target = _locate(text, symbol)
     new = _model_text(new_source, symbol.language)
     region = text.region(target)
@@ -61,7 +73,7 @@ def replace_symbol(source: str, symbol: Symbol, new_source: str) -> str:
 
 def delete_symbol(source: str, symbol: Symbol) -> str:
     """``source`` without ``symbol`` and one of the blank-line runs around it."""
-    text = _Text(source, symbol.language)
+    text = _Text(source, symbol.language, symbol.path)
     target = _locate(text, symbol)
     region = text.region(target, trailing_comment=True)
     if not (region.full_start and region.full_end):
@@ -79,7 +91,9 @@ def delete_symbol(source: str, symbol: Symbol) -> str:
     elif before < start:
         start = before
     result = text.source[:start] + text.source[end:]
-    if symbol.language == "python" and _python_error(result) is not None:
+    if symbol.language == "python":
+        if text.breaks(result) is None:
+            return text.remember(result)
         # The definition was the only statement of its block: keep the block valid.
         result = (
             text.source[: region.start]
@@ -88,8 +102,7 @@ def delete_symbol(source: str, symbol: Symbol) -> str:
             + text.newline
             + text.source[region.end :]
         )
-        return _validated(text, result)
-    return result if symbol.language == "python" else _validated(text, result)
+    return _validated(text, result)
 
 
 def insert_symbol(
@@ -100,7 +113,7 @@ def insert_symbol(
         raise SymbolEditError(
             ErrorCode.INVALID_ARGS, f"where must be 'before' or 'after', not {where!r}"
         )
-    text = _Text(source, anchor.language)
+    text = _Text(source, anchor.language, anchor.path)
     target = _locate(text, anchor)
     new = _model_text(new_source, anchor.language)
     region = text.region(target)
@@ -119,7 +132,7 @@ def insert_symbol(
 
 def append_to(source: str, container: Symbol | None, new_source: str, language: str) -> str:
     """``source`` with ``new_source`` added at the end of ``container``'s body (None: the file)."""
-    text = _Text(source, language)
+    text = _Text(source, language, container.path if container else "")
     new = _model_text(new_source, language)
     if container is None:
         return _validated(text, _append_to_file(text, new))
@@ -347,32 +360,40 @@ class _Target:
     located: list[tuple[Symbol, tree_sitter.Node]]  # the same, with definition nodes
 
 
-_UNPARSED = object()
-
-
 class _Text:
     """The file's text plus what edits need: newline style, indent unit, offset conversion."""
 
-    def __init__(self, source: str, language: str) -> None:
+    def __init__(self, source: str, language: str, path: str) -> None:
         self.source = source
         self.language = language
+        self.path = path
         self.encoded = source.encode("utf-8", "surrogatepass")
         self.ascii = len(self.encoded) == len(source)
         crlf = source.count("\r\n")
         self.newline = "\r\n" if crlf and crlf * 2 >= source.count("\n") else "\n"
-        self.unit = _indent_unit(source, language)
-        self._module: object = _UNPARSED
+        # The text parsed by tree-sitter (None: not parsed yet).
+        self.tree: tree_sitter.Tree | None = None
 
-    def python_module(self) -> libcst.Module | None:
-        """The text parsed by libcst (once), or None when libcst cannot parse it."""
-        import libcst
+    @property
+    def clean(self) -> bool:
+        """Whether tree-sitter parsed the text without error."""
+        return self.tree is not None and not self.tree.root_node.has_error
 
-        if self._module is _UNPARSED:
-            try:
-                self._module = libcst.parse_module(self.source)
-            except libcst.ParserSyntaxError:
-                self._module = None
-        return self._module  # type: ignore[return-value]
+    def remember(self, result: str) -> str:
+        """``result``, its tree kept for the next edit of this file."""
+        if self.tree is not None:
+            _LAST_TREE.keep(self.path, self.language, self.encoded, self.tree, result)
+        return result
+
+    @cached_property
+    def unit(self) -> str:
+        """The file's indentation step (only edits that add text need it)."""
+        return _indent_unit(self.source, self.language)
+
+    def breaks(self, result: str) -> str | None:
+        """Python: the syntax error ``result`` adds to this text (None when it adds none)."""
+        error = added_error(self.path, self.source, result, "python")
+        return None if error is None else f"line {error[0]}: {error[1]}"
 
     def char(self, byte: int) -> int:
         """str index of a UTF-8 byte offset."""
@@ -451,7 +472,8 @@ class _Text:
 
 def _locate(text: _Text, symbol: Symbol) -> _Target:
     """Find ``symbol`` again in the current text; refuse when it is gone or ambiguous."""
-    tree, located = locate_nodes(symbol.path, text.encoded, symbol.language)
+    known = _LAST_TREE.get(symbol.path, symbol.language, text.encoded)
+    text.tree, located = locate_nodes(symbol.path, text.encoded, symbol.language, known)
     fresh = [s for s, _ in located]
     same = [(s, node) for s, node in located if s.qualname == symbol.qualname]
     exact = [(s, n) for s, n in same if s.def_line == symbol.def_line and s.kind == symbol.kind]
@@ -465,9 +487,8 @@ def _locate(text: _Text, symbol: Symbol) -> _Target:
             problem = f"moved: it is now defined on lines {lines}; resolve it again"
         raise SymbolEditError(ErrorCode.SYMBOL_NOT_FOUND, f"{symbol.qualname} {problem}")
     found, node = exact[0]
-    if symbol.language == "python":
+    if symbol.language == "python" and not text.clean:
         _check_python_location(text, found, len(same))
-    del tree  # nodes stay valid while `located` holds them
     return _Target(found, node, fresh, located)
 
 
@@ -483,13 +504,13 @@ def _model_text(new_source: str, language: str) -> str:
 
 def _validated(text: _Text, result: str) -> str:
     if text.language == "python":
-        error = _python_error(result)
-        if error is not None and text.python_module() is not None:
+        error = text.breaks(result)
+        if error is not None:
             raise SymbolEditError(
                 ErrorCode.SYNTAX_ERROR, f"the edited file would not parse: {error}"
             )
-        return result
-    before = syntax_errors(text.language, text.encoded)
+        return text.remember(result)
+    before = [] if text.clean else syntax_errors(text.language, text.encoded)
     after = syntax_errors(text.language, result.encode("utf-8", "surrogatepass"))
     if len(after) > len(before):
         new_lines = sorted(set(after) - set(before)) or after
@@ -497,7 +518,75 @@ def _validated(text: _Text, result: str) -> str:
             ErrorCode.SYNTAX_ERROR,
             f"the edited file would have syntax errors on line(s) {', '.join(map(str, new_lines[:5]))}",
         )
-    return result
+    return text.remember(result)
+
+
+class _TreeCache:
+    """The tree of the last edit's result: one tree, served only for exactly that text.
+
+    A model edits a file, the edit is committed, and the next edit starts from
+    that very text; re-parsing it incrementally from the previous tree costs a
+    millisecond where a fresh parse of a large file costs tens. Served trees
+    are copies (a tree may be read by one thread at a time).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._last: tuple[str, str, bytes, tree_sitter.Tree] | None = None
+
+    def get(self, path: str, language: str, source: bytes) -> tree_sitter.Tree | None:
+        with self._lock:
+            last = self._last
+            if last is None or last[:3] != (path, language, source):
+                return None
+            return last[3].copy()
+
+    def keep(
+        self, path: str, language: str, old: bytes, tree: tree_sitter.Tree, result: str
+    ) -> None:
+        new = result.encode("utf-8", "surrogatepass")
+        start, old_end, new_end = _changed_bytes(old, new)
+        edited = tree.copy()
+        edited.edit(
+            start,
+            old_end,
+            new_end,
+            _point(old, start),
+            _point(old, old_end),
+            _point(new, new_end),
+        )
+        parsed = parser_for(language).parse(new, edited)
+        with self._lock:
+            self._last = (path, language, new, parsed)
+
+
+_LAST_TREE = _TreeCache()
+
+
+def _changed_bytes(old: bytes, new: bytes) -> tuple[int, int, int]:
+    """(start, old end, new end) of the one range where ``old`` and ``new`` differ."""
+    limit = min(len(old), len(new))
+    low, high = 0, limit  # the common prefix's length, by bisection (slices compare in C)
+    while low < high:
+        middle = (low + high + 1) // 2
+        if old[:middle] == new[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    start = low
+    low, high = 0, limit - start  # the common suffix, not overlapping the prefix
+    while low < high:
+        middle = (low + high + 1) // 2
+        if old[len(old) - middle :] == new[len(new) - middle :]:
+            low = middle
+        else:
+            high = middle - 1
+    return start, len(old) - low, len(new) - low
+
+
+def _point(source: bytes, offset: int) -> tuple[int, int]:
+    """tree-sitter's (row, byte column) of ``offset``."""
+    return source.count(b"\n", 0, offset), offset - (source.rfind(b"\n", 0, offset) + 1)
 
 
 def _gap(text: _Text, target: _Target, new: str) -> int:
@@ -565,93 +654,78 @@ def _has_body_content(closer: tree_sitter.Node) -> bool:
     )
 
 
-# --- Python through libcst -----------------------------------------------------------
+# --- Python through the interpreter's parser ------------------------------------------
 
 
-def _python_error(source: str) -> str | None:
-    import libcst
-
-    try:
-        libcst.parse_module(source)
-    except libcst.ParserSyntaxError as error:
-        return f"line {error.raw_line}: {error.message}"
-    return None
+def _parse_python(source: str) -> ast.Module:
+    """``source`` parsed by the interpreter; warnings (invalid escapes) are not ours to show."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(source)
 
 
 def _check_python_statements(new_source: str) -> None:
-    import libcst
-
     code = reindent(new_source, "") + "\n"
     try:
-        module = libcst.parse_module(code)
-    except libcst.ParserSyntaxError as error:
+        module = _parse_python(code)
+    except SyntaxError as error:
         raise SymbolEditError(
             ErrorCode.SYNTAX_ERROR,
-            f"new_source does not parse as Python (line {error.raw_line}): {error.message}",
+            f"new_source does not parse as Python (line {error.lineno}): {error.msg}",
+        ) from None
+    except (ValueError, RecursionError, MemoryError) as error:  # NUL bytes, deep nesting
+        raise SymbolEditError(
+            ErrorCode.SYNTAX_ERROR, f"new_source does not parse as Python: {error}"
         ) from None
     if not module.body:
         raise SymbolEditError(ErrorCode.INVALID_ARGS, "new_source holds no statement")
 
 
 def _check_python_location(text: _Text, symbol: Symbol, count: int) -> None:
-    """Confirm with libcst that ``symbol`` is a def/class of that qualified name.
+    """Confirm with ``ast`` that ``symbol`` is a def/class of that qualified name.
 
+    Called only where tree-sitter recovered from a parse error: on text it
+    parses cleanly its definitions agree with ``ast`` (tests/code/
+    test_code_python_agreement.py), so a clean parse needs no second opinion.
     Definitions sharing a qualified name (overloads, redefinitions) are told
-    apart by their order in the file, which libcst and tree-sitter share.
+    apart by their order in the file, which both parsers share.
     """
-    import libcst
-
-    module = text.python_module()
-    if module is None:
-        return  # libcst cannot read this file; the tree-sitter location stands
-    found: list[libcst.CSTNode] = []
-
-    class Finder(libcst.CSTVisitor):
-        def __init__(self) -> None:
-            self.stack: list[str] = []
-
-        def _enter(self, node: libcst.FunctionDef | libcst.ClassDef) -> None:
-            self.stack.append(node.name.value)
-            if ".".join(self.stack) == symbol.qualname:
-                found.append(node)
-
-        def visit_FunctionDef(self, node: libcst.FunctionDef) -> None:
-            self._enter(node)
-
-        def leave_FunctionDef(self, original_node: libcst.FunctionDef) -> None:
-            self.stack.pop()
-
-        def visit_ClassDef(self, node: libcst.ClassDef) -> None:
-            self._enter(node)
-
-        def leave_ClassDef(self, original_node: libcst.ClassDef) -> None:
-            self.stack.pop()
-
-    if symbol.kind == "constant":
-        found.extend(
-            line
-            for line in module.body
-            if isinstance(line, libcst.SimpleStatementLine)
-            and isinstance(line.body[0], (libcst.Assign, libcst.AnnAssign))
-            and _assigns_name(line.body[0], symbol.qualname)
-        )
-    else:
-        module.visit(Finder())
-    if len(found) != count:
+    try:
+        module = _parse_python(text.source)
+        if symbol.kind == "constant":
+            found = sum(
+                isinstance(line, (ast.Assign, ast.AnnAssign))
+                and _assigns_name(line, symbol.qualname)
+                for line in module.body
+            )
+        else:
+            found = _count_definitions(module, (), symbol.qualname)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return  # Python cannot read the file; the tree-sitter location stands
+    if found != count:
         raise SymbolEditError(
             ErrorCode.SYMBOL_NOT_FOUND,
-            f"{symbol.qualname}: libcst finds {len(found)} definition(s) where tree-sitter "
+            f"{symbol.qualname}: Python finds {found} definition(s) where tree-sitter "
             f"finds {count}; read the file and edit it with replace_string",
         )
 
 
-def _assigns_name(statement: libcst.Assign | libcst.AnnAssign, name: str) -> bool:
-    import libcst
+def _count_definitions(node: ast.AST, parts: tuple[str, ...], qualname: str) -> int:
+    """How many def/class statements under ``node`` have qualified name ``qualname``."""
+    count = 0
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            inner = (*parts, child.name)
+            count += ".".join(inner) == qualname
+            count += _count_definitions(child, inner, qualname)
+        else:
+            count += _count_definitions(child, parts, qualname)
+    return count
 
-    if isinstance(statement, libcst.AnnAssign):
-        return isinstance(statement.target, libcst.Name) and statement.target.value == name
-    first = statement.targets[0].target
-    return isinstance(first, libcst.Name) and first.value == name
+
+def _assigns_name(statement: ast.Assign | ast.AnnAssign, name: str) -> bool:
+    first = statement.target if isinstance(statement, ast.AnnAssign) else statement.targets[0]
+    return isinstance(first, ast.Name) and first.id == name
 
 
 # --- indentation ------------------------------------------------------------------
@@ -683,15 +757,18 @@ def _spaces_to_tabs(line: str, step: int) -> str:
 _DEFAULT_UNITS = {"go": "\t", "ruby": "  ", "javascript": "  ", "typescript": "  ", "tsx": "  "}
 
 
+# The indentation unit is measured on the first lines, by the margins of non-blank lines.
+_UNIT_LINES = 2000
+_MARGIN = re.compile(r"^([ \t]*)(?=[^\n]*\S)", re.MULTILINE)
+
+
 def _indent_unit(source: str, language: str) -> str:
     """The file's indentation step: a tab, or the most common space step between lines."""
     tabs = spaces = 0
     steps: dict[int, int] = {}
     previous = 0
-    for line in source.split("\n")[:2000]:
-        if not line.strip():
-            continue
-        margin = _leading(line)
+    head = "\n".join(source.split("\n", _UNIT_LINES)[:_UNIT_LINES])
+    for margin in _MARGIN.findall(head):
         if margin.startswith("\t"):
             tabs += 1
             continue

@@ -124,17 +124,22 @@ def notebook_symbols(path: str, source: bytes) -> list[Symbol]:
 
 
 def locate_nodes(
-    path: str, source: bytes, language: str | None = None
+    path: str,
+    source: bytes,
+    language: str | None = None,
+    tree: tree_sitter.Tree | None = None,
 ) -> tuple[tree_sitter.Tree | None, list[tuple[Symbol, tree_sitter.Node]]]:
     """Like ``extract_symbols``, with each symbol's definition node (for edits).
 
+    ``tree``, when given, is ``source`` already parsed (by the caller's contract).
     The tree is returned so the caller decides how long the nodes live.
     """
     language = language or language_for(path)
     if language not in queries.SPECS:
         return None, []
     spec = queries.SPECS[language]
-    tree = parser_for(language).parse(source)
+    if tree is None:
+        tree = parser_for(language).parse(source)
     entries = _collect(spec, source, tree.root_node)
     return tree, _build(path, language, spec, source, tree.root_node, entries)
 
