@@ -1,6 +1,16 @@
 """Symbol index figures: cold index vs universal-ctags, incremental refresh, resolve latency.
 
-Run: ``python benchmarks/bench_symbols.py [--node DIR]`` (not a test; prints figures).
+Run: ``python benchmarks/bench_symbols.py [--node DIR] [--throughput]`` (not a test;
+prints figures).
+
+Session figures (always): on a 10,000-file Python tree (site-packages copies), the
+index as the runtime builds it (``SymbolIndex(root, list_files=Workspace(root).files)``):
+the first resolution of a cold session next to ``ctags -R`` over the same tree, how long
+a second session takes to be ready (the persisted index under ``.grinta/``), and what
+the freshness check costs per symbol call on an unchanged tree, plus a check that an
+outside same-size edit between two calls is seen.
+
+Throughput figures (``--throughput``):
 
 Trees:
 - Python: every ``.py`` file of this interpreter's site-packages, copied to a
@@ -17,6 +27,7 @@ Files larger than the index's MAX_FILE_BYTES are left out of both tools.
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import random
@@ -33,6 +44,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from grinta_jupyter.code.index import MAX_FILE_BYTES, SymbolIndex  # noqa: E402
+from grinta_jupyter.runtime.workspace import Workspace  # noqa: E402
 
 PY_SUFFIXES = (".py",)
 JS_SUFFIXES = (".js", ".mjs", ".cjs", ".ts", ".tsx")
@@ -177,6 +189,147 @@ def phase_agreement(root: Path) -> dict:
     return figures
 
 
+# --- session figures (each phase in its own process) -----------------------------
+
+SESSION_FILES = 10_000
+# Looked up first in a cold session: a class defined once, named in 33 of the files.
+COLD_NAME = "ClientSession"
+# Then the worst case: a name in most files (and the one the edit check renames).
+COMMON_NAME = "__init__"
+
+
+def session_index(root: Path) -> SymbolIndex:
+    """The index as the runtime makes it (persisted where this version can persist it)."""
+    options = {"persist": True} if "persist" in inspect.signature(SymbolIndex).parameters else {}
+    return SymbolIndex(root, list_files=Workspace(root).files, **options)
+
+
+def phase_session_cold(root: Path) -> dict:
+    """A cold session: the first resolution, then the time until the whole index is ready."""
+    started = time.perf_counter()
+    index = session_index(root)
+    resolution = index.resolve(COLD_NAME)
+    first = time.perf_counter() - started
+    common = index.resolve(COMMON_NAME)
+    second = time.perf_counter() - started
+    index.refresh()  # waits for a background build, if any
+    ready = time.perf_counter() - started
+    close = getattr(index, "close", None)
+    if close is not None:
+        close()  # writes the persisted index, if the index keeps one
+    return {
+        "first_s": first,
+        "common_s": second - first,
+        "common_matches": len(common.matches),
+        "ready_s": ready,
+        "matches": len(resolution.matches),
+    }
+
+
+def phase_session_warm(root: Path) -> dict:
+    """A second session: ready (built and checked fresh) and its first resolution."""
+    started = time.perf_counter()
+    index = session_index(root)
+    parsed = index.refresh()
+    ready = time.perf_counter() - started
+    resolution = index.resolve(COLD_NAME)
+    first = time.perf_counter() - started
+    figures: dict = {
+        "ready_s": ready,
+        "first_s": first,
+        "parsed": parsed,
+        "matches": len(resolution.matches),
+    }
+    figures.update(_freshness(root, index))
+    return figures
+
+
+def _freshness(root: Path, index: SymbolIndex) -> dict:
+    """Per-call cost on an unchanged tree (``refresh()`` then ``resolve``, as a tool call
+    does), and whether a same-size outside edit between two calls is seen."""
+    times, resolves = [], []
+    for _ in range(50):
+        started = time.perf_counter()
+        index.refresh()
+        between = time.perf_counter()
+        index.resolve(COLD_NAME)
+        times.append((between - started) * 1000)
+        resolves.append((time.perf_counter() - between) * 1000)
+    times.sort()
+    resolves.sort()
+    target = next(s.path for s in index.resolve(COMMON_NAME).matches)
+    path = root / target
+    original = path.read_bytes()
+    renamed = original.replace(b"__init__", b"__tini__", 1)  # same size, same mtime tick
+    try:
+        path.write_bytes(renamed)
+        started = time.perf_counter()
+        index.refresh()
+        seen = all(s.path != target for s in index.resolve(COMMON_NAME).matches) or (
+            original.count(b"def __init__") > 1
+        )
+        seen = seen and any(s.path == target for s in index.resolve("__tini__").matches)
+        after_edit = (time.perf_counter() - started) * 1000
+    finally:
+        path.write_bytes(original)
+    return {
+        "check_p50_ms": times[len(times) // 2],
+        "check_max_ms": times[-1],
+        "resolve_p50_ms": resolves[len(resolves) // 2],
+        "edit_seen": seen,
+        "after_edit_ms": after_edit,
+    }
+
+
+def phase_ctags_r(root: Path) -> dict:
+    with tempfile.TemporaryDirectory() as tmp:
+        tags = Path(tmp, "tags")
+        started = time.perf_counter()
+        subprocess.run(
+            ["ctags", "-R", "--languages=Python", "--exclude=.grinta", "-f", str(tags), "."],
+            cwd=root,
+            check=True,
+        )
+        return {"seconds": time.perf_counter() - started}
+
+
+def build_session_tree(site: Path, dest: Path) -> int:
+    """Copy the first SESSION_FILES ``.py`` files of ``site`` (path order) to ``dest``."""
+    files = list_tree(site, PY_SUFFIXES)[:SESSION_FILES]
+    for f in files:
+        (dest / f).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(site / f, dest / f)
+    return len(files)
+
+
+def report_session(root: Path, count: int) -> None:
+    print(f"\n== session figures: {count} .py files ({root}); load {os.getloadavg()[0]:.2f}")
+    for attempt in (1, 2):
+        shutil.rmtree(root / ".grinta", ignore_errors=True)
+        cold = run_phase("session-cold", str(root))
+        line = (
+            f"[{attempt}] cold session: first resolution of {COLD_NAME!r} "
+            f"{cold['first_s']:.2f} s ({cold['matches']} matches), then {COMMON_NAME!r} "
+            f"{cold['common_s']:.2f} s ({cold['common_matches']} matches), whole index ready "
+            f"{cold['ready_s']:.2f} s"
+        )
+        if ctags_available():
+            c = run_phase("ctags-r", str(root))
+            line += f"; ctags -R {c['seconds']:.2f} s (first/ctags {cold['first_s'] / c['seconds']:.2f}x)"
+        print(line)
+        warm = run_phase("session-warm", str(root))
+        print(
+            f"[{attempt}] second session: ready {warm['ready_s']:.3f} s "
+            f"(re-parsed {warm['parsed']} files), first resolution {warm['first_s']:.3f} s"
+        )
+        print(
+            f"[{attempt}] freshness check per call, unchanged tree (refresh()): "
+            f"p50 {warm['check_p50_ms']:.2f} ms, max {warm['check_max_ms']:.2f} ms "
+            f"(then resolve {COLD_NAME!r}: p50 {warm['resolve_p50_ms']:.1f} ms); "
+            f"outside same-size edit seen: {warm['edit_seen']} ({warm['after_edit_ms']:.1f} ms)"
+        )
+
+
 # --- driver -----------------------------------------------------------------------------
 
 
@@ -241,6 +394,7 @@ def report(label: str, root: Path, suffixes: tuple[str, ...]) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--node", default="/tmp/bench-node", help="a JS/TS tree (node_modules)")
+    parser.add_argument("--throughput", action="store_true", help="also the throughput figures")
     parser.add_argument("--phase", nargs="+", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.phase:
@@ -248,6 +402,12 @@ def main() -> None:
         suffixes = tuple(rest[0].split(",")) if rest else PY_SUFFIXES
         if name == "index":
             figures = phase_index(Path(root), suffixes, int(rest[1]))
+        elif name == "session-cold":
+            figures = phase_session_cold(Path(root))
+        elif name == "session-warm":
+            figures = phase_session_warm(Path(root))
+        elif name == "ctags-r":
+            figures = phase_ctags_r(Path(root))
         elif name == "ctags":
             figures = phase_ctags(Path(root), suffixes)
         else:
@@ -256,6 +416,11 @@ def main() -> None:
         return
 
     site = Path(sysconfig.get_paths()["purelib"])
+    with tempfile.TemporaryDirectory(prefix="bench-session-") as tmp:
+        tree = Path(tmp, "tree")
+        report_session(tree, build_session_tree(site, tree))
+    if not args.throughput:
+        return
     with tempfile.TemporaryDirectory(prefix="bench-py-") as tmp:
         copy = Path(tmp, "site-packages")
         for f in list_tree(site, PY_SUFFIXES):

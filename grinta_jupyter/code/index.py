@@ -2,11 +2,27 @@
 
 :class:`SymbolIndex` keeps the symbols of every supported file (never syntax
 trees) and a name -> symbols table, so resolving an address is a dictionary
-lookup. ``refresh`` re-parses only files whose content changed: a file whose
-``(mtime_ns, size)`` is unchanged is skipped; otherwise its SHA-256 decides.
-A cold index of many files is parsed by worker processes (``python -m
-grinta_jupyter.code.index``), not by ``multiprocessing``, so it works the same
-from a script, a test run and a Jupyter kernel.
+lookup. Nothing stale is served:
+
+- A file's stamp is ``(mtime_ns, size, ctime_ns, inode)``; a file whose stamp is
+  unchanged is skipped, otherwise its SHA-256 decides whether it is parsed again.
+  A file stamped within ``RACY_NS`` of its last change is *racy* (a same-size edit
+  in the same clock tick would leave the stamp alone) and is hashed at every check
+  until a later stamp shows it settled.
+- On Linux the tree is watched with inotify (``tree_watch``): a full ``refresh`` then
+  re-checks only the files that had events (and symbolic links, whose targets
+  change unseen), so it costs microseconds on an unchanged tree; a new folder, a
+  ``.gitignore`` or a new file make it list and stat the tree again. Without a
+  watch (another OS, a network file system, a limit reached) every full ``refresh``
+  stats every listed file.
+- With ``persist=True`` the index is saved under ``.grinta/index/`` (``index_store``)
+  and the next session starts from it, after one listing and one stat per file.
+- A cold session's first ``resolve`` of a plain name parses only the files whose
+  bytes contain the name and finishes the index in a background thread; anything
+  that needs the whole index (suggestions, ``search``, ``symbols``, a full
+  ``refresh``) waits for it.
+
+Parsing runs here or in worker processes (``index_parse``).
 
 Addresses:
 
@@ -19,22 +35,33 @@ Addresses:
 
 from __future__ import annotations
 
+import atexit
 import difflib
-import hashlib
 import heapq
 import marshal
 import os
+import re
 import stat as stat_module
-import subprocess
-import sys
 import threading
+import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
 from typing import TypeVar
 
-from grinta_jupyter.code.symbols import SYMBOL_LANGUAGES, Symbol, extract_symbols
+from grinta_jupyter.code import index_store
+from grinta_jupyter.code.index_parse import (
+    MAX_FILE_BYTES,
+    Result,
+    Row,
+    parse_files,
+    parse_parallel,
+)
+from grinta_jupyter.code.index_store import RACY_NS, Stamp
+from grinta_jupyter.code.symbols import SYMBOL_LANGUAGES, Symbol
+from grinta_jupyter.code.tree_watch import Changes, TreeWatch
 from grinta_jupyter.runtime.errors import ToolFailure
 from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.grammars import language_for
@@ -43,8 +70,14 @@ T = TypeVar("T")
 
 # Directories never indexed by the default lister.
 SKIP_DIRS = frozenset({".git", ".grinta", "node_modules", "__pycache__", "venv", ".venv"})
-# Larger files (minified bundles, generated tables) are not indexed.
-MAX_FILE_BYTES = 4_000_000
+# A name the cold start can find by scanning bytes (an ASCII identifier).
+_SCANNABLE = re.compile(r"[A-Za-z_$][A-Za-z0-9_$]*")
+# Files a background build parses between two looks at the lock.
+_COLD_CHUNK = 400
+# A changed index is saved at most this often (and when closed, and at exit).
+SAVE_EVERY_S = 30.0
+# After a tree watch could not start, the next attempt waits this long.
+WATCH_RETRY_S = 60.0
 # Below this many bytes to parse, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 8_000_000
 
@@ -152,13 +185,35 @@ def walk_files(root: Path) -> Iterator[str]:
 
 @dataclass(slots=True)
 class _File:
-    stat: tuple[int, int]  # (mtime_ns, size)
+    """One indexed file. Its symbol rows are kept marshalled and decoded on first use:
+    a loaded index of 10,000 files then costs one small record per file to start."""
+
+    stamp: Stamp
     digest: bytes
-    symbols: list[Symbol]
+    blob: bytes  # marshal.dumps of the symbol rows
+    racy: bool  # changed close to when it was stamped: hashed again at the next check
+    decoded: list[Row] | None = None
+    built: list[Symbol] | None = None
+
+    def rows(self) -> list[Row]:
+        if self.decoded is None:
+            self.decoded = marshal.loads(self.blob)
+        return self.decoded
+
+    def symbols(self, path: str) -> list[Symbol]:
+        if self.built is None:
+            self.built = [Symbol(r[0], r[1], r[2], path, *r[3:]) for r in self.rows()]
+        return self.built
 
 
 class SymbolIndex:
-    """Symbols of every supported file under ``root``, kept current by ``refresh``."""
+    """Symbols of every supported file under ``root``, kept current by ``refresh``.
+
+    With ``persist`` the index is loaded from and saved to
+    ``<root>/.grinta/index/`` (see ``index_store``); ``store_status`` says how the last
+    load or save went. On Linux the tree is watched (see ``tree_watch``), so checking
+    for changes costs microseconds; elsewhere every full ``refresh`` stats each file.
+    """
 
     def __init__(
         self,
@@ -167,6 +222,7 @@ class SymbolIndex:
         *,
         workers: int | None = None,
         parallel_min_bytes: int = PARALLEL_MIN_BYTES,
+        persist: bool = False,
     ) -> None:
         self.root = Path(root)
         self._root_str = str(self.root)
@@ -174,13 +230,36 @@ class SymbolIndex:
         self._workers = workers if workers is not None else _cpu_count()
         self._parallel_min_bytes = parallel_min_bytes
         self._files: dict[str, _File] = {}
-        # name -> path -> symbols with that name in that file
-        self._by_name: dict[str, dict[str, list[Symbol]]] = {}
+        # name -> path -> positions of the symbols with that name in that file's rows
+        self._by_name: dict[str, dict[str, list[int]]] = {}
         # spelling fragment (lower-case first two / last three characters) -> names,
         # so suggestions run difflib over hundreds of names, not the whole index
-        self._by_fragment: dict[str, set[str]] = {}
+        # (None until first needed after a load: rebuilt from the names then)
+        self._by_fragment: dict[str, set[str]] | None = {}
         self._lock = threading.RLock()
         self._built = False
+        self._listed: set[str] = set()  # supported paths the lister gave last time
+        self._linked: set[str] = set()  # of those, symbolic links (their targets move unseen)
+        self._watch: TreeWatch | None = None
+        self._watch_retry_at = 0.0
+        # A cold build finishing in the background: listed files not parsed yet, those
+        # being parsed, and the thread (see ``_resolve_cold``).
+        self._pending: set[str] = set()
+        self._in_flight: set[str] = set()
+        self._building: threading.Thread | None = None
+        self._persist = persist
+        self._fingerprint = b""
+        self._dirty = False
+        self._saved_at = 0.0  # time.monotonic() of the last save
+        self.store_status = "not used" if not persist else "not loaded"
+        self._closer = weakref.finalize(self, _close, None)
+        if persist:
+            _PERSISTED.add(self)  # saved at exit if changed since its last save
+
+    @property
+    def watching(self) -> bool:
+        """Whether changes are seen through a tree watch (else by stat'ing every file)."""
+        return self._watch is not None
 
     # --- keeping current ------------------------------------------------------
 
@@ -188,99 +267,235 @@ class SymbolIndex:
         """Re-parse files whose content changed (all listed files, or just ``paths``).
 
         Files that disappeared (or, on a full refresh, are no longer listed) are
-        dropped. Returns how many files were parsed.
+        dropped. Returns how many files were parsed. A full refresh of a watched
+        tree looks only at the files that had events since the last one.
         """
+        if paths is None:
+            self._wait_built()
         with self._lock:
-            if paths is None:
-                wanted = {_normalize_path(p) for p in self._list_files() if _has_symbols(p)}
-                for gone in set(self._files) - wanted:
-                    self._drop(gone)
-                self._built = True
-            else:
+            if paths is not None:
                 wanted = {_normalize_path(p) for p in paths}
-            todo: list[tuple[str, tuple[int, int]]] = []
-            for path in sorted(wanted):
-                stat = self._stat(path)
-                if stat is None:
+                for path in {p for p in wanted if not _has_symbols(p)}:
                     self._drop(path)
-                    continue
-                known = self._files.get(path)
-                if known is None or known.stat != stat:
-                    todo.append((path, stat))
-            return self._parse(todo)
+                    wanted.discard(path)
+                self._pending -= wanted
+                return self._check(wanted, set())
+            if not self._built and self._persist:
+                self._load()
+            changes = self._watch.changes() if self._watch is not None else None
+            if changes is None:
+                self._stop_watch()  # lost track (or never watched): rescan, watching anew
+            if self._built and changes is not None and not self._needs_listing(changes):
+                touched = {p for p in changes.files if p in self._listed} | self._linked
+                parsed = self._check(touched, touched)
+            else:
+                parsed = self._rescan(changes.files if changes is not None else set())
+            if self._dirty and self._persist and time.monotonic() - self._saved_at > SAVE_EVERY_S:
+                self._save()
+            return parsed
 
-    def _stat(self, path: str) -> tuple[int, int] | None:
-        if not _has_symbols(path):
-            return None
+    def _needs_listing(self, changes: Changes) -> bool:
+        """Whether the lister must be asked again: a new supported file or a .gitignore."""
+        for path in changes.created:
+            if _has_symbols(path) and (
+                path not in self._listed or os.path.islink(os.path.join(self._root_str, path))
+            ):
+                return True
+        return any(path.rpartition("/")[2] == ".gitignore" for path in changes.files)
+
+    def _rescan(self, force: set[str]) -> int:
+        """List and stat every file; parse new ones, changed ones and those in ``force``."""
+        if self._watch is None:
+            self._start_watch()  # before listing: nothing between the two goes unseen
+        wanted = {_normalize_path(p) for p in self._list_files() if _has_symbols(p)}
+        for gone in set(self._files) - wanted:
+            self._drop(gone)
+        self._listed = wanted
+        self._built = True
+        self._linked = set()
+        return self._check(wanted, force)
+
+    def _start_watch(self) -> None:
+        if time.monotonic() < self._watch_retry_at:
+            return  # failed lately (a limit, a remote file system): stat meanwhile
+        self._watch = TreeWatch.start(self._root_str, SKIP_DIRS)
+        if self._watch is None:
+            self._watch_retry_at = time.monotonic() + WATCH_RETRY_S
+        self._closer = weakref.finalize(self, _close, self._watch)
+
+    def _stop_watch(self) -> None:
+        self._closer()
+        self._watch = None
+
+    def _check(self, wanted: set[str], force: set[str]) -> int:
+        """Parse the paths in ``wanted`` whose stamp changed, racy ones and those in ``force``."""
+        now = time.time_ns()
+        todo: list[tuple[str, Stamp]] = []
+        for path in sorted(wanted):
+            stamp = self._stat(path)
+            if stamp is None:
+                self._drop(path)
+                continue
+            known = self._files.get(path)
+            if (
+                known is None
+                or known.stamp != stamp
+                or known.racy
+                or path in force
+                or path in self._linked
+            ):
+                todo.append((path, stamp))
+        return self._parse(todo, now)
+
+    def _stat(self, path: str) -> Stamp | None:
+        """The file's stamp; a symbolic link is noted in ``_linked`` (its target can
+        change without an event under the link's folder, so it is always hashed).
+        Callers pass paths with symbol support only."""
+        full = os.path.join(self._root_str, path)
         try:
-            st = os.stat(os.path.join(self._root_str, path))
+            st = os.lstat(full)
+            if stat_module.S_ISLNK(st.st_mode):
+                self._linked.add(path)
+                st = os.stat(full)
         except OSError:
             return None
         if not stat_module.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
             return None
-        return (st.st_mtime_ns, st.st_size)
+        return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
 
-    def _parse(self, todo: list[tuple[str, tuple[int, int]]]) -> int:
-        jobs = [
-            (path, self._files[path].digest if path in self._files else b"") for path, _ in todo
+    def _parse(self, todo: list[tuple[str, Stamp]], now: int) -> int:
+        return self._merge(self._run(self._jobs(todo)), dict(todo), now)
+
+    def _jobs(self, todo: list[tuple[str, Stamp]]) -> list[tuple[str, bytes, int]]:
+        """(path, known digest, size) for each file to parse."""
+        return [
+            (path, self._files[path].digest if path in self._files else b"", stamp[1])
+            for path, stamp in todo
         ]
-        stats = dict(todo)
-        total = sum(stat[1] for _, stat in todo)
+
+    def _run(self, jobs: list[tuple[str, bytes, int]]) -> list[Result]:
+        """Parse in this process or, for many bytes, in workers too (needs no lock)."""
+        pairs = [(path, digest) for path, digest, _ in jobs]
+        total = sum(size for *_, size in jobs)
         if self._workers > 1 and len(jobs) > 1 and total >= self._parallel_min_bytes:
-            results = _parse_parallel(str(self.root), jobs, self._workers)
-        else:
-            results = _parse_files(str(self.root), jobs)
+            return parse_parallel(str(self.root), pairs, self._workers)
+        return parse_files(str(self.root), pairs)
+
+    def _merge(self, results: list[Result], stamps: dict[str, Stamp], now: int) -> int:
         parsed = 0
         for path, digest, rows in results:
             if digest is None:  # unreadable or vanished meanwhile
                 self._drop(path)
                 continue
-            if rows is None:  # touched, same content
-                self._files[path].stat = stats[path]
+            stamp = stamps[path]
+            racy = max(stamp[0], stamp[2]) >= now - RACY_NS
+            known = self._files.get(path)
+            if rows is None and known is not None:  # touched, same content
+                self._dirty |= known.stamp != stamp or known.racy != racy
+                known.stamp, known.racy = stamp, racy
                 continue
             parsed += 1
+            self._dirty = True
             self._drop(path)
-            symbols = [Symbol(row[0], row[1], row[2], path, *row[3:]) for row in rows]
-            self._files[path] = _File(stats[path], digest, symbols)
-            for symbol in symbols:
-                by_path = self._by_name.get(symbol.name)
-                if by_path is None:
-                    by_path = self._by_name[symbol.name] = {}
-                    for fragment in _fragments(symbol.name):
-                        self._by_fragment.setdefault(fragment, set()).add(symbol.name)
-                by_path.setdefault(path, []).append(symbol)
+            rows = rows or []
+            self._add(path, _File(stamp, digest, marshal.dumps(rows), racy, rows))
         return parsed
+
+    def _add(self, path: str, known: _File) -> None:
+        self._files[path] = known
+        for i, row in enumerate(known.rows()):
+            by_path = self._by_name.get(row[0])
+            if by_path is None:
+                by_path = self._by_name[row[0]] = {}
+                if self._by_fragment is not None:
+                    for fragment in _fragments(row[0]):
+                        self._by_fragment.setdefault(fragment, set()).add(row[0])
+            by_path.setdefault(path, []).append(i)
 
     def _drop(self, path: str) -> None:
         known = self._files.pop(path, None)
         if known is None:
             return
-        for name in {symbol.name for symbol in known.symbols}:
+        self._dirty = True
+        for name in {row[0] for row in known.rows()}:
             by_path = self._by_name.get(name)
             if by_path is not None:
                 by_path.pop(path, None)
                 if not by_path:
                     del self._by_name[name]
-                    for fragment in _fragments(name):
-                        names = self._by_fragment.get(fragment)
-                        if names is not None:
-                            names.discard(name)
-                            if not names:
-                                del self._by_fragment[fragment]
+                    self._forget_fragments(name)
+
+    def _forget_fragments(self, name: str) -> None:
+        if self._by_fragment is None:
+            return
+        for fragment in _fragments(name):
+            names = self._by_fragment.get(fragment)
+            if names is not None:
+                names.discard(name)
+                if not names:
+                    del self._by_fragment[fragment]
+
+    # --- persisting -------------------------------------------------------------
+
+    def _load(self) -> None:
+        """Start from the stored index, if there is a good one (the rescan then checks it)."""
+        if self._fingerprint:
+            return  # tried once already this session
+        self._fingerprint = index_store.fingerprint()
+        payload, self.store_status = index_store.load(self.root, self._fingerprint)
+        if payload is None:
+            return
+        try:
+            files, by_name = payload
+            loaded = {path: _File(*entry) for path, entry in files.items()}
+        except (TypeError, ValueError):
+            self.store_status = "corrupt"
+            return
+        if not isinstance(by_name, dict):
+            self.store_status = "corrupt"
+            return
+        self._files, self._by_name, self._by_fragment = loaded, by_name, None
+        self._dirty = False
+
+    def _save(self) -> None:
+        files = {p: (f.stamp, f.digest, f.blob, f.racy) for p, f in self._files.items()}
+        if not self._fingerprint:
+            self._fingerprint = index_store.fingerprint()
+        self.store_status = index_store.save(self.root, self._fingerprint, (files, self._by_name))
+        self._saved_at = time.monotonic()
+        self._dirty = False
+
+    def _fragment_table(self) -> dict[str, set[str]]:
+        """Spelling fragment -> names (rebuilt from the names after a load, on first use)."""
+        if self._by_fragment is None:
+            table: dict[str, set[str]] = {}
+            for name in self._by_name:
+                for fragment in _fragments(name):
+                    table.setdefault(fragment, set()).add(name)
+            self._by_fragment = table
+        return self._by_fragment
+
+    def close(self) -> None:
+        """Stop watching the tree and save what changed since the last save."""
+        with self._lock:
+            if self._dirty and self._persist and self._built:
+                self._save()
+            self._stop_watch()
 
     def _ensure_built(self) -> None:
-        if not self._built:
-            self.refresh()
+        self.refresh()  # the first build, or a look at what changed since the last call
 
     # --- reading ----------------------------------------------------------------
 
     def symbols(self, path: str | None = None) -> list[Symbol]:
         """All symbols (path order), or those of one file (source order)."""
+        if path is None:
+            self._wait_built()
         with self._lock:
             if path is not None:
                 return self.outline(path)
             self._ensure_built()
-            return [s for p in sorted(self._files) for s in self._files[p].symbols]
+            return [s for p in sorted(self._files) for s in self._files[p].symbols(p)]
 
     def outline(self, path: str) -> list[Symbol]:
         """The symbols of one file in source order (re-parsed first if it changed)."""
@@ -288,38 +503,147 @@ class SymbolIndex:
         with self._lock:
             self.refresh([path])
             known = self._files.get(path)
-            return list(known.symbols) if known else []
+            return list(known.symbols(path)) if known else []
 
     def paths(self) -> list[str]:
         """Indexed files."""
+        self._wait_built()
         with self._lock:
             self._ensure_built()
             return sorted(self._files)
 
     def resolve(self, address: str) -> Resolution:
-        """What ``address`` names; see the module docstring for the rules."""
+        """What ``address`` names; see the module docstring for the rules.
+
+        The first resolution in a cold session parses only the files whose bytes
+        contain the name and finishes the index in the background (``_resolve_cold``).
+        """
         path, qualname = parse_address(address)
+        name = qualname.rpartition(".")[2]
+        if path is None and _SCANNABLE.fullmatch(name):
+            self._start_cold(name)
         with self._lock:
-            if path is not None:
-                self.refresh([path])
-            else:
-                self._ensure_built()
-            if not qualname:
-                return Resolution(address, [], [])
-            name = qualname.rpartition(".")[2]
-            by_path = self._by_name.get(name, {})
-            if path is not None:
-                candidates = list(by_path.get(path, ()))
-            else:
-                candidates = [s for p in sorted(by_path) for s in by_path[p]]
-            exact = [s for s in candidates if s.qualname == qualname]
-            if exact:
-                return Resolution(address, exact, [])
-            suffix = "." + qualname
-            matches = [s for s in candidates if s.qualname.endswith(suffix)]
-            if matches:
-                return Resolution(address, matches, [])
-            return Resolution(address, [], self._suggest(qualname, path, candidates))
+            building = path is None and self._building is not None
+            # Partial answers only while nothing changed (events wait for the full index).
+            partial = building and self._watch is not None and not self._watch.pending()
+            answer = None if building and not partial else self._resolve(address, partial)
+        return answer if answer is not None else self._after_build(address)
+
+    def _resolve(self, address: str, partial: bool) -> Resolution | None:
+        """``resolve`` under the lock; None when only the whole index can answer."""
+        path, qualname = parse_address(address)
+        name = qualname.rpartition(".")[2]
+        if path is not None:
+            self.refresh([path])
+        elif partial:
+            self._parse_containing(name)
+        else:
+            self._ensure_built()
+        if not qualname:
+            return Resolution(address, [], [])
+        by_path = self._by_name.get(name, {})
+        if path is not None:
+            candidates = self._at(path, by_path.get(path, []))
+        else:
+            candidates = [s for p in sorted(by_path) for s in self._at(p, by_path[p])]
+        exact = [s for s in candidates if s.qualname == qualname]
+        if exact:
+            return Resolution(address, exact, [])
+        suffix = "." + qualname
+        matches = [s for s in candidates if s.qualname.endswith(suffix)]
+        if matches:
+            return Resolution(address, matches, [])
+        if partial and not candidates:
+            return None  # suggestions come from the whole index
+        return Resolution(address, [], self._suggest(qualname, path, candidates))
+
+    def _after_build(self, address: str) -> Resolution:
+        """Resolve ``address`` once the background build is done (called without the lock,
+        which the build needs)."""
+        self._wait_built()
+        return self.resolve(address)
+
+    # --- a cold start ---------------------------------------------------------------
+
+    def _start_cold(self, name: str) -> None:
+        """In a cold session (no index, no usable store): list the files, parse those
+        that contain ``name`` and start parsing the rest in the background."""
+        with self._lock:
+            if self._built or self._building is not None:
+                return
+            if self._persist:
+                self._load()
+                if self._files:
+                    return  # a store to check: the usual refresh is fast enough
+            if self._watch is None:
+                self._start_watch()
+            if self._watch is None:
+                return  # without a watch a partial index could miss an edit: build in full
+            self._listed = {_normalize_path(p) for p in self._list_files() if _has_symbols(p)}
+            self._pending = set(self._listed)
+            self._built = True
+            self._parse_containing(name)
+            self._building = threading.Thread(target=self._finish_cold, daemon=True)
+            self._building.start()
+
+    def _parse_containing(self, name: str) -> None:
+        """Parse the files not parsed yet whose bytes contain ``name`` (notebooks always:
+        JSON may escape what the cell holds), so a partial index answers for ``name``."""
+        needle = name.encode()
+        found = set()
+        for path in self._pending | self._in_flight:
+            if path in self._files:
+                continue
+            if path.endswith(".ipynb"):
+                found.add(path)
+                continue
+            try:
+                source, _ = read_regular(os.path.join(self._root_str, path), path, MAX_FILE_BYTES)
+            except ToolFailure:
+                found.add(path)  # the parse decides (and drops it)
+                continue
+            if needle in source:
+                found.add(path)
+        self._pending -= found
+        self._check(found, set())
+
+    def _finish_cold(self) -> None:
+        """Parse the files left after a cold start, a chunk at a time, outside the lock."""
+        try:
+            while True:
+                with self._lock:
+                    chunk = set(sorted(self._pending)[:_COLD_CHUNK])
+                    if not chunk:
+                        break
+                    self._pending -= chunk
+                    self._in_flight = chunk
+                    todo = [
+                        (path, stamp)
+                        for path in sorted(chunk)
+                        if path not in self._files and (stamp := self._stat(path)) is not None
+                    ]
+                    jobs = self._jobs(todo)
+                    now = time.time_ns()
+                results = self._run(jobs)
+                with self._lock:  # a foreground resolution may have parsed some meanwhile
+                    fresh = [r for r in results if r[0] not in self._files]
+                    self._merge(fresh, dict(todo), now)
+                    self._in_flight = set()
+        except BaseException:
+            with self._lock:
+                self._built = False  # the next call builds in the foreground
+            raise
+        finally:
+            with self._lock:
+                self._pending, self._in_flight, self._building = set(), set(), None
+                if self._dirty and self._persist and self._built:
+                    self._save()
+
+    def _wait_built(self) -> None:
+        """Wait for a background build (never from inside it, nor holding the lock)."""
+        building = self._building
+        if building is not None and building is not threading.current_thread():
+            building.join()
 
     def _suggest(self, qualname: str, path: str | None, same_name: list[Symbol]) -> list[Symbol]:
         """Up to five symbols the address may have meant."""
@@ -331,30 +655,37 @@ class SymbolIndex:
         found = _closest(name, members, lambda s: s.name)
         if path is not None:
             known = self._files.get(path)
-            pool = {s.name for s in known.symbols} if known else set()
+            pool = {row[0] for row in known.rows()} if known else set()
         else:
             pool = self._spelling_pool(name)
             if len(pool) < 5 and len(self._by_name) <= _FULL_SCAN_NAMES:
                 pool = set(self._by_name)
         for candidate in _closest(name, list(pool), lambda n: n):
-            for p, symbols in sorted(self._by_name.get(candidate, {}).items()):
+            for p, indexes in sorted(self._by_name.get(candidate, {}).items()):
                 if path is None or p == path:
-                    found.extend(s for s in symbols if s not in found)
+                    found.extend(s for s in self._at(p, indexes) if s not in found)
         return found[:5]
+
+    def _at(self, path: str, indexes: list[int]) -> list[Symbol]:
+        """The symbols of ``path`` at these positions of its rows."""
+        symbols = self._files[path].symbols(path)
+        return [symbols[i] for i in indexes]
 
     def _members(self, container: str, path: str | None) -> list[Symbol]:
         """Symbols directly inside the symbols that ``container`` names."""
         owners = [
             s
-            for p, symbols in self._by_name.get(container.rpartition(".")[2], {}).items()
+            for p, indexes in self._by_name.get(container.rpartition(".")[2], {}).items()
             if path is None or p == path
-            for s in symbols
+            for s in self._at(p, indexes)
             if s.qualname == container or s.qualname.endswith("." + container)
         ]
         members: list[Symbol] = []
         for owner in owners:
             members.extend(
-                s for s in self._files[owner.path].symbols if s.container == owner.qualname
+                s
+                for s in self._files[owner.path].symbols(owner.path)
+                if s.container == owner.qualname
             )
         return members
 
@@ -362,7 +693,7 @@ class SymbolIndex:
         """Indexed names that share a first-two or last-three character fragment with ``name``."""
         pool: set[str] = set()
         for fragment in _fragments(name):
-            pool |= self._by_fragment.get(fragment, set())
+            pool |= self._fragment_table().get(fragment, set())
         return pool
 
     def search(self, query: str, limit: int = 50) -> list[Symbol]:
@@ -372,6 +703,8 @@ class SymbolIndex:
         close spellings; ties break on path and line.
         """
         path, qualname = parse_address(query)
+        if path is None:
+            self._wait_built()
         with self._lock:
             if path is not None:
                 self.refresh([path])
@@ -401,10 +734,10 @@ class SymbolIndex:
                     continue
                 else:
                     rank = -1
-                for p, symbols in by_path.items():
+                for p, indexes in by_path.items():
                     if path is not None and p != path:
                         continue
-                    for symbol in symbols:
+                    for symbol in self._at(p, indexes):
                         r = rank
                         if dotted:
                             q = symbol.qualname.lower()
@@ -419,13 +752,13 @@ class SymbolIndex:
                 pool = self._spelling_pool(qualname)
                 if path is not None:
                     known = self._files.get(path)
-                    pool &= {s.name for s in known.symbols} if known else set()
+                    pool &= {row[0] for row in known.rows()} if known else set()
                 for name in difflib.get_close_matches(
                     qualname, _near_length(pool, qualname), n=limit, cutoff=0.7
                 ):
-                    for p, symbols in self._by_name[name].items():
+                    for p, indexes in self._by_name[name].items():
                         if path is None or p == path:
-                            ranked.extend((4, p, s.start_line, s) for s in symbols)
+                            ranked.extend((4, p, s.start_line, s) for s in self._at(p, indexes))
             ranked.sort(key=lambda item: item[:3])
             seen: set[tuple[str, int, str]] = set()
             results: list[Symbol] = []
@@ -438,6 +771,23 @@ class SymbolIndex:
                 if len(results) >= limit:
                     break
             return results
+
+
+# Persisted indexes still open; ``_save_at_exit`` saves the ones that changed.
+_PERSISTED: weakref.WeakSet[SymbolIndex] = weakref.WeakSet()
+
+
+@atexit.register
+def _save_at_exit() -> None:
+    for index in list(_PERSISTED):
+        index.close()
+
+
+def _close(watch: TreeWatch | None) -> None:
+    """Close a tree watch when its index is closed or collected (a module function, so
+    the finalizer holds no reference to the index)."""
+    if isinstance(watch, TreeWatch):
+        watch.close()
 
 
 def _fragments(name: str) -> tuple[str, str]:
@@ -481,121 +831,3 @@ def _near_length(pool: Iterable[str], name: str) -> list[str]:
         return near
     letters = set(name.lower())
     return heapq.nlargest(_DIFFLIB_POOL, near, key=lambda n: len(letters.intersection(n.lower())))
-
-
-# --- parsing, in this process or in workers ------------------------------------
-
-# (path, digest or None if unreadable, symbol rows or None if the content is unchanged)
-_Row = tuple[str, str, str, str, int, int, int, int, int, str, str]  # Symbol fields but the path
-_Result = tuple[str, "bytes | None", "list[_Row] | None"]
-
-
-def _parse_files(root: str, jobs: list[tuple[str, bytes]]) -> list[_Result]:
-    results: list[_Result] = []
-    for path, known_digest in jobs:
-        try:  # regular files only, never a FIFO or device swapped in since the listing
-            source, _ = read_regular(os.path.join(root, path), path, MAX_FILE_BYTES)
-        except ToolFailure:
-            results.append((path, None, None))
-            continue
-        digest = hashlib.sha256(source).digest()
-        if digest == known_digest:
-            results.append((path, digest, None))
-            continue
-        rows = [
-            (
-                s.name,
-                s.qualname,
-                s.kind,
-                s.language,
-                s.start_line,
-                s.end_line,
-                s.start_byte,
-                s.end_byte,
-                s.def_line,
-                s.signature,
-                s.cell,
-            )
-            for s in extract_symbols(path, source)
-        ]
-        results.append((path, digest, rows))
-    return results
-
-
-def _parse_parallel(root: str, jobs: list[tuple[str, bytes]], workers: int) -> list[_Result]:
-    """Split ``jobs`` by size over ``workers - 1`` subprocesses and this process."""
-    sizes = {}
-    for path, _ in jobs:
-        try:
-            sizes[path] = os.path.getsize(os.path.join(root, path))
-        except OSError:
-            sizes[path] = 0
-    shares: list[list[tuple[str, bytes]]] = [[] for _ in range(workers)]
-    loads = [0] * workers
-    for job in sorted(jobs, key=lambda j: -sizes[j[0]]):
-        i = loads.index(min(loads))
-        shares[i].append(job)
-        loads[i] += sizes[job[0]] + 2_000  # per-file overhead
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    procs = []
-    for i, share in enumerate(shares[1:], start=1):
-        try:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "grinta_jupyter.code.index"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=env,
-            )
-        except OSError:  # no interpreter to start: this process takes the share
-            shares[0].extend(share)
-            shares[i] = []
-            continue
-        procs.append((proc, share))
-    # Feed workers from threads so a full pipe never blocks this process's share.
-    feeders = [
-        threading.Thread(target=_feed, args=(proc, marshal.dumps((root, share))), daemon=True)
-        for proc, share in procs
-    ]
-    for feeder in feeders:
-        feeder.start()
-    outputs: dict[int, bytes] = {}
-
-    def collect(i: int, proc: subprocess.Popen[bytes]) -> None:
-        assert proc.stdout is not None
-        outputs[i] = proc.stdout.read()
-
-    readers = [
-        threading.Thread(target=collect, args=(i, proc), daemon=True)
-        for i, (proc, _) in enumerate(procs)
-    ]
-    for reader in readers:
-        reader.start()
-    results = _parse_files(root, shares[0])
-    for i, (proc, share) in enumerate(procs):
-        readers[i].join()
-        feeders[i].join()
-        code = proc.wait()
-        if code == 0:
-            results.extend(marshal.loads(outputs[i]))
-        else:  # a worker died: parse its share here rather than lose files
-            results.extend(_parse_files(root, share))
-    return results
-
-
-def _feed(proc: subprocess.Popen[bytes], payload: bytes) -> None:
-    assert proc.stdin is not None
-    try:
-        proc.stdin.write(payload)
-        proc.stdin.close()
-    except OSError:
-        pass
-
-
-def _worker_main() -> None:
-    root, jobs = marshal.loads(sys.stdin.buffer.read())
-    sys.stdout.buffer.write(marshal.dumps(_parse_files(root, jobs)))
-    sys.stdout.buffer.flush()
-
-
-if __name__ == "__main__":
-    _worker_main()

@@ -332,8 +332,8 @@ class Runtime:
         if self._symbols is None:
             from grinta_jupyter.code.index import SymbolIndex
 
-            self._symbols = SymbolIndex(self.root, list_files=self.workspace.files)
-        self._symbols.refresh()
+            # Persisted under .grinta/ and watched: every read brings itself up to date.
+            self._symbols = SymbolIndex(self.root, list_files=self.workspace.files, persist=True)
         return self._symbols
 
     @property
