@@ -7,6 +7,7 @@ extension hooks. Everything else is imported on first use.
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -18,14 +19,61 @@ __all__ = ["Runtime", "__version__", "current", "load_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:
-    """``%load_ext grinta_jupyter``: register ``%grinta`` / ``%%grinta`` (nothing heavy is imported)."""
+    """``%load_ext grinta_jupyter``: register ``%grinta`` / ``%%grinta`` (nothing heavy is imported).
+
+    In a kernel, what the first ``%grinta`` would spend seconds on (imports, the
+    token encoding, litellm) starts in a background thread instead
+    (``jupyter.controller.warm_imports`` and ``warm_model``). A plain IPython shell
+    (a script, a test) gets no thread: it imports on first use, as before.
+    """
     from grinta_jupyter.jupyter.magics import GrintaMagics
 
     ipython.register_magics(GrintaMagics)
+    if getattr(ipython, "kernel", None) is not None:
+        _start_warming()
+
+
+# The background warming: started at most once per process; ``_imported`` is set when its
+# imports of grinta's own modules are over (done or failed), see ``settle``.
+_warming: threading.Thread | None = None
+_imported = threading.Event()
+
+
+def _start_warming() -> None:
+    global _warming
+    if _warming is None:
+        _warming = threading.Thread(target=_warm, name="grinta-warming", daemon=True)
+        _warming.start()
+
+
+def _warm() -> None:
+    """The warming thread. Warming only saves time: whatever fails here is left to fail
+    again, with its own error, where it is really needed, so nothing is reported here."""
+    try:
+        from grinta_jupyter.jupyter.controller import warm_imports, warm_model
+
+        warm_imports()
+    except Exception:
+        return
+    finally:
+        _imported.set()
+    warm_model()
+
+
+def settle(timeout: float = 60.0) -> None:
+    """Wait until the warming thread has imported grinta's modules (at once if none runs).
+
+    Called before grinta's modules are imported on the kernel's thread: two threads
+    importing the same modules at once can see a half-initialised module or a
+    deadlock error. The timeout only bounds a wait that should never be long.
+    """
+    if _warming is not None and _warming is not threading.current_thread():
+        _imported.wait(timeout)
 
 
 def current() -> Any:
     """The session the last ``%grinta`` started in this kernel, or None."""
+    settle()
     from grinta_jupyter.jupyter.controller import current as _current
 
     return _current()
@@ -38,6 +86,7 @@ def _jupyter_labextension_paths() -> list[dict[str, str]]:
 
 def __getattr__(name: str) -> Any:
     if name == "Runtime":
+        settle()
         from grinta_jupyter.tools.facade import Runtime
 
         return Runtime

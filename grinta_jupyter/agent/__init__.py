@@ -66,6 +66,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name == "Session":
+        from grinta_jupyter import settle
+
+        settle()  # the extension's warming may be importing the session's modules
         from grinta_jupyter.agent.session import Session
 
         return Session

@@ -10,6 +10,9 @@ it advances only when ``%grinta step`` (or a decision) asks it to.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import importlib
+import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -177,10 +180,87 @@ def start(task: str, config: Config) -> Session:
             "(set GRINTA_MODEL to use a real model)"
         )
     view.show()
+    _warm_symbols(session)
     view.start()
     if view.manual:
         print("manual mode: advance with %grinta step")
     return session
+
+
+# What ``start`` and a session's first steps import, for ``warm_imports``.
+START_MODULES = (
+    "grinta_jupyter.agent.models",
+    "grinta_jupyter.agent.session",
+    "grinta_jupyter.agent.stepper",
+    "grinta_jupyter.tools.kernel",
+    "grinta_jupyter.jupyter.documents",
+    "grinta_jupyter.jupyter.kernel",
+    "grinta_jupyter.jupyter.panel",
+    "grinta_jupyter.jupyter.mime",
+    "grinta_jupyter.code.index",
+    "IPython.display",
+)
+
+
+def warm_imports() -> None:
+    """Import what ``start`` needs and build what a session's first model turn builds.
+
+    The extension's warming thread calls it when the extension loads, so the first
+    ``%grinta`` finds the modules imported, the tool schemas generated and the token
+    encoding loaded (seconds otherwise, some of them on the kernel's event loop).
+    Each part that fails is skipped: it fails again, with its error, when really needed.
+    """
+    for name in START_MODULES:
+        with contextlib.suppress(Exception):
+            importlib.import_module(name)
+    for part in (_warm_schemas, _warm_tokens, _warm_parser):
+        with contextlib.suppress(Exception):
+            part()
+
+
+def warm_model() -> None:
+    """Import litellm and load what its first call loads (seconds), in the warming thread."""
+    from grinta_jupyter.agent.models.litellm_model import warm
+
+    with contextlib.suppress(Exception):
+        warm()
+
+
+def _warm_schemas() -> None:
+    from grinta_jupyter.tools import execute, inspect, intent_toolset
+    from grinta_jupyter.tools.base import compact_schema
+
+    intent_toolset().schemas()
+    compact_schema(inspect.InspectArgs)
+    compact_schema(execute.ExecuteArgs)
+
+
+def _warm_tokens() -> None:
+    from grinta_jupyter.tools.tokens import count_tokens
+
+    count_tokens("")
+
+
+def _warm_parser() -> None:
+    from grinta_jupyter.code.symbols import extract_symbols
+
+    extract_symbols("warming.py", b"def f():\n    pass\n")
+
+
+def _warm_symbols(session: Session) -> None:
+    """Index the workspace in the background while the model thinks of its first call.
+
+    Reading or editing a symbol needs the index; building it takes seconds on a large
+    workspace. The index refreshes itself under its own lock, so a proposal that
+    needs it meanwhile waits for this build instead of starting its own.
+    """
+    runtime = session.runtime
+
+    def build() -> None:
+        with contextlib.suppress(Exception):  # a proposal that needs the index reports it
+            runtime.symbols  # noqa: B018  (building it is the point)
+
+    threading.Thread(target=build, name="grinta-index", daemon=True).start()
 
 
 def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:

@@ -120,6 +120,9 @@ def split_command(line: str) -> tuple[str | None, str]:
 class GrintaMagics(Magics):
     @line_cell_magic
     def grinta(self, line: str, cell: str | None = None) -> Any:
+        from grinta_jupyter import settle
+
+        settle()  # the extension's warming may still be importing what the controller needs
         from grinta_jupyter.jupyter import controller
 
         try:

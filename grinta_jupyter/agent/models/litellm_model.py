@@ -1,8 +1,9 @@
 """Any chat model litellm can reach: hosted providers, Ollama, OpenAI-compatible servers.
 
 litellm is imported on the first ``complete`` (in a worker thread, it takes
-seconds), never when this module is imported, and with the bundled price map
-so nothing is fetched over the network.
+seconds) or by ``warm`` (the Jupyter extension's background warming), never
+when this module is imported, and with the bundled price map so nothing is
+fetched over the network.
 
 One call streams the answer, passes text deltas to ``on_text``, rebuilds
 tool calls whose arguments arrive in pieces, retries throttling and
@@ -18,14 +19,14 @@ import email.utils
 import os
 import random
 import re
-import sys
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
 
-__all__ = ["LiteLLMModel", "guess_provider", "missing_key"]
+__all__ = ["LiteLLMModel", "guess_provider", "missing_key", "warm"]
 
 # Env vars holding each provider's key (the first is the one we tell users to set).
 # Providers missing here are not checked up front; their auth errors still map to AUTH.
@@ -286,20 +287,75 @@ class LiteLLMModel:
         return text[:300] + ("..." if len(text) > 300 else "")
 
 
+# litellm once ``_import_litellm`` has imported and set it up (None before). The lock
+# makes a first call wait for ``warm`` to finish rather than import beside it.
+_litellm: Any = None
+_setting_up = threading.RLock()
+
+# litellm's lists of logging callbacks: a rehearsal (``warm``) would be logged as a call.
+_CALLBACK_LISTS = (
+    "callbacks",
+    "input_callback",
+    "success_callback",
+    "failure_callback",
+    "service_callback",
+    "_async_input_callback",
+    "_async_success_callback",
+    "_async_failure_callback",
+)
+
+
 async def _load_litellm() -> Any:
-    """Import litellm offline and quietly, off the event loop the first time."""
-    if "litellm" not in sys.modules:
-        await asyncio.to_thread(_import_litellm)
-    return _import_litellm()
+    """litellm, imported offline and quietly, never on the event loop.
+
+    While another thread imports it (``warm``), ``sys.modules`` already holds the
+    half-imported module, and importing it here would block the loop until that
+    import ends: only an import ``_import_litellm`` finished counts.
+    """
+    if _litellm is None:
+        return await asyncio.to_thread(_import_litellm)
+    return _litellm
 
 
 def _import_litellm() -> Any:
-    # Without this litellm downloads its model price map at import.
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
+    global _litellm
+    with _setting_up:
+        if _litellm is None:
+            # Without this litellm downloads its model price map at import.
+            os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+            import litellm
 
-    litellm.suppress_debug_info = True
-    return litellm
+            litellm.suppress_debug_info = True
+            _litellm = litellm
+    return _litellm
+
+
+def warm() -> None:
+    """Import litellm and load what its first call loads; call it from a background thread.
+
+    litellm's first completion spends seconds on lazy imports and a token
+    encoding. A rehearsal with a canned answer (``mock_response``: nothing is
+    sent anywhere, on an event loop of this thread's own) loads them ahead. It is
+    skipped when litellm has logging callbacks, which would record it as a call.
+    A first real call waits for all of it (``_setting_up``): two threads importing
+    litellm's lazily imported modules at once could see them half-initialised.
+    """
+    with _setting_up:
+        litellm = _import_litellm()
+        if any(getattr(litellm, name, None) for name in _CALLBACK_LISTS):
+            return
+        asyncio.run(_rehearse(litellm))
+
+
+async def _rehearse(litellm: Any) -> None:
+    model = LiteLLMModel("openai/grinta-warming", api_key=_PLACEHOLDER_KEY)
+    request = model._request([{"role": "user", "content": "warming"}], [], "openai")
+    stream = await litellm.acompletion(**request, mock_response="ready")
+    try:
+        chunks = [chunk async for chunk in stream]
+    finally:
+        await stream.aclose()
+    litellm.stream_chunk_builder(chunks, messages=request["messages"])
 
 
 def guess_provider(model: str) -> str | None:
