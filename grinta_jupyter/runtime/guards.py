@@ -32,6 +32,7 @@ newline needs a second escape to count.
 
 from __future__ import annotations
 
+import functools
 import io
 import json
 import re
@@ -278,6 +279,12 @@ def _scan(
     line_count = line_breaks = 0
     i, n = 0, len(text)
     while i < n:
+        # Jump to the next character that can change anything in this state: the others
+        # would only move ``i`` on, one at a time (60 ms on a 1,500-line Python file).
+        found_next = _next_event(state, quote).search(text, i)
+        if found_next is None:
+            break
+        i = found_next.start()
         ch = text[i]
         if ch == "\n":
             found.packed_lines += line_count >= 2 and line_breaks >= 1
@@ -349,6 +356,21 @@ def _scan(
         i += len(quote) if state in ("string", "block") else 1
     found.packed_lines += line_count >= 2 and line_breaks >= 1
     return found
+
+
+_EVENTS = {
+    "code": re.compile(r"[\n\\\"'`#/]"),  # escapes, strings, comments, regexes
+    "comment": re.compile(r"[\n\\]"),
+    "block": re.compile(r"[\n*]"),
+}
+
+
+@functools.cache
+def _next_event(state: str, quote: str) -> re.Pattern[str]:
+    """What ``_scan`` must look at next in ``state`` (inside a string: its quote)."""
+    if state in ("string", "regex"):
+        return re.compile(r"[\n\\" + re.escape(quote[0]) + "]")
+    return _EVENTS[state]
 
 
 def _comment_starts(text: str, i: int) -> bool:
