@@ -3,7 +3,8 @@
 ``grinta_jupyter/labextension/`` is committed so that ``pip install`` works
 without Node.js; ``npm run build:prod`` in ``labextension/`` writes
 ``source.sha256``, a fingerprint of the sources it was built from
-(``labextension/scripts/source-hash.mjs``). This test recomputes it the same way.
+(``labextension/scripts/source-hash.mjs``). This test recomputes it as ``hatch_build.py``
+(the install's build hook) does, so the hook and the check cannot disagree.
 The live panel's card bundle (``grinta_jupyter/jupyter/static/card.js`` and
 ``card.css``, built from the same sources by ``scripts/bundle-card.mjs``) names
 that fingerprint on its first line.
@@ -11,35 +12,22 @@ that fingerprint on its first line.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from pathlib import Path
 
 import grinta_jupyter
+import hatch_build
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "labextension"
 BUILD = REPO / "grinta_jupyter" / "labextension"
-# Keep in step with INPUTS in labextension/scripts/source-hash.mjs.
-INPUTS = ["package.json", "package-lock.json", "tsconfig.json", "scripts", "src", "style"]
 STATIC = REPO / "grinta_jupyter" / "jupyter" / "static"
 REBUILD = "run `npm ci && npm run build:prod` in labextension/ (or .ci/browser-setup) and commit"
 
 
 def source_hash() -> str:
-    files: list[str] = []
-    for name in INPUTS:
-        path = SOURCE / name
-        if path.is_dir():
-            files += [p.relative_to(SOURCE).as_posix() for p in path.rglob("*") if p.is_file()]
-        elif path.is_file():
-            files.append(name)
-    digest = hashlib.sha256()
-    for rel in sorted(files):
-        digest.update(rel.encode() + b"\0")
-        digest.update((SOURCE / rel).read_bytes().replace(b"\r\n", b"\n"))
-        digest.update(b"\0")
-    return digest.hexdigest()
+    """The fingerprint as the build hook computes it (the hook that decides whether to rebuild)."""
+    return hatch_build.source_hash(REPO)
 
 
 def test_committed_build_matches_sources() -> None:
