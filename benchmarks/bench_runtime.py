@@ -1,6 +1,10 @@
 """propose+commit latency of every edit tool on real files of several sizes.
 
-Run: ``python benchmarks/bench_runtime.py [--repeats N]`` (not a test; prints figures).
+Run: ``python benchmarks/bench_runtime.py [--repeats N] [--pause S]`` (not a test;
+prints figures). ``--pause 0.1`` leaves a tenth of a second between calls, as the
+model's turn does in a session: a commit re-indexes the file it wrote in a thread,
+which then has time to finish; back to back (the default), the next call shares the
+machine with it.
 
 Files are copies of this interpreter's standard-library modules (about 300,
 1,500, 3,000 and 6,400 lines) and one TypeScript file of this repository, so the
@@ -176,12 +180,20 @@ TOOLS: list[tuple[str, Callable[[Workspace, int], Call]]] = [
 ]
 
 
-def measure(source: Path, name: str, make_call: Callable[[Workspace, int], Call], repeats: int):
-    """Milliseconds per propose+commit, after one warm-up call."""
+def measure(
+    source: Path,
+    name: str,
+    make_call: Callable[[Workspace, int], Call],
+    repeats: int,
+    pause: float = 0.0,
+):
+    """Milliseconds per propose+commit, after one warm-up call; ``pause`` seconds between
+    calls (untimed) stand for the model's turn that separates two edits in a session."""
     ws = Workspace(source, name)
     try:
         samples = []
         for k in range(repeats + 1):
+            time.sleep(pause)
             tool, args = make_call(ws, k)  # built outside the timed region
             start = time.perf_counter()
             proposal = ws.runtime.propose(tool, args)
@@ -202,12 +214,21 @@ def p95(samples: list[float]) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--repeats", type=int, default=20, help="timed calls per tool and file")
-    repeats = parser.parse_args().repeats
+    parser.add_argument(
+        "--pause",
+        type=float,
+        default=0.0,
+        help="seconds between calls (a model turn: what a commit leaves to a background "
+        "thread, re-indexing the written file, is done by then); 0: back to back",
+    )
+    options = parser.parse_args()
+    repeats, pause = options.repeats, options.pause
+    print(f"pause between calls: {pause} s")
     print(f"{'file':<10} {'tool':<26} {'p50 ms':>8} {'p95 ms':>8}")
     results: dict[tuple[str, str], tuple[float, float]] = {}
     for label, source, name in FILES:
         for tool, make_call in TOOLS:
-            samples = measure(source, name, make_call, repeats)
+            samples = measure(source, name, make_call, repeats, pause)
             results[label, tool] = statistics.median(samples), p95(samples)
             print(f"{label:<10} {tool:<26} {results[label, tool][0]:8.1f} {p95(samples):8.1f}")
             sys.stdout.flush()

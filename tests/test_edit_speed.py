@@ -144,6 +144,7 @@ def test_large_file_compiles_only_the_touched_definitions(
     body = "def get_info(self):\n    return dict(name=self.name)  # v{}\n"
     first = rt.propose("edit_symbols", {"edits": [{**edit, "new_source": body.format(1)}]})
     assert rt.commit(first).ok  # the first edit learns that the file compiles
+    rt.symbols.refresh([name])  # the commit re-indexes the file in a thread: done by now
     parses.reset()
     second = rt.propose("edit_symbols", {"edits": [{**edit, "new_source": body.format(2)}]})
     assert second.ok, second.error
