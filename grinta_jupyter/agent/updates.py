@@ -134,6 +134,50 @@ class Undone:
     message: str
 
 
+@dataclass(frozen=True)
+class UserSaid:
+    """A message the user said reached the model's context (``Session.say``)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class TaskBegan:
+    """A finished session was given its next task (``Session.continue_task``)."""
+
+    number: int  # 2 for the second task, and so on
+    task: str
+
+
+@dataclass(frozen=True)
+class Rewound:
+    """Commits after step ``to_step`` were undone; steps go on from there as ``branch``."""
+
+    to_step: int
+    branch: int
+    undone: tuple[str, ...]  # commit ids restored, newest first
+    not_undone: tuple[str, ...]  # what ran after ``to_step`` and could not be undone
+
+
+@dataclass(frozen=True)
+class ContextCondensed:
+    """Older turns were condensed to keep the next request under its token budget."""
+
+    method: str  # "digest" | "model"
+    tokens_before: int
+    tokens_after: int
+    budget: int
+
+
+@dataclass(frozen=True)
+class SessionResumed:
+    """The session was rebuilt from its log; ``steps`` steps were done before."""
+
+    steps: int
+    requeued: int  # calls of the last reply asked again (staged against today's files)
+    recovered: int  # commits that had landed before the interruption
+
+
 Update = (
     ModelTurn
     | ModelText
@@ -142,5 +186,10 @@ Update = (
     | StepCommitted
     | StepObserved
     | Undone
+    | UserSaid
+    | TaskBegan
+    | Rewound
+    | ContextCondensed
+    | SessionResumed
     | SessionEnded
 )

@@ -24,6 +24,20 @@ class Event(BaseModel):
     t: float = 0.0  # seconds since session start
     session: str = ""
     step: int = 0
+    # The branch this event belongs to: 0 until the first rewind; each rewind starts a new
+    # branch from a step of an earlier one (``Rewound``; agent/history.py walks them).
+    branch: int = 0
+
+
+class RulesFile(BaseModel):
+    """A rules file (AGENTS.md, CLAUDE.md, .grinta/rules.md) read into the system prompt."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    path: str  # relative to the workspace root
+    chars: int  # characters kept in the prompt
+    sha256: str  # of the file's bytes when read
+    truncated: bool = False  # the file was longer than the bound and was cut
 
 
 class SessionStart(Event):
@@ -36,6 +50,8 @@ class SessionStart(Event):
     policy: str
     settings: dict[str, Any] = {}
     sample: str | None = None  # the bundled sample workspace this session ran on, if any
+    rules: list[RulesFile] = []  # the project's rules files added to the system prompt
+
 
 
 class ModelRequest(Event):
@@ -44,6 +60,7 @@ class ModelRequest(Event):
     digest: str  # sha256 of the request messages (what was sent, without storing it twice)
     tokens: int  # prompt tokens counted offline (o200k)
     masked: int = 0  # observations replaced by a one-line summary
+    budget: int | None = None  # the token budget this request had to stay under
 
 
 class ModelReplied(Event):
@@ -66,6 +83,8 @@ class ToolProposed(Event):
     summary: str = ""
     proposal: int = 0
     edited: bool = False  # re-proposed after the user edited the arguments
+    restaged: bool = False  # staged again when the session was resumed
+    stale: str | None = None  # restaged against files that changed since: what changed
 
 
 class SymbolResolved(Event):
@@ -84,6 +103,10 @@ class DiffStaged(Event):
     diff: str
     added: int
     removed: int
+    # sha256 per path of the bytes staged from and of the bytes the commit writes (None: the
+    # file is absent): a resumed session tells a landed commit from a stale proposal.
+    base: dict[str, str | None] = {}
+    after: dict[str, str | None] = {}
 
 
 class Validated(Event):
@@ -128,6 +151,13 @@ class Observed(Event):
     output: str  # what the model sees (bounded by the tools themselves)
     exit_code: int | None = None
     target: str | None = None
+    # How it entered the model's context (agent/history.py rebuilds the context from these):
+    # ``output`` is the data, then "\n\n" and each of ``notes`` (grinta's own words, outside
+    # the fence); ``fenced`` says whether the data was fenced; ``summary`` is the one line
+    # shown once the result is masked.
+    summary: str = ""
+    notes: list[str] = []
+    fenced: bool = True
     # Rich outputs (Observation.outputs): MIME bundles; data over EVENT_OUTPUT_CHARS is left
     # out of the log (the "text/plain" description stays), so one plot cannot swell it.
     outputs: list[dict[str, str]] = []
@@ -166,6 +196,73 @@ class FinishAttempt(Event):
     reason: str = ""
 
 
+class UserMessage(Event):
+    """A user-role message added to the model's context.
+
+    ``source`` "user": the person said it (``Session.say``); it reaches the model at its
+    next turn, after the results of the calls already made. "grinta": the session's own
+    nudge or notice (an undo, a reply without a tool call).
+    """
+
+    type: Literal["user_message"] = "user_message"
+    text: str
+    source: Literal["user", "grinta"] = "user"
+
+
+class TaskStarted(Event):
+    """A finished session was given its next task (the first task is ``SessionStart.task``)."""
+
+    type: Literal["task_start"] = "task_start"
+    task: str
+    number: int  # 2 for the second task, and so on
+
+
+class Resumed(Event):
+    """The session was rebuilt from this log in a new process (a kernel restart, a crash)."""
+
+    type: Literal["resume"] = "resume"
+    model: str
+    requeued: list[str] = []  # call ids of the last reply that had no outcome: asked again
+    recovered: list[str] = []  # call ids whose commit had landed before the interruption
+
+
+class Rewound(Event):
+    """Commits after ``to_step`` were undone; the session goes on as branch ``branch``."""
+
+    type: Literal["rewind"] = "rewind"
+    to_step: int
+    parent: int  # the branch rewound
+    undone: list[str] = []  # commit ids restored, newest first
+    not_undone: list[str] = []  # what ran after to_step and cannot be undone (commands)
+
+
+class Condensed(Event):
+    """Older turns of the context were replaced by ``text`` to stay under the budget."""
+
+    type: Literal["condensed"] = "condensed"
+    upto: int  # history messages replaced (from the start of the history)
+    text: str
+    method: Literal["digest", "model"] = "digest"
+    tokens_before: int
+    tokens_after: int
+    budget: int
+
+
+class FileSnapshot(Event):
+    """A file's content when the session first read or staged it (for replay anywhere).
+
+    The bytes live content-addressed under ``.grinta/blobs/`` (``sha256``); ``sha256``
+    None means the file did not exist. ``stored`` False: over the bound, not kept.
+    """
+
+    type: Literal["snapshot"] = "snapshot"
+    path: str
+    sha256: str | None
+    size: int = 0
+    stored: bool = True
+    reason: str = ""
+
+
 class ErrorEvent(Event):
     type: Literal["error"] = "error"
     code: str
@@ -195,6 +292,12 @@ AnyEvent = Annotated[
     | Observed
     | GuardFired
     | FinishAttempt
+    | UserMessage
+    | TaskStarted
+    | Resumed
+    | Rewound
+    | Condensed
+    | FileSnapshot
     | ErrorEvent
     | SessionEnd,
     Field(discriminator="type"),
