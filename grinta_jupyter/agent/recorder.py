@@ -6,11 +6,13 @@ from grinta_jupyter.agent.models.base import ModelReply
 from grinta_jupyter.agent.step import Step
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.runtime.proposal import CommandProposal, Proposal, WriteProposal
+from grinta_jupyter.runtime.textfile import sha256
 
 
 def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
     """The events that record a (re-)proposed step: the call, resolutions, diff, validation."""
     p, call = step.proposal, step.call
+    restaged = step.restaged
     events: list[ev.Event] = [
         ev.ToolProposed(
             call_id=call.id,
@@ -20,6 +22,8 @@ def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
             summary=p.summary,
             proposal=p.id,
             edited=edited,
+            restaged=restaged,
+            stale=step.stale,
         ),
         *(
             ev.SymbolResolved(
@@ -40,6 +44,8 @@ def proposal_events(step: Step, edited: bool = False) -> list[ev.Event]:
                 diff=p.diff,
                 added=sum(c.added_lines for c in p.changes),
                 removed=sum(c.removed_lines for c in p.changes),
+                base={c.path: _sha_or_none(c.old_bytes) for c in p.changes},
+                after={c.path: _sha_or_none(c.new_bytes) for c in p.changes},
             )
         )
     if isinstance(p, (WriteProposal, CommandProposal)) or not p.ok:
@@ -81,3 +87,7 @@ def target_of(proposal: Proposal) -> str | None:
         first = edits[0]
         return str(first.get("path") or first.get("symbol", "")).split("::")[0] or None
     return None
+
+
+def _sha_or_none(data: bytes | None) -> str | None:
+    return None if data is None else sha256(data)

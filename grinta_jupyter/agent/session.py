@@ -30,10 +30,21 @@ from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.agent.blocking import running_loop
+from grinta_jupyter.agent.condense import condense_with_model, request_budget
 from grinta_jupyter.agent.context import Context, one_line
 from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
-from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall
+from grinta_jupyter.agent.history import (
+    ContextFeed,
+    Rebuilt,
+    branch_events,
+    branches,
+    limits_from,
+    rebuild,
+    recorded_proposal,
+)
+from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall, Usage
 from grinta_jupyter.agent.recorder import proposal_events, reply_event, target_of
+from grinta_jupyter.agent.rules import load_rules
 from grinta_jupyter.agent.step import (
     Policy,
     PolicyError,
@@ -51,15 +62,18 @@ from grinta_jupyter.agent.updates import (
     Edit,
     ModelText,
     NeedsDecision,
+    Rewound,
     SessionEnded,
     Undone,
     Update,
     Veto,
 )
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.log import EventLog
+from grinta_jupyter.events.log import EventLog, read_log
+from grinta_jupyter.events.snapshots import SnapshotStore
 from grinta_jupyter.runtime.documents import OpenDocuments
-from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError
+from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError, ToolFailure
+from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.proposal import (
     FinishProposal,
     Observation,
@@ -68,9 +82,16 @@ from grinta_jupyter.runtime.proposal import (
     WriteProposal,
 )
 from grinta_jupyter.runtime.secrets import Secrets
+from grinta_jupyter.runtime.textfile import sha256
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
 from grinta_jupyter.tools.tokens import schema_tokens
+
+SNAPSHOT_READ_BYTES = 8 * 1024 * 1024  # a file read for its snapshot (the tools' own cap)
+
+
+class RewindError(ValueError):
+    """A rewind that was refused; nothing changed. The message is one line for a person."""
 
 
 class Session:
@@ -91,6 +112,7 @@ class Session:
         session_id: str | None = None,
         settings: Settings | None = None,
         documents: OpenDocuments | None = None,
+        _resume: tuple[Path, list[ev.Event]] | None = None,
     ):
         if not (policy in ("ask", "auto") or callable(policy)):
             raise PolicyError(f"policy must be 'ask', 'auto' or a callable, not {policy!r}")
@@ -106,10 +128,27 @@ class Session:
             if log_dir
             else self.root / ".grinta" / "sessions" / f"{self.id}.jsonl"
         )
+        if _resume is not None:
+            log_path = _resume[0]
         # The model's own key is a secret even when it came from code, not from the environment.
         self.secrets = Secrets.from_env(extra=[getattr(model, "api_key", None)])
-        self.log = EventLog(log_path, self.id, self.secrets)
-        self.context = Context.start(str(self.root), task, keep_observations, self.secrets)
+        self.log = EventLog(log_path, self.id, self.secrets, _resume[1] if _resume else None)
+        rules = load_rules(self.root, self.secrets)
+        self.rules = rules.files  # the project's rules files in the system prompt
+        self._rules_text = rules.text
+        self.context = Context.start(
+            str(self.root), task, keep_observations, self.secrets, rules=rules.text
+        )
+        self._feed = ContextFeed(self.context)  # the context grows only from events
+        self.tasks = [task]  # this session's tasks, in order (``continue_task`` adds one)
+        self.branch = 0  # a rewind starts a new branch
+        self.budget = request_budget(self.limits, model)  # tokens each request stays under
+        self._task_first_step = 0  # steps taken before the current task began
+        self._task_tokens = 0  # tokens spent before the current task began
+        self._generation = 0  # bumped by a rewind: work begun before it is dropped
+        self._snapshots = SnapshotStore(self.root)
+        self._snapshotted: set[str] = set()  # paths whose starting state is recorded
+        self._restaging: dict[str, ev.DiffStaged | None] = {}  # resumed calls, by call id
         self.state = State.THINKING
         self.steps: list[Step] = []
         self.pending: Step | None = None
@@ -122,6 +161,7 @@ class Session:
         # kept as the proposal of the accepted hunks, staged and validated when it was decided.
         self._decision: Approve | Veto | _Selected | None = None
         self._model_task: asyncio.Task[ModelReply] | None = None
+        self._condensing: asyncio.Future[str] | None = None  # the model condensing the context
         self._driver: asyncio.Future[None] | None = None  # the unit of work in progress
         self._loop: asyncio.AbstractEventLoop | None = None  # where the driver runs
         self._committing = False  # a commit or command is in flight: it is not cancelled
@@ -130,7 +170,11 @@ class Session:
         self._turns_without_tool = 0
         self._log_failed = False
         self._listeners = Listeners()  # the running updates() iterators
+        self._unheard: list[Update] = []  # announced while nobody listened (``_ANNOUNCED``)
         self.guards = Guards(self.limits, task)
+        if _resume is not None:
+            self._restore(_resume[1])
+            return
         self._emit(
             ev.SessionStart(
                 task=task,
@@ -140,7 +184,55 @@ class Session:
                 policy=policy if isinstance(policy, str) else "callable",
                 settings=asdict(self.limits) | {"keep_observations": keep_observations},
                 sample=sample,
+                rules=self.rules,
             )
+        )
+
+    @classmethod
+    def resume(
+        cls,
+        log: str | os.PathLike[str],
+        *,
+        model: Model,
+        policy: Policy = "ask",
+        root: str | os.PathLike[str] | None = None,
+        toolset: str | Toolset | None = None,
+        documents: OpenDocuments | None = None,
+        settings: Settings | None = None,
+    ) -> Session:
+        """The session recorded in ``log``, rebuilt after a kernel restart or a crash.
+
+        Same id, same log (appended to): context, totals, guard state and branch as
+        they were. Calls of the last reply that have no outcome are staged again against
+        the files as they are now when the session is driven; one whose files changed
+        since says so (``Step.stale``) and always waits for a decision. A commit that had
+        landed before the interruption is recorded as done, not made again. A session
+        whose task had ended comes back done: give it a next task (``continue_task``).
+        ``toolset`` is needed for a session that ran with the kernel's toolset.
+        """
+        path = Path(log)
+        _drop_torn_tail(path)
+        events = read_log(path)
+        start = next(e for e in events if isinstance(e, ev.SessionStart))
+        chosen: str | Toolset = toolset if toolset is not None else start.toolset
+        if chosen == "kernel":
+            raise ValueError(
+                "this session ran with the kernel's tools: resume it in a kernel (%grinta resume), "
+                "or pass toolset="
+            )
+        return cls(
+            start.task,
+            model=model,
+            root=root if root is not None else start.root,
+            toolset=chosen,
+            policy=policy,
+            limits=limits_from(start.settings),
+            keep_observations=int(start.settings.get("keep_observations", 5)),
+            sample=start.sample,
+            session_id=start.session,
+            settings=settings,
+            documents=documents,
+            _resume=(path, events),
         )
 
     # -- public state -----------------------------------------------------------
@@ -211,8 +303,9 @@ class Session:
             assert loop is not None
             loop.call_soon_threadsafe(self.stop, reason)
             return
-        if self._model_task is not None and not self._model_task.done():
-            self._model_task.cancel()
+        for task in (self._model_task, self._condensing):
+            if task is not None and not task.done():
+                task.cancel()
         if self._committing:
             self._cancel_command.set()
             self._stop_after_commit = self._stop_after_commit or reason
@@ -222,12 +315,246 @@ class Session:
     def undo(self) -> Observation:
         """Undo the last commit (a user action, recorded and reported to the model)."""
         obs = self.runtime.undo()
-        self._emit(ev.Undone(ok=obs.ok, message=obs.output), len(self.steps))
+        self._emit(
+            ev.Undone(ok=obs.ok, message=obs.output, commit_id=obs.commit_id), len(self.steps)
+        )
         self._listeners.publish(Undone(obs.ok, obs.output))
         if obs.ok:
             self.guards.finish.undo(len(self.steps))
-            self.context.add_user(f"(The user undid the last commit: {obs.output})")
+            self._note(f"(The user undid the last commit: {obs.output})")
         return obs
+
+    # -- a session that lasts: conversation, next tasks, rewind -------------------------------
+
+    def say(self, text: str) -> None:
+        """Tell the model something; it reads it at its next turn.
+
+        From any thread or task, at any time while the session runs: a proposal waiting
+        for a decision keeps waiting, a model call in flight is not cancelled (the message
+        joins the request after it, following the results of the calls already made).
+        """
+        if not isinstance(text, str) or not text.strip():
+            raise ValueError("say needs some text")
+        if self.done:
+            raise RuntimeError(
+                "the session has ended: give it a next task instead (continue_task, "
+                "%grinta continue TASK)"
+            )
+        loop = self._loop
+        driven = self._driver is not None and loop is not None and not loop.is_closed()
+        if driven and running_loop() is not loop:  # the driver's loop logs it, in order
+            assert loop is not None
+            loop.call_soon_threadsafe(self._said, text.strip())
+            return
+        self._said(text.strip())
+
+    def _said(self, text: str) -> None:
+        self._emit(ev.UserMessage(text=text, source="user"), len(self.steps))
+
+    def continue_task(self, task: str) -> None:
+        """Give an ended session its next task: same workspace, same log, context carried over.
+
+        Guards and budgets start afresh for the task; drive the session again with
+        ``updates()`` (or ``run()``) as for a new one.
+        """
+        if not isinstance(task, str) or not task.strip():
+            raise ValueError("continue_task needs a task")
+        if not self.done:
+            raise RuntimeError(
+                "the session is still working on its task: say something to it instead "
+                "(say, %grinta say TEXT), or stop it first"
+            )
+        task = task.strip()
+        self._reopen()
+        self.tasks.append(task)
+        self.guards = Guards(self.limits, task)
+        self._task_first_step = len(self.steps)
+        self._task_tokens = self.totals.prompt_tokens + self.totals.completion_tokens
+        self._emit(ev.TaskStarted(task=task, number=len(self.tasks)), len(self.steps))
+
+    def rewind(self, step: int) -> Rewound:
+        """Undo the commits made after ``step``, byte for byte, and go on from there.
+
+        The session continues from the end of step ``step`` as a new branch (the steps
+        after it stay in the log, on their branch). Refused with ``RewindError``, nothing
+        changed, when a commit or command is running, when a file those commits wrote
+        changed outside the session since, or when an undo record is gone. Commands that
+        ran after ``step`` cannot be undone: they are listed (``Rewound.not_undone``). Call
+        it from the thread that drives the session, or when none does.
+        """
+        if self._committing:
+            raise RewindError("a commit or command is running: rewind once it has finished")
+        if isinstance(step, bool) or not isinstance(step, int) or not 0 <= step <= len(self.steps):
+            raise RewindError(
+                f"there is no step {step!r} to rewind to (this branch has steps 0 to "
+                f"{len(self.steps)})"
+            )
+        path = branch_events(self.log.events, self.branch)
+        undone = {e.commit_id for e in path if isinstance(e, ev.Undone) and e.ok}
+        commits = [
+            e.commit_id
+            for e in path
+            if isinstance(e, ev.Committed)
+            and e.ok
+            and e.commit_id
+            and e.step > step
+            and e.commit_id not in undone
+        ]
+        ran = {e.call_id: e for e in path if isinstance(e, ev.ToolProposed)}
+        not_undone = [
+            f"step {e.step}: {ran[e.call_id].summary or e.tool}"
+            for e in path
+            if isinstance(e, ev.Observed)
+            and e.step > step
+            and e.call_id in ran
+            and ran[e.call_id].kind == "command"
+            and e.exit_code is not None
+        ]
+        obs = self.runtime.undo_commits(commits)
+        if not obs.ok:
+            assert obs.error is not None
+            raise RewindError(f"nothing was rewound: {obs.error.message}")
+        self._generation += 1  # a model turn or staging begun before this is dropped
+        for task in (self._model_task, self._condensing):
+            if task is not None and not task.done():
+                task.cancel()
+        kept = [e for e in path if e.step <= step]
+        state = rebuild(
+            kept,
+            root=str(self.root),
+            rules=self._rules_text,
+            secrets=self.secrets,
+            boundary=self.context.boundary,
+        )
+        self._adopt(state)
+        self.steps = self.steps[:step]
+        parent = self.branch
+        self.branch = self.log.branch = max(branches(self.log.events)) + 1
+        self._reopen()
+        self._emit(
+            ev.Rewound(
+                to_step=step,
+                parent=parent,
+                undone=list(reversed(commits)),
+                not_undone=not_undone,
+            ),
+            step,
+        )
+        return Rewound(step, self.branch, tuple(reversed(commits)), tuple(not_undone))
+
+    def _reopen(self) -> None:
+        """Make an ended (or waiting) session ready to think again."""
+        self.log.reopen()
+        self.state = State.THINKING
+        self.end_reason = None
+        self.summary = None
+        self.pending = None
+        self._decision = None
+        self.queue = []
+        self._turns_without_tool = 0
+        self._stop_after_commit = None
+        self._cancel_command.clear()
+        self._listeners.wake()
+
+    def _adopt(self, state: Rebuilt) -> None:
+        """Take the context, guards and task bookkeeping of a rebuilt state."""
+        self.context = state.context
+        self._feed = state.feed
+        self.guards = state.guards
+        self.tasks = state.tasks
+        self._task_first_step = state.task_first_step
+        self._task_tokens = state.task_tokens
+
+    def _restore(self, events: list[ev.Event]) -> None:
+        """Rebuild this session from the events of its log (``resume``)."""
+        self.branch = self.log.branch = events[-1].branch
+        state = rebuild(
+            branch_events(events, self.branch),
+            root=str(self.root),
+            rules=self._rules_text,
+            secrets=self.secrets,
+            boundary=self.context.boundary,
+        )
+        self._adopt(state)
+        self.steps = state.steps
+        for event in events:  # spent on every branch: money spent is spent
+            if isinstance(event, ev.ModelReplied):
+                self.totals.add(Usage(event.prompt_tokens, event.completion_tokens, event.cost))
+        self._snapshotted = {e.path for e in events if isinstance(e, ev.FileSnapshot)}
+        self.summary = state.summary
+        recovered: list[str] = []
+        if state.ended is None:
+            decided = {
+                e.call_id
+                for e in branch_events(events, self.branch)
+                if isinstance(e, ev.UserDecision) and e.decision in ("approve", "auto")
+            }
+            for call, text in state.unfinished:
+                staged = state.staged.get(call.id)
+                if staged is not None and call.id in decided and self._landed(staged):
+                    self._recover(call, staged)
+                    recovered.append(call.id)
+                else:
+                    self.queue.append((call, text))
+                    self._restaging[call.id] = staged
+        self._emit(
+            ev.Resumed(
+                model=getattr(self.model, "name", type(self.model).__name__),
+                requeued=[c.id for c, _ in self.queue],
+                recovered=recovered,
+            ),
+            len(self.steps),
+        )
+        if state.ended is not None:
+            self.state = State.DONE
+            self.end_reason = state.ended.reason
+            self.log.close()
+
+    def _landed(self, staged: ev.DiffStaged) -> bool:
+        """Whether the files hold what ``staged`` would write (its commit landed)."""
+        return bool(staged.after) and all(
+            staged.after.get(path) != staged.base.get(path)
+            and self._disk_sha(path) == staged.after.get(path)
+            for path in staged.paths
+        )
+
+    def _recover(self, call: ToolCall, staged: ev.DiffStaged) -> None:
+        """Record a commit that landed before the interruption as the step's outcome."""
+        proposed = next(
+            e
+            for e in reversed(self.log.events)
+            if isinstance(e, ev.ToolProposed) and e.call_id == call.id
+        )
+        step = Step(len(self.steps) + 1, call, recorded_proposal(proposed, staged))
+        self.steps.append(step)
+        text = (
+            f"{call.name} was committed before the session was interrupted "
+            f"({', '.join(staged.paths)}); it was not applied again"
+        )
+        step.observation = Observation(True, text)
+        self._emit(ev.Committed(call_id=call.id, ok=True, paths=staged.paths), step.number)
+        self._emit(
+            ev.Observed(
+                call_id=call.id,
+                tool=call.name,
+                ok=True,
+                output=text,
+                target=target_of(step.proposal),
+                summary=f"{call.name} -> committed before the interruption",
+                fenced=False,
+            ),
+            step.number,
+        )
+        self.guards.after(step.number, step.proposal, step.observation, False)
+
+    def _disk_sha(self, path: str) -> str | None:
+        """sha256 of the file at ``path`` now (None: absent); "" when it cannot be read."""
+        try:
+            where = self.runtime.workspace.resolve(path)
+            data, _ = read_regular(where.abs, path, SNAPSHOT_READ_BYTES)
+        except ToolFailure as exc:
+            return None if exc.error.code == "FILE_NOT_FOUND" else ""
+        return sha256(data)
 
     # -- driving ----------------------------------------------------------------------------
 
@@ -245,6 +572,8 @@ class Session:
         each sees every update, and only one of them drives at a time.
         """
         with self._listeners.joined() as me:
+            me.queue.extend(self._unheard)  # a new task, a rewind, a resume: said first
+            self._unheard.clear()
             if self.waiting:  # joined while a proposal waits: it is asked here too
                 assert self.pending is not None
                 me.queue.append(NeedsDecision(self.pending))
@@ -333,24 +662,30 @@ class Session:
     # -- the machine --------------------------------------------------------------------
 
     async def _think(self) -> None:
-        firing = self.guards.budgets.check(
-            len(self.steps),
-            self.totals.prompt_tokens + self.totals.completion_tokens,
+        firing = self.guards.budgets.check(  # budgets count from the current task's start
+            len(self.steps) - self._task_first_step,
+            self.totals.prompt_tokens + self.totals.completion_tokens - self._task_tokens,
             self.totals.cost,
         )
         if firing:
             self._fire(firing)
             self._finish_session(ending(firing))
             return
+        generation = self._generation
         self.state = State.THINKING
-        request = self.context.request()  # a turn costs what changed since the last one
+        self._feed.ready()
         tools = self.runtime.tool_schemas()
+        tool_tokens = schema_tokens(tools)
+        if not await self._condense(tool_tokens) or generation != self._generation:
+            return
+        request = self.context.request()  # a turn costs what changed since the last one
         self._emit(
             ev.ModelRequest(
                 messages=len(request.messages),
                 digest=request.digest,
-                tokens=request.tokens + schema_tokens(tools),  # count_request_tokens
+                tokens=request.tokens + tool_tokens,  # count_request_tokens
                 masked=request.masked,
+                budget=self.budget,
             ),
             len(self.steps) + 1,
         )
@@ -361,7 +696,7 @@ class Session:
         try:
             reply = await self._model_task
         except asyncio.CancelledError:
-            if self.done:
+            if self.done or generation != self._generation:  # stopped, or rewound
                 return
             raise
         except ModelError as exc:
@@ -374,13 +709,13 @@ class Session:
             self._finish_session("error")
             raise
         finally:
-            self._model_task = None
-        if self.done:
+            if generation == self._generation:
+                self._model_task = None
+        if self.done or generation != self._generation:
             return
         self.totals.add(reply.usage)
         replied = reply_event(reply, time.monotonic() - started)
         self._emit(replied, len(self.steps) + 1)
-        self.context.add_assistant(reply.text, replied.tool_calls)
         if not reply.tool_calls:
             self._turns_without_tool += 1
             if self._turns_without_tool >= self.limits.max_model_turns_without_tool:
@@ -393,23 +728,62 @@ class Session:
                 )
                 self._finish_session("no_tool_call")
                 return
-            self.context.add_user(
-                "Continue with a tool call. When the task is verified, call finish."
-            )
+            self._note("Continue with a tool call. When the task is verified, call finish.")
             return
         self._turns_without_tool = 0
         self.queue = [(c, reply.text if i == 0 else "") for i, c in enumerate(reply.tool_calls)]
 
+    async def _condense(self, tool_tokens: int) -> bool:
+        """Keep the next request under the budget: condense older turns when it would not
+        fit (``agent/condense.py``). False when the session moved on meanwhile."""
+        plan = self.context.plan_condensation(self.budget, tool_tokens)
+        if plan is None:
+            return True
+        text = plan.text
+        if plan.method == "model":
+            generation = self._generation
+            self._condensing = asyncio.ensure_future(
+                condense_with_model(self.model, self.context, plan.upto)
+            )
+            try:
+                text = await self._condensing
+            except asyncio.CancelledError:
+                if self.done or generation != self._generation:
+                    return False
+                raise
+            finally:
+                self._condensing = None
+            if self.done or generation != self._generation:
+                return False
+        self._emit(
+            ev.Condensed(
+                upto=plan.upto,
+                text=text,
+                method=plan.method,
+                tokens_before=plan.tokens_before,
+                tokens_after=plan.tokens_after,
+                budget=plan.budget,
+            ),
+            len(self.steps) + 1,
+        )
+        return True
+
     async def _next_call(self) -> Step | None:
         call, text = self.queue[0]
+        generation = self._generation
         # Staging reads files, matches patterns and parses: off the event loop, so a slow read
         # never freezes the kernel (the Stop button and every widget keep working). The call
         # leaves the queue only once staged: staging cancelled half-way is done again later.
-        proposal = await asyncio.to_thread(self.runtime.propose, call.name, call.arguments)
-        if self.done:  # stopped while staging: nothing is shown or committed
+        proposal, snapshots = await asyncio.to_thread(self._stage, call)
+        if self.done or generation != self._generation:  # stopped or rewound while staging
             return None
+        for snapshot in snapshots:
+            self._emit(snapshot, len(self.steps) + 1)
         self.queue.pop(0)
         step = Step(len(self.steps) + 1, call, proposal, text)
+        if call.id in self._restaging:
+            step.restaged = True
+            step.stale = _stale(self._restaging.pop(call.id), proposal)
         self.steps.append(step)
         self._record_proposal(step)
         if isinstance(step.proposal, FinishProposal) and step.proposal.ok:
@@ -417,7 +791,7 @@ class Session:
         if step.proposal.error is not None:
             await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))
             return step
-        verdict = self._policy_verdict(step)
+        verdict = False if step.stale else self._policy_verdict(step)  # stale: a person decides
         if verdict is True:
             step.decision = "auto"
             self._emit(ev.UserDecision(call_id=call.id, decision="auto"), step.number)
@@ -539,7 +913,7 @@ class Session:
         step.observation = Observation(
             obs.ok, output, obs.error, obs.proposal_id, obs.commit_id, obs.exit_code, obs.outputs
         )
-        self._emit(
+        self._emit(  # the context takes the result from this event (``ContextFeed``)
             ev.Observed(
                 call_id=step.call.id,
                 tool=step.call.name,
@@ -549,16 +923,11 @@ class Session:
                 exit_code=obs.exit_code,
                 target=target_of(proposal),
                 outputs=list(obs.outputs),
+                summary=one_line(step.call.name, proposal.args, data),
+                notes=notes,
+                fenced=not vetoed,  # a veto carries the user's own words, not data
             ),
             step.number,
-        )
-        self.context.add_tool_result(
-            step.call.id,
-            step.call.name,
-            data,
-            one_line(step.call.name, proposal.args, data),
-            notes=notes,
-            data=not vetoed,  # a veto carries the user's own words, not data
         )
         reason = self.guards.end_reason(firings)
         if reason is not None:
@@ -588,20 +957,24 @@ class Session:
                     ok=False,
                     code="PREMATURE_FINISH",
                     output=firing.message,
+                    summary="finish refused",
+                    fenced=False,
                 ),
                 step.number,
-            )
-            self.context.add_tool_result(
-                step.call.id, "finish", firing.message, "finish refused", data=False
             )
             self.state = State.OBSERVED
             return step
         step.observation = Observation(True, summary, None, step.proposal.id)
-        self._emit(
-            ev.Observed(call_id=step.call.id, tool="finish", ok=True, output=summary), step.number
-        )
-        self.context.add_tool_result(
-            step.call.id, "finish", "accepted", "finish accepted", data=False
+        self._emit(  # the context is told "accepted" (``ContextFeed``)
+            ev.Observed(
+                call_id=step.call.id,
+                tool="finish",
+                ok=True,
+                output=summary,
+                summary="finish accepted",
+                fenced=False,
+            ),
+            step.number,
         )
         self.summary = summary
         self.queue.clear()
@@ -672,6 +1045,34 @@ class Session:
         for event in proposal_events(step, edited):
             self._emit(event, step.number)
 
+    def _note(self, text: str) -> None:
+        """Grinta's own words to the model, at its next turn."""
+        self._emit(ev.UserMessage(text=text, source="grinta"), len(self.steps))
+
+    def _stage(self, call: ToolCall) -> tuple[Proposal, list[ev.FileSnapshot]]:
+        """Stage ``call``, and record the starting state of the files it is the first to
+        read or stage (for replay anywhere: events/snapshots.py). In a worker thread."""
+        proposal = self.runtime.propose(call.name, call.arguments)
+        found: dict[str, bytes | None] = {c.path: c.old_bytes for c in proposal.changes}
+        path = _read_path(proposal)
+        if path and path not in self._snapshotted:
+            try:
+                where = self.runtime.workspace.resolve(path)
+                if where.rel not in self._snapshotted:
+                    found[where.rel] = read_regular(where.abs, path, SNAPSHOT_READ_BYTES)[0]
+            except ToolFailure:
+                pass  # nothing was read: nothing to record
+        snapshots = []
+        for path, data in found.items():
+            if path in self._snapshotted:
+                continue
+            self._snapshotted.add(path)
+            try:
+                snapshots.append(self._snapshots.keep(path, data))
+            except OSError:  # the record is for replay elsewhere; the session goes on
+                continue
+        return proposal, snapshots
+
     def _fresh_read(self, proposal: Proposal) -> str:
         path = proposal.args.get("path") or (proposal.args.get("edits") or [{}])[0].get("path")
         if not path:
@@ -715,11 +1116,16 @@ class Session:
 
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
         emitted = self.log.emit(event, step)
+        self._feed.apply(emitted)
         if self._listeners:
             found = self.steps[step - 1] if 0 < step <= len(self.steps) else None
             update = update_for(emitted, found, self.summary)
             if update is not None:
                 self._listeners.publish(update)
+        elif isinstance(emitted, _ANNOUNCED):  # the next iterator starts with it
+            update = update_for(emitted, None, self.summary)
+            if update is not None:
+                self._unheard.append(update)
         if self.log.error is not None and not self._log_failed:
             # The session survives a failed log write (events stay in memory) and ends at the
             # next unit of work, before anything else is committed: a session that cannot be
@@ -732,6 +1138,53 @@ class Session:
         if self._log_failed and not self.done:
             self._finish_session("log_write_failed")
         return self._log_failed
+
+
+# What a front end that starts listening after the fact must still hear about.
+_ANNOUNCED = (ev.TaskStarted, ev.Rewound, ev.Resumed, ev.UserMessage)
+
+
+def _read_path(proposal: Proposal) -> str:
+    """The file a successful read named ("" for none: a bare symbol names no file)."""
+    if not (isinstance(proposal, ReadProposal) and proposal.ok and proposal.tool == "read"):
+        return ""
+    path, symbol = proposal.args.get("path"), proposal.args.get("symbol")
+    if isinstance(path, str) and path:
+        return path.split("::", 1)[0]
+    if isinstance(symbol, str) and "::" in symbol:
+        return symbol.split("::", 1)[0]
+    return ""
+
+
+def _stale(recorded: ev.DiffStaged | None, proposal: Proposal) -> str | None:
+    """What changed since a resumed call was first staged, if anything did."""
+    if recorded is None:
+        return None
+    changed = [
+        c.path
+        for c in proposal.changes
+        if recorded.base.get(c.path, "?")
+        != (sha256(c.old_bytes) if c.old_bytes is not None else None)
+    ]
+    if not changed and proposal.diff == recorded.diff:
+        return None
+    where = ", ".join(changed) if changed else ", ".join(proposal.paths) or "the target"
+    return (
+        f"{where} changed since this call was first staged: the diff is staged again "
+        "against the files as they are now"
+    )
+
+
+def _drop_torn_tail(path: Path) -> None:
+    """Cut a log's last line when a crash left it half-written: appending after it would
+    make it a broken line in the middle of the log."""
+    try:
+        with path.open("rb+") as handle:
+            data = handle.read()
+            if data and not data.endswith(b"\n"):
+                handle.truncate(data.rfind(b"\n") + 1)
+    except OSError:
+        return  # read_log says what is wrong with it
 
 
 class _Selected:

@@ -82,6 +82,8 @@ class Step:
     observation: Observation | None = None
     guards: list[Firing] = field(default_factory=list)
     edits: int = 0
+    restaged: bool = False  # staged again when the session was resumed
+    stale: str | None = None  # ... against files that changed since it was first staged
 
 
 @dataclass

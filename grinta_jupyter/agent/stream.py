@@ -15,13 +15,18 @@ from contextlib import contextmanager, suppress
 from typing import TYPE_CHECKING
 
 from grinta_jupyter.agent.updates import (
+    ContextCondensed,
     ModelTurn,
     NeedsDecision,
+    Rewound,
     SessionEnded,
+    SessionResumed,
     StepCommitted,
     StepObserved,
     StepProposed,
+    TaskBegan,
     Update,
+    UserSaid,
 )
 from grinta_jupyter.events import models as ev
 
@@ -113,6 +118,16 @@ def update_for(event: ev.Event, step: Step | None, summary: str | None) -> Updat
         return ModelTurn(event.step)
     if isinstance(event, ev.SessionEnd):
         return SessionEnded(event.reason, summary)
+    if isinstance(event, ev.UserMessage):
+        return UserSaid(event.text) if event.source == "user" else None
+    if isinstance(event, ev.TaskStarted):
+        return TaskBegan(event.number, event.task)
+    if isinstance(event, ev.Condensed):
+        return ContextCondensed(event.method, event.tokens_before, event.tokens_after, event.budget)
+    if isinstance(event, ev.Resumed):
+        return SessionResumed(event.step, len(event.requeued), len(event.recovered))
+    if isinstance(event, ev.Rewound):
+        return Rewound(event.to_step, event.branch, tuple(event.undone), tuple(event.not_undone))
     if step is None:
         return None
     if isinstance(event, ev.ToolProposed):

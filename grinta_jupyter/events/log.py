@@ -45,19 +45,34 @@ class EventLog:
     """Appends events to ``path`` and keeps them in ``events`` (front ends read the
     session's update stream, not the log)."""
 
-    def __init__(self, path: Path | None, session: str, secrets: Secrets | None = None):
+    def __init__(
+        self,
+        path: Path | None,
+        session: str,
+        secrets: Secrets | None = None,
+        earlier: list[Event] | None = None,
+    ):
+        """``earlier``: the events already in the file at ``path`` (a resumed session's),
+        which the new ones follow: their sequence numbers and times go on from them."""
         self.path = path
         self.session = session
-        self.events: list[Event] = []
+        self.events: list[Event] = list(earlier or ())
         self.error: str | None = None  # why the file stopped being written, if it did
-        self._started = time.monotonic()
+        self.branch = 0  # stamped on every event (a rewind starts a new branch)
+        last_t = self.events[-1].t if self.events else 0.0
+        self._started = time.monotonic() - last_t
         self._secrets = secrets if secrets is not None else Secrets.from_env()
         self._file: IO[str] | None = None
-        if path is not None:
-            try:
-                self._file = _open_private(path)
-            except OSError as exc:
-                self.error = f"cannot create the event log {path}: {exc.strerror or exc}"
+        self.reopen()
+
+    def reopen(self) -> None:
+        """Open the file for appending (again, once closed: a session that goes on)."""
+        if self.path is None or self._file is not None or self.error is not None:
+            return
+        try:
+            self._file = _open_private(self.path)
+        except OSError as exc:
+            self.error = f"cannot open the event log {self.path}: {exc.strerror or exc}"
 
     def emit(self, event: Event, step: int = 0) -> Event:
         event.seq = len(self.events) + 1
@@ -65,6 +80,7 @@ class EventLog:
         event.t = round(time.monotonic() - self._started, 4)
         event.session = self.session
         event.step = step
+        event.branch = self.branch
         data = event.model_dump(mode="json")
         # Redact string values, never keys or the event type, so the line still parses.
         redacted = {k: v if k == "type" else self._secrets.redact_data(v) for k, v in data.items()}

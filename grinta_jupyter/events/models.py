@@ -53,7 +53,6 @@ class SessionStart(Event):
     rules: list[RulesFile] = []  # the project's rules files added to the system prompt
 
 
-
 class ModelRequest(Event):
     type: Literal["model_request"] = "model_request"
     messages: int
@@ -140,6 +139,7 @@ class Undone(Event):
     type: Literal["undo"] = "undo"
     ok: bool
     message: str = ""
+    commit_id: str | None = None  # the commit undone
 
 
 class Observed(Event):

@@ -673,6 +673,50 @@ class Journal:
                 writes.append(FileWrite(entry.path, found.data, old, prune))
         return writes
 
+    def undo_many(self, records: list[CommitRecord], label: str) -> CommitRecord:
+        """Restore the files of ``records`` (oldest first) to their bytes before the first of
+        them, as one atomic transaction, and drop their undo records.
+
+        Refused (StaleError, nothing written) when a file no longer holds what the last of
+        them wrote, or when it changed between two of them (something else wrote it then:
+        restoring would lose that change); DamagedJournal and CommitError as ``undo_writes``.
+        """
+        # path -> (the first record's entry and folder: the old bytes; the last entry)
+        plan: dict[str, tuple[ManifestFile, Path, ManifestFile]] = {}
+        for record in records:
+            if record.folder is None:
+                raise ValueError("this commit has no undo record")
+            try:
+                manifest = _load_manifest(record.folder)
+            except FileNotFoundError:  # undone meanwhile
+                raise StaleError(record.files[0] if record.files else record.id) from None
+            except OSError as exc:
+                raise CommitError("the undo record", exc) from exc
+            for entry in manifest.files:
+                found = plan.get(entry.path)
+                if found is None:
+                    plan[entry.path] = (entry, record.folder, entry)
+                    continue
+                if found[2].new_sha != entry.old_sha:
+                    raise StaleError(entry.path)
+                plan[entry.path] = (found[0], found[1], entry)
+        writes = []
+        with _faults("the workspace folder"), Tree(self.root) as tree:
+            for path, (first, folder, last) in plan.items():
+                size = -1 if last.new_sha is None else last.new_size
+                with _faults(path):
+                    found_now = look(tree, path, size)
+                if found_now.sha != last.new_sha:
+                    raise StaleError(path)
+                old = self._backup(folder, first) if first.backup else None
+                prune = first.new_dirs if old is None else ()
+                writes.append(FileWrite(path, found_now.data, old, prune))
+        done = self.commit(writes, label, keep_undo=False)
+        for record in records:  # consumed: a later undo must not restore them again
+            if record.folder is not None:
+                _remove(record.folder, manifest_first=True)
+        return done
+
     def _backup(self, folder: Path, entry: ManifestFile) -> bytes:
         damaged = DamagedJournal(
             f"the undo record for {entry.path} is damaged (its backup does not match)"

@@ -28,6 +28,7 @@ from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import (
     ALREADY_COMMITTED,
     CELL_PROTECTED,
+    COMMIT_GONE,
     DOCUMENT_UNSAVED,
     INTERNAL_ERROR,
     INVALID_ARGS,
@@ -289,6 +290,43 @@ class Runtime:
         return Observation(
             True, f"undid {record.label}: restored {', '.join(record.files)}", commit_id=record.id
         )
+
+    def undo_commits(self, commit_ids: list[str]) -> Observation:
+        """Restore the files of these commits (any order) to before the first of them, byte
+        for byte, in one atomic transaction; refused (STALE_FILE, COMMIT_GONE), nothing
+        restored, when a file changed outside them since or a commit's undo record is gone."""
+        if not commit_ids:
+            return Observation(True, "nothing to undo")
+        by_id = {record.id: record for record in self.journal.history()}
+        missing = [c for c in commit_ids if c not in by_id]
+        if missing:
+            return Observation.failure(
+                ToolError(
+                    COMMIT_GONE,
+                    f"the undo record of commit {missing[0]} is gone (undone already, or pruned: "
+                    "the workspace keeps the last 50); nothing was restored",
+                )
+            )
+        records = sorted((by_id[c] for c in commit_ids), key=lambda r: r.id)
+        paths = sorted({p for record in records for p in record.files})
+        unsaved = self._unsaved(paths, "nothing was restored")
+        if unsaved is not None:
+            return Observation.failure(unsaved)
+        try:
+            done = self.journal.undo_many(records, f"undo {len(records)} commits")
+        except StaleError as exc:
+            return Observation.failure(
+                ToolError(
+                    STALE_FILE,
+                    f"{exc.path} changed since the session wrote it; restoring would lose that "
+                    "change, so nothing was restored",
+                )
+            )
+        except Exception as exc:  # OS faults, a damaged record, a bug of ours
+            return Observation.failure(self._failure(exc, "undo", "nothing was restored"))
+        self._refresh_symbols(paths)
+        self._changed(paths)
+        return Observation(True, f"restored {', '.join(paths)}", commit_id=done.id)
 
     def _unsaved(self, paths: list[str], nothing: str) -> ToolError | None:
         """DOCUMENT_UNSAVED when a file about to be written is open with unsaved changes.

@@ -1,0 +1,355 @@
+"""A session's history as a projection of its event log.
+
+The model's context is fed only from events (``ContextFeed``): a reply, a tool
+result, a user message, a new task, a condensation. So the context a live
+session holds and the one rebuilt from its log by ``rebuild`` are the same by
+construction, and the log's ``model_request`` digests check it. Resume, rewind
+and ``grinta run --continue`` all start from ``rebuild``.
+
+Branches: a rewind to step N starts branch B from branch P (``Rewound``).
+``branch_events(events, B)`` is the linear path of B: P's own path up to the
+end of step N (events of steps 1..N, and the session-level events of step 0),
+then the ``Rewound`` event and B's own events.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from grinta_jupyter.agent.context import Context
+from grinta_jupyter.agent.guards import Guards, Limits
+from grinta_jupyter.agent.models.base import ToolCall, Usage
+from grinta_jupyter.agent.step import Step, Totals
+from grinta_jupyter.events import models as ev
+from grinta_jupyter.events.log import LogError, read_events
+from grinta_jupyter.runtime.errors import ErrorCode, ToolError
+from grinta_jupyter.runtime.proposal import (
+    CommandProposal,
+    FileChange,
+    FinishProposal,
+    Observation,
+    Proposal,
+    ReadProposal,
+    WriteProposal,
+)
+from grinta_jupyter.runtime.secrets import Secrets
+
+NOT_RUN = "(not run: {why})"
+
+
+class ContextFeed:
+    """Applies events to a ``Context``, in order: the one place the context grows.
+
+    A user message said while the model is asked (between a ``model_request`` and its
+    reply) or while calls of the last reply still wait for their results is held back
+    until the last of them arrives: the API wants every tool result right after the
+    reply that asked for it, and the model reads what was said at its next turn.
+    """
+
+    def __init__(self, context: Context) -> None:
+        self.context = context
+        self.outstanding: list[str] = []  # call ids of the last reply without a result yet
+        self.held: list[str] = []  # user messages waiting for those results
+        self.asking = False  # a request was sent and its reply is not in yet
+
+    def apply(self, event: ev.Event) -> None:
+        context = self.context
+        if isinstance(event, ev.ModelRequest):
+            self.asking = True
+        elif isinstance(event, ev.ModelReplied):
+            self.asking = False
+            self._close(NOT_RUN.format(why="the model replied again first"), flush=False)
+            context.add_assistant(event.text, event.tool_calls)
+            self.outstanding = [c["id"] for c in event.tool_calls]
+            self._flush()  # what was said while it thought follows the reply (and results)
+        elif isinstance(event, ev.Observed):
+            if event.call_id not in self.outstanding:
+                return  # a result for a call this context never asked (a foreign log line)
+            self.outstanding.remove(event.call_id)
+            if event.tool == "finish" and event.ok:
+                context.add_tool_result(
+                    event.call_id, "finish", "accepted", "finish accepted", data=False
+                )
+            else:
+                context.add_tool_result(
+                    event.call_id,
+                    event.tool,
+                    data_of(event),
+                    event.summary,
+                    notes=event.notes,
+                    data=event.fenced,
+                )
+            self._flush()
+        elif isinstance(event, ev.UserMessage):
+            self.held.append(event.text)
+            self._flush()
+        elif isinstance(event, ev.TaskStarted):
+            self.asking = False
+            self._close(NOT_RUN.format(why="the task ended before this call"))
+            self.held.append(next_task_text(event.task))
+            self._flush()
+        elif isinstance(event, ev.Rewound):
+            self.asking = False
+            self._close(NOT_RUN.format(why=f"the user rewound the session to step {event.to_step}"))
+            self.held.append(rewind_text(event))
+            self._flush()
+        elif isinstance(event, ev.Condensed):
+            self._flush()
+            context.condense(event.upto, event.text)
+
+    def ready(self) -> None:
+        """Before a request: every call has its result and every message is in."""
+        self.asking = False  # a request that never got its reply (a crash, a cancel)
+        self._close(NOT_RUN.format(why="the session moved on"))
+
+    def _close(self, why: str, flush: bool = True) -> None:
+        for call_id in self.outstanding:
+            name = self._name_of(call_id)
+            self.context.add_tool_result(call_id, name, why, why, data=False)
+        self.outstanding = []
+        if flush:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.outstanding or self.asking:
+            return
+        for text in self.held:
+            self.context.add_user(text)
+        self.held = []
+
+    def _name_of(self, call_id: str) -> str:
+        for message in reversed(self.context.history):
+            for call in message.get("tool_calls") or ():
+                if call["id"] == call_id:
+                    return str(call["function"]["name"])
+        return "tool"
+
+
+def next_task_text(task: str) -> str:
+    return f"Next task (the previous one has ended; the workspace is as it left it): {task}"
+
+
+def rewind_text(event: ev.Rewound) -> str:
+    text = (
+        f"(The user rewound the session to step {event.to_step}: the changes made after it were "
+        f"undone, and the files are as they were after step {event.to_step}."
+    )
+    if event.not_undone:
+        text += " Commands that ran after it could not be undone: " + "; ".join(event.not_undone)
+    return text + ")"
+
+
+def data_of(event: ev.Observed) -> str:
+    """The tool's own output in an ``Observed`` event, without grinta's notes after it."""
+    if not event.notes:
+        return event.output
+    tail = "\n\n" + "\n\n".join(event.notes)
+    return event.output[: -len(tail)] if event.output.endswith(tail) else event.output
+
+
+# -- branches ---------------------------------------------------------------------------------
+
+
+def branches(events: Sequence[ev.Event]) -> dict[int, ev.Rewound | None]:
+    """Every branch of the log, and the rewind that started it (None for branch 0)."""
+    found: dict[int, ev.Rewound | None] = {0: None}
+    for event in events:
+        if isinstance(event, ev.Rewound):
+            found[event.branch] = event
+    return found
+
+
+def branch_events(events: Sequence[ev.Event], branch: int) -> list[ev.Event]:
+    """The linear path of ``branch``: what its session saw, in order."""
+    made = branches(events)
+    if branch not in made:
+        raise LogError(f"the log has no branch {branch} (it has {sorted(made)})")
+    rewind = made[branch]
+    if rewind is None:
+        return [e for e in events if e.branch == 0]
+    before = [
+        e
+        for e in branch_events(events, rewind.parent)
+        if e.seq < rewind.seq and e.step <= rewind.to_step
+    ]
+    return [*before, *(e for e in events if e.branch == branch)]
+
+
+# -- rebuilding a session's state -------------------------------------------------------------
+
+
+@dataclass
+class Rebuilt:
+    """A session's state at the end of a path of its events."""
+
+    start: ev.SessionStart
+    context: Context
+    feed: ContextFeed
+    limits: Limits
+    guards: Guards
+    steps: list[Step] = field(default_factory=list)
+    totals: Totals = field(default_factory=Totals)
+    tasks: list[str] = field(default_factory=list)
+    task_first_step: int = 0  # steps before the current task began
+    task_tokens: int = 0  # tokens spent before the current task began
+    ended: ev.SessionEnd | None = None  # the current task's end, if it ended
+    unfinished: list[tuple[ToolCall, str]] = field(default_factory=list)  # no outcome yet
+    staged: dict[str, ev.DiffStaged] = field(default_factory=dict)  # call id -> its last diff
+    summary: str | None = None
+
+
+def limits_from(settings: dict[str, Any]) -> Limits:
+    """The ``Limits`` a session ran with, from ``SessionStart.settings`` (unknown keys ignored)."""
+    known = set(Limits.__dataclass_fields__)
+    return Limits(**{k: v for k, v in settings.items() if k in known})
+
+
+def rebuild(
+    events: Sequence[ev.Event],
+    *,
+    root: str,
+    boundary: str | None = None,
+    rules: str = "",
+    secrets: Secrets | None = None,
+) -> Rebuilt:
+    """The state at the end of ``events`` (one branch's path: ``branch_events``).
+
+    ``rules``: the rules text of the system prompt (``agent/rules.py``), as it is now;
+    ``boundary``: the fences' id to use (a fresh one when None).
+    """
+    start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
+    if start is None:
+        raise LogError("the log has no session_start event")
+    keep = int(start.settings.get("keep_observations", 5))
+    context = Context.start(root, start.task, keep, secrets, rules=rules)
+    if boundary is not None:  # the live session's own fences (to compare with its digests)
+        context.system = context.system.replace(context.boundary, boundary)
+        context.boundary = boundary
+    limits = limits_from(start.settings)
+    state = Rebuilt(start, context, ContextFeed(context), limits, Guards(limits, start.task))
+    state.tasks.append(start.task)
+    proposed: dict[str, ev.ToolProposed] = {}
+    vetoed: set[str] = set()
+    for event in events:
+        state.feed.apply(event)
+        if isinstance(event, ev.ModelReplied):
+            state.totals.add(Usage(event.prompt_tokens, event.completion_tokens, event.cost))
+            calls = [ToolCall(c["id"], c["name"], c["arguments"]) for c in event.tool_calls]
+            state.unfinished = [(c, event.text if i == 0 else "") for i, c in enumerate(calls)]
+        elif isinstance(event, ev.ToolProposed):
+            proposed[event.call_id] = event
+        elif isinstance(event, ev.DiffStaged):
+            state.staged[event.call_id] = event
+        elif isinstance(event, ev.UserDecision) and event.decision == "veto":
+            vetoed.add(event.call_id)
+        elif isinstance(event, ev.Observed):
+            _observed(state, event, proposed.get(event.call_id), event.call_id in vetoed)
+        elif isinstance(event, ev.FinishAttempt) and not event.accepted:
+            state.guards.finish.rejections += 1
+        elif isinstance(event, ev.Undone) and event.ok:
+            state.guards.finish.undo(event.step)
+        elif isinstance(event, ev.TaskStarted):
+            state.tasks.append(event.task)
+            state.guards = Guards(limits, event.task)
+            state.task_first_step = len(state.steps)
+            state.task_tokens = state.totals.prompt_tokens + state.totals.completion_tokens
+            state.ended, state.summary, state.unfinished = None, None, []
+        elif isinstance(event, ev.SessionEnd):
+            state.ended = event
+            if event.reason == "finished":
+                state.unfinished = []
+        elif isinstance(event, ev.Rewound):
+            state.ended, state.unfinished = None, []
+        elif isinstance(event, ev.FinishAttempt) and event.accepted:
+            state.summary = event.summary
+    return state
+
+
+def _observed(
+    state: Rebuilt, event: ev.Observed, proposed: ev.ToolProposed | None, vetoed: bool
+) -> None:
+    state.unfinished = [(c, t) for c, t in state.unfinished if c.id != event.call_id]
+    if proposed is None:
+        return
+    staged = state.staged.get(event.call_id)
+    proposal = recorded_proposal(proposed, staged)
+    error = _error(event.code)
+    observation = Observation(event.ok, data_of(event), error, None, None, event.exit_code)
+    number = len(state.steps) + 1
+    step = Step(number, ToolCall(event.call_id, proposed.tool, proposed.arguments), proposal)
+    step.observation = observation
+    step.decision = "veto" if vetoed else None
+    state.steps.append(step)
+    if proposed.tool != "finish":
+        state.guards.after(number, proposal, observation, vetoed)
+
+
+def _error(code: str | None) -> ToolError | None:
+    """The tool error an ``observation`` recorded (None for none, a veto, a refused finish)."""
+    try:
+        return ToolError(ErrorCode.parse(code), "") if code else None
+    except ValueError:  # not a tool's code: VETO, PREMATURE_FINISH
+        return None
+
+
+def recorded_proposal(proposed: ev.ToolProposed, staged: ev.DiffStaged | None) -> Proposal:
+    """A proposal as the log recorded it (for guards and front ends; nothing to commit)."""
+    try:
+        args = json.loads(proposed.arguments)
+    except ValueError:
+        args = {}
+    if not isinstance(args, dict):
+        args = {}
+    common: dict[str, Any] = {"tool": proposed.tool, "args": args, "summary": proposed.summary}
+    if proposed.kind == "write":
+        paths = staged.paths if staged else []
+        diff = staged.diff if staged else ""
+        changes = tuple(
+            FileChange(p, None, None, None, None, None, diff if i == 0 else "")
+            for i, p in enumerate(paths)
+        )
+        return WriteProposal(**common, changes=changes)
+    if proposed.kind == "command":
+        command = args.get("command") if isinstance(args.get("command"), str) else None
+        return CommandProposal(**common, command=command)
+    if proposed.kind == "finish":
+        return FinishProposal(**common, output=str(args.get("summary", "")))
+    return ReadProposal(**common)
+
+
+# -- finding a session to resume --------------------------------------------------------------
+
+
+def unfinished(events: Iterable[ev.Event]) -> bool:
+    """Whether the log's current task has not ended (no session_end after its start)."""
+    ended = False
+    for event in events:
+        if isinstance(event, (ev.SessionStart, ev.TaskStarted, ev.Rewound)):
+            ended = False
+        elif isinstance(event, ev.SessionEnd):
+            ended = True
+    return not ended
+
+
+def latest_unfinished(root: str | Path) -> Path | None:
+    """The most recent session log of the workspace at ``root`` whose task did not end."""
+    folder = Path(root) / ".grinta" / "sessions"
+    try:
+        logs = sorted(
+            (p for p in folder.glob("*.jsonl") if p.is_file() and not p.is_symlink()),
+            key=lambda p: p.stat().st_mtime,
+            reverse=True,
+        )
+    except OSError:
+        return None
+    for log in logs:
+        try:
+            if unfinished(read_events(log)):
+                return log
+        except (OSError, ValueError, RecursionError):
+            continue
+    return None
