@@ -190,7 +190,7 @@ def test_resume_after_a_crash_asks_again_and_commits_on_approval(ws: Path) -> No
     first = until_decision(Session("swap", model=model, root=ws))
     log = first.log_path
     assert log is not None and latest_unfinished(ws) == log
-    del first  # the kernel died: nothing ended the session
+    first.log.close()  # the kernel died: nothing ended the session (its lock went with it)
     later = ScriptedModel(
         [reply("", call("run", command=TESTS)), reply("", call("finish", summary="ok"))]
     )
@@ -215,7 +215,9 @@ def test_resume_after_a_crash_asks_again_and_commits_on_approval(ws: Path) -> No
 
 def test_a_resumed_proposal_on_changed_files_is_stale_and_asks_even_in_auto(ws: Path) -> None:
     model = ScriptedModel([reply("", call("replace_string", **ADD))])
-    log = until_decision(Session("swap", model=model, root=ws)).log_path
+    crashed = until_decision(Session("swap", model=model, root=ws))
+    crashed.log.close()
+    log = crashed.log_path
     core = ws / "pkg" / "core.py"
     core.write_text(core.read_text() + "\n\ndef mul(a, b):\n    return a * b\n")
     session = until_decision(
@@ -243,6 +245,7 @@ def test_a_commit_that_landed_before_the_crash_is_not_made_again(ws: Path) -> No
     # The crash came after the decision was logged and the commit landed, before its event.
     lines = log.read_text().splitlines(keepends=True)
     decided = next(i for i, line in enumerate(lines) if '"user_decision"' in line)
+    session.log.close()
     log.write_text("".join(lines[: decided + 1]))
     resumed = Session.resume(log, model=ScriptedModel([reply("", call("finish", summary="x"))]))
     assert resumed.queue == []
@@ -254,7 +257,9 @@ def test_a_commit_that_landed_before_the_crash_is_not_made_again(ws: Path) -> No
 
 def test_resume_cuts_a_torn_last_line(ws: Path) -> None:
     model = ScriptedModel([reply("", call("replace_string", **ADD))])
-    log = until_decision(Session("swap", model=model, root=ws)).log_path
+    crashed = until_decision(Session("swap", model=model, root=ws))
+    crashed.log.close()
+    log = crashed.log_path
     with log.open("a") as handle:
         handle.write('{"type": "user_decis')
     session = Session.resume(log, model=ScriptedModel([]))
@@ -336,7 +341,7 @@ def test_a_rewound_session_resumes_on_its_branch(ws: Path) -> None:
     session = _three_writes(ws)
     session.rewind(2)
     log = session.log_path
-    del session
+    session.log.close()
     resumed = Session.resume(
         log,
         model=ScriptedModel(
@@ -346,3 +351,88 @@ def test_a_rewound_session_resumes_on_its_branch(ws: Path) -> None:
     assert resumed.branch == 1 and len(resumed.steps) == 2
     drive(resumed, lambda s: s.approve())
     assert resumed.summary == "b"
+
+
+def test_the_log_of_a_live_session_cannot_be_resumed(ws: Path) -> None:
+    from grinta_jupyter.events.log import LogBusy
+
+    model = ScriptedModel([reply("", call("replace_string", **ADD))])
+    live = until_decision(Session("swap", model=model, root=ws))
+    before = live.log_path.read_bytes()
+    with pytest.raises(LogBusy, match="still running"):
+        Session.resume(live.log_path, model=ScriptedModel([]))
+    assert live.log_path.read_bytes() == before
+    live.stop()  # an ended session's log is free: it can be resumed and continued
+    assert Session.resume(live.log_path, model=ScriptedModel([])).done
+
+
+def test_rewind_from_the_loop_while_a_proposal_waits(ws: Path) -> None:
+    """A front end rewinds instead of deciding: the waiting proposal is dropped, the loop
+    goes on from the rewound step, and the model sees the rewind."""
+    model = ScriptedModel(
+        [
+            reply("", call("replace_string", **ADD)),
+            reply("", call("replace_string", **SUB)),
+            reply("", call("create", **NEW)),
+            reply("", call("run", command=TESTS)),
+            reply("", call("finish", summary="after the rewind")),
+        ]
+    )
+    session = Session("change things", model=model, root=ws)
+    seen: list[object] = []
+
+    async def go() -> None:
+        async for update in session.updates():
+            seen.append(update)
+            if isinstance(update, NeedsDecision):
+                if update.step.number == 2 and session.branch == 0:
+                    session.rewind(1)
+                else:
+                    session.approve()
+
+    asyncio.run(go())
+    assert session.summary == "after the rewind" and session.branch == 1
+    assert any(isinstance(u, Rewound) for u in seen)
+    assert "return -(b - a)" not in (ws / "pkg" / "core.py").read_text()  # never approved
+    assert (ws / "pkg" / "extra.py").read_text() == "X = 1\n"
+    vetoed = [e for e in session.log.events if isinstance(e, ev.UserDecision) and e.step == 2]
+    assert [e.branch for e in vetoed] == [1]  # branch 0's step 2 was never decided
+
+
+def test_rewind_while_the_model_thinks_cancels_the_call(ws: Path) -> None:
+    from grinta_jupyter.agent.models.base import ModelReply
+
+    class Slow(ScriptedModel):
+        async def complete(self, messages, tools, on_text=None) -> ModelReply:  # type: ignore[no-untyped-def,override]
+            if len(self.requests) == 1:  # the second turn hangs until cancelled
+                self.requests.append({"messages": messages, "tools": tools})
+                await asyncio.sleep(60)
+            return await super().complete(messages, tools, on_text)
+
+    model = Slow(
+        [
+            reply("", call("replace_string", **ADD)),
+            reply("", call("replace_string", **ADD)),
+            reply("", call("run", command=TESTS)),
+            reply("", call("finish", summary="fine")),
+        ]
+    )
+    session = Session("swap", model=model, root=ws, policy="auto")
+
+    async def go() -> None:
+        async def rewind_soon() -> None:
+            while len(model.requests) < 2:
+                await asyncio.sleep(0.01)
+            session.rewind(0)
+
+        helper = asyncio.ensure_future(rewind_soon())
+        async for _update in session.updates():
+            pass
+        await helper
+
+    asyncio.run(asyncio.wait_for(go(), 30))
+    assert session.branch == 1 and session.end_reason == "finished"
+    # After the rewind the model proposed the same edit again on the restored file.
+    assert "return b + a" in (ws / "pkg" / "core.py").read_text()
+    commits = [e for e in session.log.events if isinstance(e, ev.Committed) and e.ok]
+    assert [e.branch for e in commits] == [0, 1]

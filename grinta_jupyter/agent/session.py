@@ -69,7 +69,7 @@ from grinta_jupyter.agent.updates import (
     Veto,
 )
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.log import EventLog, read_log
+from grinta_jupyter.events.log import EventLog, check_idle, read_log
 from grinta_jupyter.events.snapshots import SnapshotStore
 from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError, ToolFailure
@@ -211,6 +211,7 @@ class Session:
         ``toolset`` is needed for a session that ran with the kernel's toolset.
         """
         path = Path(log)
+        check_idle(path)  # a live session's log is neither cut nor appended to
         _drop_torn_tail(path)
         events = read_log(path)
         start = next(e for e in events if isinstance(e, ev.SessionStart))

@@ -6,6 +6,11 @@ and command output. A failed write (disk full, the folder removed) never
 raises into the session: the log keeps events in memory, stops writing, and
 says why in ``error``; the session then ends with reason ``log_write_failed``.
 
+While a session has its log open, it holds an exclusive advisory lock on it
+(``flock``): a second process (or a second session object) cannot append to a
+log that a live session writes (``LogBusy``). The lock goes with the process,
+so a killed kernel's log can be resumed at once.
+
 A log is read back with ``read_events``, or, for a path a person gave, with
 ``read_log``: a path that is missing, not a file, unreadable, empty, or not a
 grinta session log raises ``LogError`` with one line saying which, for front
@@ -15,6 +20,7 @@ ends to show as is.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import re
@@ -31,6 +37,7 @@ from grinta_jupyter.runtime.secrets import REDACTED, Secrets, redact, secret_val
 __all__ = [
     "REDACTED",
     "EventLog",
+    "LogBusy",
     "LogError",
     "read_events",
     "read_log",
@@ -66,13 +73,27 @@ class EventLog:
         self.reopen()
 
     def reopen(self) -> None:
-        """Open the file for appending (again, once closed: a session that goes on)."""
+        """Open the file for appending (again, once closed: a session that goes on).
+
+        Raises ``LogBusy`` when another live session holds the log."""
         if self.path is None or self._file is not None or self.error is not None:
             return
         try:
             self._file = _open_private(self.path)
         except OSError as exc:
             self.error = f"cannot open the event log {self.path}: {exc.strerror or exc}"
+            return
+        try:
+            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._file.close()
+            self._file = None
+            raise LogBusy(
+                f"{self.path} is the log of a session that is still running (in this or another "
+                "process); stop that session first"
+            ) from None
+        except OSError:  # a file system without locks: go on unlocked
+            pass
 
     def emit(self, event: Event, step: int = 0) -> Event:
         event.seq = len(self.events) + 1
@@ -111,6 +132,25 @@ class EventLog:
             self._file = None
 
 
+def check_idle(path: Path) -> None:
+    """Raise ``LogBusy`` when a live session holds the log at ``path`` (see ``EventLog``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return  # read_log says what is wrong with it
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise LogBusy(
+            f"{path} is the log of a session that is still running (in this or another "
+            "process); stop that session first"
+        ) from None
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
 def _open_private(path: Path) -> IO[str]:
     """``path`` opened for appending, created 0600 in folders created 0700."""
     private.make_dirs(path.parent)
@@ -127,6 +167,10 @@ def read_events(source: str | os.PathLike[str] | Iterable[Event | dict[str, Any]
 
 class LogError(ValueError):
     """A session log that cannot be used: the message says what is wrong with which path."""
+
+
+class LogBusy(LogError):
+    """The log belongs to a session that is still running: it cannot be resumed or appended."""
 
 
 def read_log(path: str | os.PathLike[str]) -> list[Event]:
