@@ -436,3 +436,42 @@ def test_rewind_while_the_model_thinks_cancels_the_call(ws: Path) -> None:
     assert "return b + a" in (ws / "pkg" / "core.py").read_text()
     commits = [e for e in session.log.events if isinstance(e, ev.Committed) and e.ok]
     assert [e.branch for e in commits] == [0, 1]
+
+
+def test_hostile_logs_are_refused_before_anything_runs(ws: Path, tmp_path: Path) -> None:
+    from grinta_jupyter.events.log import LogError
+
+    model = ScriptedModel([reply("", call("replace_string", **ADD))])
+    crashed = until_decision(Session("swap", model=model, root=ws))
+    crashed.log.close()
+    log = crashed.log_path
+    # A log copied elsewhere names its workspace, but does not get to choose it.
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_bytes(log.read_bytes())
+    with pytest.raises(LogError, match="pass the workspace"):
+        Session.resume(elsewhere, model=ScriptedModel([]))
+    assert Session.resume(elsewhere, model=ScriptedModel([]), root=ws).queue
+    # A rewind that makes a branch from itself would make the paths loop.
+    looped = tmp_path / "looped.jsonl"
+    line = json.dumps({"type": "rewind", "seq": 99, "to_step": 0, "parent": 1, "branch": 1})
+    looped.write_text(log.read_text() + line + "\n")
+    with pytest.raises(LogError, match="not a branch history"):
+        Session.resume(looped, model=ScriptedModel([]), root=ws)
+    # A symlinked log is neither cut nor appended to.
+    target = tmp_path / "target.jsonl"
+    target.write_bytes(log.read_bytes() + b'{"type": "torn')
+    link = ws / ".grinta" / "sessions" / "link.jsonl"
+    link.symlink_to(target)
+    before = target.read_bytes()
+    with pytest.raises((LogError, OSError)):
+        Session.resume(link, model=ScriptedModel([]))
+    assert target.read_bytes() == before
+
+
+def test_what_a_person_says_is_bounded(ws: Path) -> None:
+    model = ScriptedModel([reply("", call("replace_string", **ADD))])
+    session = until_decision(Session("swap", model=model, root=ws))
+    with pytest.raises(ValueError, match="too long"):
+        session.say("x" * 20_001)
+    assert not any(isinstance(e, ev.UserMessage) for e in session.log.events)
+    session.say("x" * 20_000)

@@ -159,6 +159,15 @@ def branches(events: Sequence[ev.Event]) -> dict[int, ev.Rewound | None]:
     found: dict[int, ev.Rewound | None] = {0: None}
     for event in events:
         if isinstance(event, ev.Rewound):
+            # A branch grows from an older one: anything else (a hand-edited or hostile
+            # log) would make the paths loop.
+            if not 0 <= event.parent < event.branch or event.branch in found:
+                raise LogError(
+                    f"the log's rewind (event {event.seq}) makes branch {event.branch} from "
+                    f"branch {event.parent}: not a branch history grinta writes"
+                )
+            if event.parent not in found:
+                raise LogError(f"the log's rewind (event {event.seq}) names an unknown branch")
             found[event.branch] = event
     return found
 

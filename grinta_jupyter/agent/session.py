@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import stat
 import threading
 import time
 import uuid
@@ -69,7 +70,7 @@ from grinta_jupyter.agent.updates import (
     Veto,
 )
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.log import EventLog, check_idle, read_log
+from grinta_jupyter.events.log import EventLog, LogError, check_idle, read_log
 from grinta_jupyter.events.snapshots import SnapshotStore
 from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError, ToolFailure
@@ -212,9 +213,16 @@ class Session:
         """
         path = Path(log)
         check_idle(path)  # a live session's log is neither cut nor appended to
-        _drop_torn_tail(path)
-        events = read_log(path)
+        events = read_log(path)  # a torn last line is skipped here, and cut below
         start = next(e for e in events if isinstance(e, ev.SessionStart))
+        if root is None and not _kept_by(path, Path(start.root)):
+            # A log names its own workspace: one from elsewhere must not choose where the
+            # resumed session writes.
+            raise LogError(
+                f"{path} is not in the sessions folder of the workspace it names "
+                f"({start.root}); pass the workspace to resume it in (root=, --root)"
+            )
+        _drop_torn_tail(path)
         chosen: str | Toolset = toolset if toolset is not None else start.toolset
         if chosen == "kernel":
             raise ValueError(
@@ -336,6 +344,7 @@ class Session:
         """
         if not isinstance(text, str) or not text.strip():
             raise ValueError("say needs some text")
+        _check_length(text, "a message")
         if self.done:
             raise RuntimeError(
                 "the session has ended: give it a next task instead (continue_task, "
@@ -360,6 +369,7 @@ class Session:
         """
         if not isinstance(task, str) or not task.strip():
             raise ValueError("continue_task needs a task")
+        _check_length(task, "a task")
         if not self.done:
             raise RuntimeError(
                 "the session is still working on its task: say something to it instead "
@@ -1176,16 +1186,38 @@ def _stale(recorded: ev.DiffStaged | None, proposal: Proposal) -> str | None:
     )
 
 
+MAX_MESSAGE_CHARS = 20_000  # what a person says or asks in one go (a file can be read instead)
+
+
+def _check_length(text: str, what: str) -> None:
+    if len(text) > MAX_MESSAGE_CHARS:
+        raise ValueError(
+            f"{what} of {len(text):,} characters is too long (at most {MAX_MESSAGE_CHARS:,}): "
+            "put the text in a file in the workspace and point the agent at it"
+        )
+
+
+def _kept_by(log: Path, root: Path) -> bool:
+    """Whether ``log`` is in the sessions folder of the workspace at ``root``."""
+    try:
+        return log.resolve().parent == (root / ".grinta" / "sessions").resolve()
+    except OSError:
+        return False
+
+
 def _drop_torn_tail(path: Path) -> None:
     """Cut a log's last line when a crash left it half-written: appending after it would
-    make it a broken line in the middle of the log."""
+    make it a broken line in the middle of the log. Never through a symlink."""
     try:
-        with path.open("rb+") as handle:
-            data = handle.read()
-            if data and not data.endswith(b"\n"):
-                handle.truncate(data.rfind(b"\n") + 1)
+        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError:
-        return  # read_log says what is wrong with it
+        return  # appending will say what is wrong with it
+    with os.fdopen(fd, "rb+") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return
+        data = handle.read()
+        if data and not data.endswith(b"\n"):
+            handle.truncate(data.rfind(b"\n") + 1)
 
 
 class _Selected:
