@@ -1,4 +1,4 @@
-"""The live panel's step card: the labextension's TypeScript card, as an anywidget.
+"""The live panel's parts drawn by the labextension's TypeScript: step cards, marks, the box.
 
 The front end is ``static/card.js``, bundled from ``labextension/src/widget.ts``
 (the same ``renderStep`` that draws the saved trace, plus the Approve / Edit /
@@ -22,13 +22,27 @@ decision (``grinta_jupyter.agent.updates``) and handed to ``on_decision``:
 ``{"event": "hunks", "accepted": [int, ...], "reason": str}``. A message of
 any other shape is ignored and said so in ``status``: nothing is decided on
 a guess.
+
+Two more widgets load the same module (``kind`` tells it what to draw):
+
+- ``MarkWidget``: a mark of the trace between step cards (a task began, the
+  user said, a rewind, a condensation, a resume; ``jupyter/timeline.py``), its
+  ``payload`` the saved trace's mark (``mime.mark_payload``).
+- ``MessageBoxWidget``: the panel's message box. Enter sends
+  ``{"event": "say" | "continue", "text": str}`` (which one is the ``mode`` the
+  box showed: ``"say"`` while the session runs, ``"continue"`` once it has
+  ended) and clears the box. It never decides a proposal. The kernel's word on
+  what it sent goes in ``status``; a message that could not be delivered as
+  sent comes back in ``draft``, so nothing typed is lost. ``key`` names the
+  box to the page: what is typed, and the focus, outlive a view of it.
 """
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, TypeGuard
+from typing import Any, Literal, TypeGuard
 
 import anywidget
 import traitlets
@@ -103,6 +117,64 @@ class StepCardWidget(anywidget.AnyWidget):
             return
         if self.on_decision is not None:
             self.on_decision(decision)
+
+    def _received(self, _widget: object, content: object, _buffers: Sequence[object]) -> None:
+        self.receive(content)
+
+
+class MarkWidget(anywidget.AnyWidget):
+    """A mark of the live trace (``mime.mark_payload``), drawn as the saved trace draws it."""
+
+    _esm = STATIC / "card.js"
+    _css = STATIC / "card.css"
+    kind = traitlets.Unicode("mark").tag(sync=True)
+    payload = traitlets.Dict().tag(sync=True)
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.add_class("grinta-panel-mark")
+
+
+BoxEvent = Literal["say", "continue"]
+
+
+def box_message(content: object) -> tuple[BoxEvent, str] | None:
+    """What a message from the box carries (``say`` or ``continue``, and the text), or None."""
+    if not isinstance(content, dict):
+        return None
+    event, text = content.get("event"), content.get("text")
+    if event not in ("say", "continue") or not isinstance(text, str) or not text.strip():
+        return None
+    return ("say" if event == "say" else "continue"), text.strip()
+
+
+class MessageBoxWidget(anywidget.AnyWidget):
+    """The panel's message box: what the person types to the model, or the next task."""
+
+    _esm = STATIC / "card.js"
+    _css = STATIC / "card.css"
+    kind = traitlets.Unicode("message").tag(sync=True)
+    # Names this box to the page: what is typed and the focus outlive a view by it.
+    key = traitlets.Unicode().tag(sync=True)
+    mode = traitlets.Unicode("say").tag(sync=True)  # "say" | "continue" | "off"
+    status = traitlets.Unicode("").tag(sync=True)
+    draft = traitlets.Unicode("").tag(sync=True)
+
+    def __init__(
+        self, on_message: Callable[[BoxEvent, str], None] | None = None, **kwargs: Any
+    ) -> None:
+        super().__init__(**{"key": uuid.uuid4().hex, **kwargs})
+        self.on_message = on_message
+        self.on_msg(self._received)
+        self.add_class("grinta-panel-box")
+
+    def receive(self, content: object) -> None:
+        """Act on a front-end message, as if it came from the browser (tests)."""
+        message = box_message(content)
+        if message is None:
+            return  # an empty line, or not a message of the box's: nothing to send
+        if self.on_message is not None:
+            self.on_message(*message)
 
     def _received(self, _widget: object, content: object, _buffers: Sequence[object]) -> None:
         self.receive(content)

@@ -5,6 +5,16 @@ normally runs as an asyncio task on the kernel's event loop, so widget
 clicks are handled while it works and other cells can still run; in
 ``--manual`` mode (or where no event loop runs, such as a terminal IPython)
 it advances only when ``%grinta step`` (or a decision) asks it to.
+
+Sessions last: ``%grinta say`` tells the running session something,
+``%grinta continue`` gives an ended one its next task, ``%grinta rewind N``
+undoes the commits after step N and goes on from there, and ``%grinta resume``
+rebuilds a session from its log in a new kernel (the pending proposal is
+staged again and asked again). A session given a next task or rewound after it
+ended is shown again, panel and all, in the cell that asked, and driven again.
+Asking the wrong one (``say`` to an ended session, ``continue`` to a running
+one) prints the one line that says which command fits; so does a refused
+rewind, which changes nothing.
 """
 
 from __future__ import annotations
@@ -21,10 +31,15 @@ from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.updates import (
     DEFAULT_VETO_REASON,
     Approve,
+    ContextCondensed,
     NeedsDecision,
+    Rewound,
     SessionEnded,
+    SessionResumed,
     StepObserved,
+    TaskBegan,
     Update,
+    UserSaid,
     Veto,
 )
 from grinta_jupyter.jupyter.magics import MagicUsageError, edit_arguments
@@ -37,7 +52,21 @@ if TYPE_CHECKING:
     from grinta_jupyter.jupyter.panel import SessionPanel
 
 # Updates after which the trace display (the saved output) is redrawn.
-TRACE_CHANGES = (NeedsDecision, StepObserved, SessionEnded)
+TRACE_CHANGES = (
+    NeedsDecision,
+    StepObserved,
+    SessionEnded,
+    UserSaid,
+    TaskBegan,
+    Rewound,
+    ContextCondensed,
+    SessionResumed,
+)
+SAY_HINT = "the session has ended: give it a next task with %grinta continue TASK"
+CONTINUE_HINT = (
+    "the session is still working on its task: tell it something with %grinta say TEXT, "
+    "or end it with %grinta stop before giving it a next task"
+)
 
 _current: NotebookSession | None = None
 
@@ -64,12 +93,15 @@ class NotebookSession:
         self.manual = manual
         self.task: asyncio.Task[None] | None = None
         self.stepper: Stepper | None = None
+        self._stepped_to_end = False  # the stepper's stream yielded SessionEnded
         self.panel: SessionPanel | None = None
         self.trace: Any = None
         if widgets:
             from grinta_jupyter.jupyter.panel import SessionPanel
 
-            self.panel = SessionPanel(session, on_decision=self._after_decision)
+            self.panel = SessionPanel(
+                session, on_decision=self._after_decision, on_next_task=self.next_task
+            )
 
     # -- display -----------------------------------------------------------------------
 
@@ -94,27 +126,69 @@ class NotebookSession:
         return {**trace, **view, "text/plain": trace["text/plain"]}
 
     def apply(self, update: Update) -> None:
-        """Show one update: on the panel, and in the trace when a step or the session ends."""
+        """Show one update: on the panel, and in the trace when a step or the session ends.
+
+        At the end the display becomes the trace before the panel changes: a front end
+        that removes the panel's view while it still builds the views of a new child (the
+        summary card) fails in ipywidgets' own code (a disposed box's ``widgets``).
+        """
+        ended = isinstance(update, SessionEnded)
+        if ended and self.trace is not None:
+            self.trace.update(self.bundle(), raw=True)
         if self.panel is not None:
             self.panel.apply(update)
-        if isinstance(update, TRACE_CHANGES) and self.trace is not None:
+        if isinstance(update, TRACE_CHANGES) and not ended and self.trace is not None:
             self.trace.update(self.bundle(), raw=True)
 
     # -- driving ------------------------------------------------------------------------
 
     def start(self) -> None:
+        """Drive the session: a task on the kernel's loop, or a Stepper in manual mode.
+
+        Called again when an ended session runs again (a next task, a rewind): the
+        loop that followed it ended with its ``SessionEnded``, so a new one starts.
+        """
         loop = running_loop()
         if self.manual or loop is None:
             from grinta_jupyter.agent.stepper import Stepper
 
             self.manual = True
-            self.stepper = Stepper(self.session)
+            if self.stepper is None or self._stepped_to_end:  # its stream has ended
+                self.stepper = Stepper(self.session)
+                self._stepped_to_end = False
             return
-        self.task = loop.create_task(self._follow())
+        if not self.following:
+            self.task = loop.create_task(self._follow())
+
+    @property
+    def following(self) -> bool:
+        """Whether a loop follows the session's updates now (it shows what they say)."""
+        return self.task is not None and not self.task.done()
 
     async def _follow(self) -> None:
         async for update in self.session.updates():
             self.apply(update)
+
+    def next_task(self, task: str) -> None:
+        """Give the ended session ``task`` (the panel's box, ``%grinta continue``); drive it.
+
+        The display that shows the panel is redrawn with it (it had become the trace
+        when the session ended). Raises what ``Session.continue_task`` raises.
+        """
+        self.session.continue_task(task)
+        self.reopened(TaskBegan(len(self.session.tasks), self.session.tasks[-1]))
+
+    def reopened(self, update: TaskBegan | Rewound) -> None:
+        """The session runs again: show ``update`` (when no loop follows it, none saw it; the
+        display is redrawn with it, the panel again) and drive the session."""
+        if not self.following:
+            self.apply(update)
+        self.start()
+
+    def retire(self) -> None:
+        """Another session became current: this one's panel takes no more messages."""
+        if self.panel is not None:
+            self.panel.retire()
 
     def advance(self) -> list[int]:
         """Manual mode: step until something is to be shown; return the step numbers touched."""
@@ -123,6 +197,8 @@ class NotebookSession:
         touched: list[int] = []
         for update in self.stepper.advance():
             self.apply(update)
+            if isinstance(update, SessionEnded):
+                self._stepped_to_end = True
             step = getattr(update, "step", None)
             if step is not None and step.number not in touched:
                 touched.append(step.number)
@@ -131,6 +207,12 @@ class NotebookSession:
     def _after_decision(self) -> None:
         if self.manual:
             self.advance()
+
+    def panel_sync(self) -> None:
+        """Manual mode: show on the panel the marks no update has brought yet (what was said
+        meanwhile); the trace follows with the next update the stepper pulls."""
+        if self.panel is not None:
+            self.panel.sync_marks()
 
 
 def start(task: str, config: Config) -> Session:
@@ -163,8 +245,10 @@ def start(task: str, config: Config) -> Session:
     if not demo:
         _check_root(config)
     root, sample = _workspace(config, demo, task)
-    if _current is not None and not _current.session.done:
-        _current.session.stop("replaced by a new session")
+    if _current is not None:
+        _current.retire()
+        if not _current.session.done:
+            _current.session.stop("replaced by a new session")
     try:
         options = config.session_options(root)
         session = Session(task, model=model, sample=sample, **_in_kernel(options, root))
@@ -179,6 +263,7 @@ def start(task: str, config: Config) -> Session:
             f"grinta: demo model on a copy of the {sample} sample in {root} "
             "(set GRINTA_MODEL to use a real model)"
         )
+    _print_rules(session)
     view.show()
     _warm_symbols(session)
     view.start()
@@ -299,8 +384,21 @@ def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:
 def command(name: str, rest: str) -> Any:
     view = _current
     if view is None:
-        raise MagicUsageError("no session yet: start one with %grinta TASK")
+        raise MagicUsageError(
+            "no session yet: start one with %grinta TASK, or %grinta resume a session "
+            "this workspace ran before",
+            usage=False,
+        )
     session = view.session
+    if name == "say":
+        say(view, rest)
+        return None
+    if name == "continue":
+        continue_task(view, rest)
+        return None
+    if name == "rewind":
+        rewind(view, rest)
+        return None
     if name == "status":
         print(status_line(session))
         return None
@@ -348,6 +446,224 @@ def command(name: str, rest: str) -> Any:
         view.advance()
         _show_steps(session, [step.number])
     return None
+
+
+def say(view: NotebookSession, text: str) -> None:
+    """``%grinta say TEXT``: the model reads it at its next turn; a pending proposal waits on."""
+    session = view.session
+    if not text.strip():
+        raise MagicUsageError("say takes what to tell the model, e.g. %grinta say use pathlib")
+    if session.done:
+        raise MagicUsageError(SAY_HINT, usage=False)
+    try:
+        session.say(text)
+    except RuntimeError:  # it ended between the check and the call
+        raise MagicUsageError(SAY_HINT, usage=False) from None
+    if view.manual:
+        view.panel_sync()
+    waits = " (the pending step still waits for you)" if session.waiting else ""
+    print(f"said: the model reads it at its next turn{waits}")
+
+
+def continue_task(view: NotebookSession, task: str) -> None:
+    """``%grinta continue TASK``: the ended session's next task, shown and driven in this cell."""
+    session = view.session
+    if not task.strip():
+        raise MagicUsageError("continue takes the next task, e.g. %grinta continue add a test")
+    if not session.done:
+        raise MagicUsageError(CONTINUE_HINT, usage=False)
+    try:
+        session.continue_task(task)
+    except RuntimeError:
+        raise MagicUsageError(CONTINUE_HINT, usage=False) from None
+    except OSError as exc:
+        raise MagicUsageError(f"cannot go on: {exc.strerror or exc}", usage=False) from None
+    view.show()  # the panel, here: the cell the next task was given in
+    view.reopened(TaskBegan(len(session.tasks), session.tasks[-1]))
+    if view.manual:
+        print("manual mode: advance with %grinta step")
+
+
+def rewind(view: NotebookSession, text: str) -> None:
+    """``%grinta rewind N``: undo the commits after step N, then go on from step N.
+
+    A refusal (a file changed outside the session since, a commit running, no such
+    step) is its one line, and nothing changed.
+    """
+    from grinta_jupyter.agent.session import RewindError
+
+    try:
+        number = int(text.strip())
+    except ValueError:
+        raise MagicUsageError(
+            f"rewind takes a step number, e.g. %grinta rewind 3 (got {text.strip()!r})"
+        ) from None
+    session = view.session
+    was_done = session.done
+    try:
+        update = session.rewind(number)
+    except RewindError as exc:
+        raise MagicUsageError(f"not rewound: {exc}", usage=False) from None
+    print(visible(rewind_line(update), keep_newlines=False))
+    if was_done:
+        view.show()  # an ended session's panel had become its trace: here it is again
+    view.reopened(update)
+    if view.manual:
+        print("manual mode: advance with %grinta step")
+
+
+def rewind_line(update: Rewound) -> str:
+    undone = len(update.undone)
+    line = (
+        f"rewound to step {update.to_step}: {undone} commit{'' if undone == 1 else 's'} "
+        f"undone; the session goes on from there as branch {update.branch}"
+    )
+    if update.not_undone:
+        line += f" (not undone, they ran: {'; '.join(update.not_undone)})"
+    return line
+
+
+def resume(log: str | None, config: Config) -> Session:
+    """``%grinta resume [LOG]``: the session of ``log`` (else the workspace's most recent
+    unfinished one), rebuilt in this kernel, shown and driven.
+
+    The proposal that waited when the kernel stopped is staged again against the files
+    as they are now and asked again (a stale one says what changed). Everything that
+    can be wrong (no log, a model that cannot run it) raises MagicUsageError first.
+    """
+    global _current
+    from grinta_jupyter.agent.models import ModelError, configured_model
+    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.events import models as ev
+    from grinta_jupyter.events.log import LogError, read_events
+
+    path = _log_to_resume(log, config)
+    try:
+        events = read_events(path)
+    except (OSError, ValueError, LogError) as exc:
+        raise MagicUsageError(f"cannot read {path}: {exc}", usage=False) from None
+    start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
+    if start is None:
+        raise MagicUsageError(f"{path} is not a grinta session log", usage=False)
+    try:
+        model = configured_model(config, require_key=True)
+    except ModelError as exc:
+        raise MagicUsageError(f"{exc.code}: {exc.message}", usage=False) from None
+    ran_with = start.model
+    if model.name == "demo" and ran_with != "demo":
+        raise MagicUsageError(
+            f"this session ran with {ran_with}; no model is configured to go on with it: "
+            "set GRINTA_MODEL (or give --model)",
+            usage=False,
+        )
+    if _current is not None and _current.session.id == start.session and not _current.session.done:
+        raise MagicUsageError(
+            f"session {start.session} is running in this kernel; it needs no resume",
+            usage=False,
+        )
+    root = config.workspace if config.origin("root") == "--root" else Path(start.root)
+    if _current is not None:
+        _current.retire()
+        if not _current.session.done:
+            _current.session.stop("replaced by a resumed session")
+    options = _in_kernel(config.session_options(root), root)
+    try:
+        session = Session.resume(
+            path,
+            model=model,
+            policy=config.policy,
+            root=root,
+            # The kernel's tools again for a session that had them; else the log's toolset.
+            toolset=None
+            if isinstance(options["toolset"], str) or start.toolset != "kernel"
+            else options["toolset"],
+            documents=options.get("documents"),
+            settings=options["settings"],
+        )
+    except (OSError, ValueError, LogError) as exc:
+        raise MagicUsageError(f"cannot resume {path}: {exc}", usage=False) from None
+    view = NotebookSession(session, manual=config.manual)
+    _current = view
+    print(visible(resumed_line(session, path), keep_newlines=False))
+    _print_rules(session)
+    view.show()
+    _warm_symbols(session)
+    if not session.done:
+        view.start()
+        if view.manual:
+            print("manual mode: advance with %grinta step")
+    return session
+
+
+def resumed_line(session: Session, path: Path) -> str:
+    queued = len(session.queue)
+    state = (
+        f"ended ({session.end_reason}): give it a next task with %grinta continue TASK"
+        if session.done
+        else (
+            f"{queued} call{'' if queued == 1 else 's'} without an outcome will be asked again"
+            if queued
+            else "it goes on from there"
+        )
+    )
+    return f"resumed session {session.id} from {path}: {len(session.steps)} steps done; {state}"
+
+
+def _log_to_resume(log: str | None, config: Config) -> Path:
+    """The log ``%grinta resume`` means: the path given (or a session id of the workspace),
+    else the workspace's most recent unfinished session (the demo's copies too)."""
+    from grinta_jupyter.agent.history import latest_unfinished
+
+    sessions = config.workspace / ".grinta" / "sessions"
+    if log:
+        given = Path(log).expanduser()
+        for candidate in (given, sessions / log, sessions / f"{log}.jsonl"):
+            if candidate.is_file():
+                return candidate
+        raise MagicUsageError(f"no session log {log} (nor in {sessions})", usage=False)
+    found = [
+        path for root in _resume_roots(config) if (path := latest_unfinished(root)) is not None
+    ]
+    if not found:
+        raise MagicUsageError(
+            f"no unfinished session in {sessions}: name one, %grinta resume LOG",
+            usage=False,
+        )
+    return max(found, key=_mtime)
+
+
+def _resume_roots(config: Config) -> list[Path]:
+    """Where ``%grinta resume`` looks: the workspace, and, unless --root named one, the
+    demo's copies of the samples in the current folder (bounded: the first few hundred
+    entries)."""
+    roots = [config.workspace]
+    if config.origin("root") != "default":
+        return roots
+    import itertools
+
+    with contextlib.suppress(OSError):
+        for entry in itertools.islice(Path.cwd().iterdir(), 500):
+            if (entry / DEMO_MARKER).is_file():
+                roots.append(entry)
+    return roots
+
+
+def _mtime(path: Path) -> float:
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def _print_rules(session: Session) -> None:
+    """Say which rules files went into the system prompt (when any did)."""
+    from grinta_jupyter.jupyter.mime import rules_line
+
+    if session.rules:
+        rules = [
+            {"path": r.path, "chars": r.chars, "truncated": r.truncated} for r in session.rules
+        ]
+        print(visible(f"grinta: rules files loaded: {rules_line(rules)}", keep_newlines=False))
 
 
 def status_line(session: Session) -> str:

@@ -4,6 +4,11 @@
     %%grinta [options]              the cell body is the task
     %grinta step                    advance to the next step that has something to show
     %grinta approve | veto REASON | edit {json} | undo | stop | status | log | metrics
+    %grinta say TEXT                tell the running session something (read at its next turn)
+    %grinta continue TASK           give the ended session its next task (context carried over)
+    %grinta rewind N                undo the commits after step N; go on from step N
+    %grinta resume [options] [LOG]  rebuild a session from its log (default: the workspace's
+                                    most recent unfinished one) after a restart or a crash
 
 Options: --model M, --root DIR, --auto, --toolset T, --max-steps N,
 --manual (no background task: advance with %grinta step).
@@ -26,6 +31,7 @@ import json
 import os
 import shlex
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from IPython.core.magic import Magics, line_cell_magic, magics_class
@@ -33,12 +39,27 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class
 if TYPE_CHECKING:
     from grinta_jupyter.config import Config
 
-SUBCOMMANDS = ("step", "approve", "veto", "edit", "undo", "stop", "status", "log", "metrics")
+SUBCOMMANDS = (
+    "step",
+    "approve",
+    "veto",
+    "edit",
+    "undo",
+    "stop",
+    "status",
+    "log",
+    "metrics",
+    "say",
+    "continue",
+    "rewind",
+    "resume",
+)
 # Subcommands that take nothing after them (veto takes a reason, edit takes JSON).
 BARE_SUBCOMMANDS = ("step", "approve", "undo", "stop", "status", "log", "metrics")
 USAGE = (
     "usage: %grinta [--model M] [--root DIR] [--auto] [--manual] TASK | step | approve | "
-    "veto REASON | edit JSON | undo | stop | status | log | metrics"
+    "veto REASON | edit JSON | undo | stop | status | log | metrics | say TEXT | "
+    "continue TASK | rewind N | resume [options] [LOG]"
 )
 
 
@@ -143,6 +164,12 @@ class GrintaMagics(Magics):
                     raise MagicUsageError("give a task, e.g. %grinta fix the failing test")
                 controller.start(task, config)
                 return None  # no Out[n] echo: grinta_jupyter.current() is the session
+            if command == "resume":
+                words, config = parse_start(rest)
+                if len(words.split()) > 1 and not Path(words).expanduser().exists():
+                    raise MagicUsageError(f"resume takes one log (got {words!r})")
+                controller.resume(words or None, config)
+                return None
             if command in BARE_SUBCOMMANDS and rest:
                 raise MagicUsageError(
                     f"{command} takes nothing after it (got {rest!r}); for a task that starts "

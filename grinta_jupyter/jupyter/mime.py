@@ -35,6 +35,7 @@ from grinta_jupyter.runtime.secrets import Secrets
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.agent.step import Step
+    from grinta_jupyter.jupyter.timeline import Mark
 
 STEP_MIME = "application/vnd.grinta.step+json"
 SESSION_MIME = "application/vnd.grinta.session+json"
@@ -75,13 +76,24 @@ def session_secrets(session: Session) -> Secrets:
     return secrets if isinstance(secrets, Secrets) else Secrets.from_env()
 
 
-def step_payload(step: Step, session_id: str, secrets: Secrets | None = None) -> dict[str, Any]:
+def step_payload(
+    step: Step,
+    session_id: str,
+    secrets: Secrets | None = None,
+    *,
+    branch: int = 0,
+    rewound: bool = False,
+) -> dict[str, Any]:
     """The JSON payload of one step (schema version 1): secrets redacted, sizes bounded.
 
     Text is kept as it is (the renderers escape it). Secrets (the environment's
     unless given) are redacted before anything is cut, so a cut never leaves a
     piece of a secret that no longer matches. The diff is cut without a marker
-    (``diff_truncated`` says so), so its last line keeps its role.
+    (``diff_truncated`` says so), so its last line keeps its role. ``branch`` is
+    the branch the step was made on; ``rewound`` says a rewind took it off the
+    session's current branch (its commits were undone). ``restaged`` and
+    ``stale`` say the proposal was staged again when the session resumed, and
+    what had changed in its files since it was first staged.
     """
     secrets = secrets if secrets is not None else Secrets.from_env()
     p = step.proposal
@@ -140,6 +152,10 @@ def step_payload(step: Step, session_id: str, secrets: Secrets | None = None) ->
         if obs is None
         else {"ok": obs.ok, "output": obs.output, "exit_code": obs.exit_code},
         "guards": [{"guard": g.guard, "detail": g.detail, "action": g.action} for g in step.guards],
+        "branch": branch,
+        "rewound": rewound,
+        "restaged": step.restaged,
+        "stale": step.stale,
     }
     payload = secrets.redact_data(payload)
     if payload["arguments"] is not None:
@@ -177,10 +193,16 @@ def session_payload(session: Session) -> dict[str, Any]:
 
     # The same model the CLI's table and the experiment read (events/metrics.py).
     metrics = measure(session.log.events).model_dump(mode="json", exclude={"context_tokens"})
+    tasks = list(session.tasks) or [session.task]
     payload = {
         "version": SCHEMA_VERSION,
         "session": session.id,
-        "task": session.task,
+        "task": tasks[0],
+        "tasks": tasks,
+        "branch": session.branch,
+        "rules": [
+            {"path": r.path, "chars": r.chars, "truncated": r.truncated} for r in session.rules
+        ],
         "model": getattr(session.model, "name", "model"),
         "toolset": session.runtime.toolset.name,
         "root": str(session.root),
@@ -203,21 +225,52 @@ def _last_error(session: Session) -> str | None:
 
 
 def trace_bundle(session: Session) -> dict[str, Any]:
-    """The whole session so far as one output: the session payload with its steps."""
+    """The whole session so far as one output: the session payload with its steps and marks.
+
+    ``steps`` are in the order they happened, every branch's (a step a rewind undid is
+    ``rewound``); ``marks`` are what happened between them (jupyter/timeline.py), each
+    with ``at``, the number of ``steps`` before it.
+    """
+    from grinta_jupyter.jupyter.timeline import Mark, timeline
+
     secrets = session_secrets(session)
     payload = session_payload(session)
-    payload["steps"] = [step_payload(step, session.id, secrets) for step in session.steps]
-    body = "".join(step_html(p) for p in payload["steps"])
+    steps: list[dict[str, Any]] = []
+    marks: list[dict[str, Any]] = []
+    html_parts: list[str] = []
+    text_parts: list[str] = []
+    for item in timeline(session):
+        if isinstance(item, Mark):
+            mark = mark_payload(item, len(steps), secrets)
+            marks.append(mark)
+            html_parts.append(mark_html(mark))
+            text_parts.append(mark_text(mark))
+        else:
+            step = step_payload(
+                item.step, session.id, secrets, branch=item.branch, rewound=item.rewound
+            )
+            steps.append(step)
+            html_parts.append(step_html(step))
+            text_parts.append(step_text(step))
+    payload["steps"], payload["marks"] = steps, marks
+    body = "".join(html_parts)
     if session.done:
         body += session_html(payload)
-    text = "\n\n".join(step_text(p) for p in payload["steps"]) or (
-        f"[grinta session {line_text(session.id)}] starting"
-    )
+    text = "\n\n".join(text_parts) or f"[grinta session {line_text(session.id)}] starting"
     return {
         SESSION_MIME: payload,
         "text/html": f'<div class="grinta-trace">{body}</div>',
         "text/plain": text,
     }
+
+
+def mark_payload(mark: Mark, at: int, secrets: Secrets) -> dict[str, Any]:
+    """A mark of the trace (a task began, the user said, a rewind...): ``at`` steps precede it."""
+    payload: dict[str, Any] = secrets.redact_data(
+        {"kind": mark.kind, "title": mark.title, "text": mark.text, "branch": mark.branch}
+    )
+    payload["at"] = at
+    return payload
 
 
 def step_bundle(step: Step, session_id: str, secrets: Secrets | None = None) -> dict[str, Any]:
@@ -281,10 +334,16 @@ def _side(path: str | None, prefix: str) -> str:
 
 def step_text(payload: dict[str, Any]) -> str:
     """The step as plain text (what a terminal client prints): every field escaped."""
-    head = f"[grinta step {payload['step']}] {line_text(payload['tool'])} ({payload['status']})"
+    status = payload["status"] + (", rewound" if payload.get("rewound") else "")
+    branch = f" branch {payload['branch']}" if payload.get("branch") else ""
+    head = f"[grinta step {payload['step']}{branch}] {line_text(payload['tool'])} ({status})"
     # The summary shares the header line, as on the card: no free text starts a line above the diff.
     summary = f" · {line_text(payload['summary'])}" if payload.get("summary") else ""
     lines = [head + summary]
+    if payload.get("stale"):
+        lines.append(block_text(payload["stale"], "stale: "))
+    elif payload.get("restaged"):
+        lines.append(TEXT_INDENT + RESTAGED_NOTE)
     for r in payload["resolutions"]:
         chosen = line_text(r["chosen"]) if r["chosen"] else "nothing"
         lines.append(f"resolved '{line_text(r['target'])}' -> {chosen} ({line_text(r['reason'])})")
@@ -304,6 +363,15 @@ def step_text(payload: dict[str, Any]) -> str:
     if obs and not payload["diff"] and obs["output"]:
         lines.append(block_text(obs["output"][:MAX_TEXT_OUTPUT_CHARS]))
     return "\n".join(lines)
+
+
+def mark_text(mark: dict[str, Any]) -> str:
+    """A mark as plain text: ``[grinta] Title`` and its text, every field escaped."""
+    return (
+        block_text(mark["text"], f"[grinta {line_text(mark['title'])}] ")
+        if mark["text"]
+        else (f"[grinta {line_text(mark['title'])}]")
+    )
 
 
 def _reason_label(payload: dict[str, Any]) -> str:
@@ -342,6 +410,17 @@ _ROW_STYLES = {"add": "background:#e6ffec", "del": "background:#ffebe9", "contex
 _NUM = "color:#8c959f;text-align:right;padding:0 4px;user-select:none"
 _MUTED_ROW = "color:#57606a;padding:0 6px"
 
+
+RESTAGED_NOTE = "staged again when the session resumed: the files had not changed"
+STALE_TITLE = "Stale: staged again after the session resumed, and the files had changed"
+_MARK_COLORS = {
+    "task": "#0969da",
+    "said": "#8250df",
+    "rewind": "#9a6700",
+    "condensed": "#57606a",
+    "resumed": "#1a7f37",
+    "ended": "#57606a",
+}
 
 MAX_STYLED_ESCAPES = 64  # per text: a styled escape costs ~90 bytes of saved notebook
 
@@ -446,19 +525,44 @@ def _file_rows(file: DiffFile) -> list[tuple[int, str]]:
     return items
 
 
+def mark_html(mark: dict[str, Any]) -> str:
+    """A mark between step cards: a coloured rule, its title, its text."""
+    color = _MARK_COLORS.get(mark["kind"], "#57606a")
+    return (
+        f'<div class="grinta-mark grinta-mark-{html.escape(mark["kind"])}" style="margin:8px 0;'
+        f"padding:2px 10px;border-left:3px solid {color};font-family:sans-serif;font-size:13px"
+        f'"><b style="color:{color}">{line_html(mark["title"])}</b> '
+        f'<span style="white-space:pre-wrap">{text_html(mark["text"])}</span></div>'
+    )
+
+
 def step_html(payload: dict[str, Any]) -> str:
     status = payload["status"]
     color = _STATUS_COLORS.get(status, "#57606a")
     decision = f" · {payload['decision']}" if payload.get("decision") else ""
+    branch = f" (branch {payload['branch']})" if payload.get("branch") else ""
+    rewound = (
+        ' <span style="color:#9a6700;font-weight:600">rewound</span>'
+        if payload.get("rewound")
+        else ""
+    )
     parts = [
-        f'<div class="grinta-step" style="{_CARD}">',
+        f'<div class="grinta-step" style="{_CARD}{";opacity:0.7" if rewound else ""}">',
         f'<div style="padding:6px 10px;border-bottom:1px solid #d0d7de;background:#f6f8fa">'
-        f'<b>Step {payload["step"]}</b> · <code style="{_MONO}">{line_html(payload["tool"])}'
-        f'</code> <span style="color:{color};font-weight:600">{line_html(status + decision)}'
-        f'</span> <span style="color:#57606a">{line_html(payload.get("summary") or "")}</span>'
+        f'<b>Step {payload["step"]}{branch}</b> · <code style="{_MONO}">'
+        f'{line_html(payload["tool"])}</code> <span style="color:{color};font-weight:600">'
+        f"{line_html(status + decision)}</span>{rewound} "
+        f'<span style="color:#57606a">{line_html(payload.get("summary") or "")}</span>'
         "</div>",
         '<div style="padding:6px 10px">',
     ]
+    if payload.get("stale"):
+        parts.append(
+            '<div class="grinta-stale" style="color:#9a6700;white-space:pre-wrap;margin-bottom:6px">'
+            f"<b>{html.escape(STALE_TITLE)}</b>: {text_html(payload['stale'])}</div>"
+        )
+    elif payload.get("restaged"):
+        parts.append(f'<div style="color:#57606a">{html.escape(RESTAGED_NOTE)}</div>')
     if payload.get("text"):
         parts.append(
             '<div style="white-space:pre-wrap;margin-bottom:6px">'
@@ -564,7 +668,13 @@ def session_html(payload: dict[str, Any]) -> str:
         '<div style="padding:6px 10px;background:#f6f8fa">'
         f"<b>grinta session</b> · {line_html(payload['model'])} · ended: "
         f"<b>{line_html(payload['end_reason'])}</b></div>"
-        f'<div style="padding:6px 10px"><div style="white-space:pre-wrap">Task: '
+        + (
+            f'<div style="padding:2px 10px;color:#57606a">rules: '
+            f"{line_html(rules_line(payload['rules']))}</div>"
+            if payload.get("rules")
+            else ""
+        )
+        + f'<div style="padding:6px 10px"><div style="white-space:pre-wrap">Task: '
         f"{text_html(payload['task'])}</div>"
         '<div style="white-space:pre-wrap">Summary: '
         f"{text_html(payload['summary'] or '(none)')}</div>"
@@ -575,6 +685,14 @@ def session_html(payload: dict[str, Any]) -> str:
             else ""
         )
         + f'<table style="{_MONO};margin-top:6px">{rows}</table></div></div>'
+    )
+
+
+def rules_line(rules: list[dict[str, Any]]) -> str:
+    """The rules files a session loaded, on one line: ``AGENTS.md, CLAUDE.md (cut to 8,000 chars)``."""
+    return ", ".join(
+        r["path"] + (f" (cut to {r['chars']:,} characters)" if r.get("truncated") else "")
+        for r in rules
     )
 
 

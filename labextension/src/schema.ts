@@ -82,6 +82,37 @@ export interface Step {
   edits: number;
   observation: Observation | null;
   guards: GuardFiring[];
+  /** The branch the step was made on (0 until the session's first rewind). */
+  branch: number;
+  /** A rewind took this step off the session's current branch (its commits were undone). */
+  rewound: boolean;
+  /** Staged again when the session was resumed after a restart or a crash. */
+  restaged: boolean;
+  /** When restaged against files that changed since: what changed. */
+  stale: string | null;
+}
+
+export const MARK_KINDS = ['task', 'said', 'rewind', 'condensed', 'resumed', 'ended'] as const;
+export type MarkKind = (typeof MARK_KINDS)[number];
+
+/**
+ * Something that happened between steps of a session (grinta_jupyter/jupyter/timeline.py):
+ * a task began, the user said something, a rewind, a condensation, a resume, a task's end.
+ * `kind` may be one this extension does not know yet: it is drawn as a plain mark.
+ */
+export interface Mark {
+  kind: string;
+  title: string;
+  text: string;
+  branch: number;
+  /** How many of the session's `steps` come before it. */
+  at: number;
+}
+
+export interface RulesFile {
+  path: string;
+  chars: number;
+  truncated: boolean;
 }
 
 export interface Session {
@@ -103,6 +134,14 @@ export interface Session {
    * is rendered, so one bad step does not hide the others.
    */
   steps: unknown[] | null;
+  /** The marks between the steps; each is validated when it is rendered. */
+  marks: unknown[];
+  /** Every task the session was given, in order (the first is `task`). */
+  tasks: string[];
+  /** The rules files (AGENTS.md and the like) the session read into its system prompt. */
+  rules: RulesFile[];
+  /** The session's current branch. */
+  branch: number;
 }
 
 export type Parsed<T> = { ok: true; value: T } | { ok: false; message: string };
@@ -159,7 +198,23 @@ export function parseStep(data: unknown): Parsed<Step> {
       guard: e.string('guard'),
       detail: e.text('detail'),
       action: e.text('action')
-    }))
+    })),
+    branch: r.int('branch', 0),
+    rewound: r.bool('rewound', false),
+    restaged: r.bool('restaged', false),
+    stale: r.stringOrNull('stale')
+  }));
+}
+
+/** Validate a mark; on failure the message reads "grinta: cannot render this mark (...)". */
+export function parseMark(data: unknown): Parsed<Mark> {
+  const checked = isObject(data) && !('version' in data) ? { ...data, version: SCHEMA_VERSION } : data;
+  return parse(checked, 'mark', r => ({
+    kind: r.string('kind'),
+    title: r.text('title'),
+    text: r.text('text'),
+    branch: r.int('branch', 0),
+    at: r.int('at', 0)
   }));
 }
 
@@ -178,7 +233,15 @@ export function parseSession(data: unknown): Parsed<Session> {
     error: r.text('error'),
     metrics: r.objectOrNull('metrics') ?? {},
     log: r.stringOrNull('log'),
-    steps: r.listOrNull('steps')
+    steps: r.listOrNull('steps'),
+    marks: r.listOrNull('marks') ?? [],
+    tasks: r.strings('tasks'),
+    rules: r.list('rules', e => ({
+      path: e.string('path'),
+      chars: e.int('chars', 0),
+      truncated: e.bool('truncated', false)
+    })),
+    branch: r.int('branch', 0)
   }));
 }
 

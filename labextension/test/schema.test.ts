@@ -42,7 +42,8 @@ describe('parseStep', () => {
   it('accepts the documented example unchanged', () => {
     const result = parseStep(STEP);
     assert.ok(result.ok);
-    assert.deepEqual(result.value, STEP);
+    // Fields added since the example (a lasting session's) take their defaults.
+    assert.deepEqual(result.value, { ...STEP, branch: 0, rewound: false, restaged: false, stale: null });
   });
 
   it('fills optional fields and ignores unknown ones', () => {
@@ -147,7 +148,15 @@ describe('parseSession', () => {
   it('accepts the documented shape', () => {
     const result = parseSession(SESSION);
     assert.ok(result.ok);
-    assert.deepEqual(result.value, { ...SESSION, error: '', steps: null });
+    assert.deepEqual(result.value, {
+      ...SESSION,
+      error: '',
+      steps: null,
+      marks: [],
+      tasks: [],
+      rules: [],
+      branch: 0
+    });
   });
 
   it('carries the error that ended a session, shown on its card', () => {

@@ -22,6 +22,7 @@ import {
 } from '../review';
 import { editBar, EditForm, hunkReasonInput, reviewBar, vetoBar } from './actionBar';
 import { h } from './dom';
+import { typingInBox } from './messageBox';
 import { sessionCard } from './sessionCard';
 import { renderStep, stepCard } from './stepCard';
 
@@ -282,8 +283,14 @@ export class LiveCard {
   }
 }
 
-/** True when the reader is typing somewhere else (a cell, a text box): focus is not taken. */
+/**
+ * True when the reader is typing somewhere else (a cell, a text box, the panel's message
+ * box, even one a redraw has just replaced): focus is not taken.
+ */
 function typing(node: HTMLElement): boolean {
+  if (typingInBox()) {
+    return true;
+  }
   const active = document.activeElement as HTMLElement | null;
   if (!active || node.contains(active)) {
     return false;

@@ -34,16 +34,34 @@ export function stepCard(data: unknown): HTMLElement {
 
 /** `picker`: checkboxes on the diff's hunks, for a pending write in the live panel. */
 export function renderStep(step: Step, picker: HunkPicker | null = null): HTMLElement {
-  const key = `${step.session}/${step.step}`;
+  // Step numbers repeat across branches: the branch keeps two steps' folds apart.
+  const key = step.branch ? `${step.session}/${step.branch}/${step.step}` : `${step.session}/${step.step}`;
   return h(
     'div',
     {
-      class: 'grinta-card grinta-step',
+      class: `grinta-card grinta-step${step.rewound ? ' grinta-rewound' : ''}`,
       'data-status': step.status,
       'data-kind': step.kind,
-      'data-tool': step.tool
+      'data-tool': step.tool,
+      'data-branch': step.branch,
+      'data-rewound': step.rewound
     },
     header(step),
+    step.stale !== null &&
+      h(
+        'div',
+        { class: 'grinta-stale', role: 'note' },
+        h('b', null, 'Stale: '),
+        'staged again after the session resumed, and the files had changed since. ',
+        step.stale
+      ),
+    step.stale === null &&
+      step.restaged &&
+      h(
+        'div',
+        { class: 'grinta-muted grinta-restaged' },
+        'Staged again when the session resumed: the files had not changed.'
+      ),
     step.text && h('div', { class: 'grinta-text' }, step.text),
     step.summary && h('div', { class: 'grinta-summary' }, step.summary),
     argumentsSection(step, `${key}/arguments`),
@@ -75,9 +93,12 @@ function header(step: Step): HTMLElement {
     'div',
     { class: 'grinta-card-header' },
     h('span', { class: 'grinta-step-number' }, `Step ${step.step}`),
+    step.branch > 0 && h('span', { class: 'grinta-kind grinta-branch', title: 'branch' }, `branch ${step.branch}`),
     h('span', { class: 'grinta-tool' }, oneLine(step.tool)),
     h('span', { class: 'grinta-kind' }, step.kind),
     h('span', { class: `grinta-badge grinta-status-${step.status}` }, step.status),
+    step.rewound &&
+      h('span', { class: 'grinta-badge grinta-status-rewound', title: 'a rewind undid this step' }, 'rewound'),
     decision && h('span', { class: 'grinta-decision' }, decision),
     h('span', { class: 'grinta-session-id', title: 'session' }, oneLine(step.session))
   );
