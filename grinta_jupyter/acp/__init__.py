@@ -1,0 +1,82 @@
+"""``grinta acp``: grinta as an Agent Client Protocol agent over stdio (docs/acp.md).
+
+``main(argv)`` runs the agent until the client closes its end. It is a front
+end like ``jupyter/`` and the CLI: it imports ``agent/`` and below, nothing
+imports it, and the ACP SDK (``pip install 'grinta-jupyter[acp]'``) is
+imported only inside this package, when the agent starts.
+
+Standard output carries the protocol and nothing else: before anything else
+runs, file descriptor 1 is duplicated for the protocol and then pointed at
+standard error, so a stray ``print`` (ours, a library's, a C extension's)
+lands in the client's log instead of corrupting a JSON-RPC message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+USAGE = """\
+usage: grinta acp
+
+Runs grinta as an ACP (Agent Client Protocol) agent on standard input and
+output, for an editor or chat that speaks ACP (Zed, Jupyter AI, ...). The
+client starts it; the workspace is the folder the client names.
+
+The model comes from the environment the client starts it with:
+  GRINTA_MODEL     a litellm model string (none: the scripted demo model)
+  GRINTA_API_BASE  a local or proxy server for the model (optional)
+  GRINTA_API_KEY   its key (or the provider's own variable, e.g. OPENAI_API_KEY)
+Budgets (GRINTA_MAX_STEPS, ...) as for grinta run. Whether steps ask first is
+the session's mode, chosen in the client ("Ask before changes" by default).
+
+See docs/acp.md.
+"""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ACP agent on stdio; the exit status (0 when the client closed the connection)."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args and args[0] in ("-h", "--help"):
+        print(USAGE, end="")
+        return 0
+    if args:
+        print(f"grinta acp: unexpected argument {args[0]!r}\n\n{USAGE}", end="", file=sys.stderr)
+        return 2
+    from grinta_jupyter.config import Config, ConfigError
+
+    try:
+        config = Config.from_env(os.environ)
+    except ConfigError as exc:
+        print(f"grinta acp: {exc}", file=sys.stderr)
+        return 2
+    try:
+        from grinta_jupyter.acp.agent import NotAPipe, serve
+    except ImportError as exc:
+        if exc.name is None or not exc.name.startswith("acp"):
+            raise
+        print(
+            "grinta acp: the Agent Client Protocol SDK is not installed: "
+            "pip install 'grinta-jupyter[acp]'",
+            file=sys.stderr,
+        )
+        return 2
+    protocol_out = _claim_stdout()
+    try:
+        asyncio.run(serve(config, protocol_out))
+    except KeyboardInterrupt:
+        return 130
+    except NotAPipe as exc:
+        print(f"grinta acp: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def _claim_stdout() -> object:
+    """A text file on the real stdout, for the protocol alone; fd 1 now writes to stderr."""
+    sys.stdout.flush()
+    fd = os.dup(1)
+    os.dup2(2, 1)
+    return os.fdopen(fd, "w")

@@ -1,0 +1,734 @@
+"""``grinta acp``: grinta as an Agent Client Protocol agent; one grinta session per ACP session.
+
+An ACP client (Zed, Jupyter AI's ACP personas, any editor that speaks ACP)
+starts ``grinta acp`` and talks JSON-RPC with it over stdio, through the
+``agent-client-protocol`` SDK. This module is one more front end: a loop over
+``session.updates()`` that reports each update as ACP session updates and
+answers each ``NeedsDecision`` with the client's permission answer
+(docs/acp.md has the whole mapping).
+
+- ``session/new``: the workspace is the client's ``cwd``; the model is the
+  configured one (``GRINTA_MODEL``, ``GRINTA_API_BASE``, ``GRINTA_API_KEY``),
+  else the demo model, which says so. The ACP session id is the grinta
+  session id (and names its log, ``.grinta/sessions/<id>.jsonl``).
+- ``session/prompt``: the first prompt is the task; a prompt while the task
+  runs is said to the model (``Session.say``) and waits for the same end; a
+  prompt once the task ended is the next task (``continue_task``). The prompt
+  answers when the task ends: ``end_turn``, ``cancelled``, ``max_tokens`` or
+  ``max_turn_requests`` (the token and step budgets).
+- ``session/load``: ``Session.resume`` of that log in ``cwd``, after the
+  conversation is replayed to the client (acp/replay.py); the next prompt goes
+  on with it, and a step that waited when the last process ended is staged
+  again and asked again.
+- ``session/cancel``: ``Session.stop``: a model call is cut at once; a commit
+  or a command in flight finishes (a command is told to end) and is recorded;
+  nothing is left half-written. A ``cancelled`` permission outcome is the same.
+- Permission: every write and command asks (reads too in the ``review``
+  mode). Options: approve once; veto (the model reads "The user vetoed this
+  call ... Reason: rejected in CLIENT"); and an "always" that grinta keeps
+  narrow: on a read, reads stop asking (the mode goes back to ``ask``); on a
+  command, that exact command string runs without asking for the rest of this
+  ACP session. Writes never offer it: every write asks again.
+- Modes (ACP session modes): ``ask`` (reads run; writes and commands ask;
+  the default, or ``auto`` when the configuration says so), ``review``
+  (every step asks), ``auto`` (nothing asks; writes are still staged,
+  validated and committed atomically).
+- Files: when the client can read files, its buffers count (acp/fs.py); the
+  commit stays grinta's, on disk, atomic and validated.
+
+Everything grinta shows passes through the session's secret redaction. The
+SDK is imported only in this package; nothing else in grinta imports it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import re
+import sys
+import time
+import uuid
+from collections.abc import AsyncGenerator, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+from urllib.parse import unquote, urlparse
+
+from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent, stdio_streams
+from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
+from acp.helpers import update_agent_message_text, update_agent_thought_text, update_current_mode
+from acp.schema import (
+    AcpMcpServer,
+    AgentCapabilities,
+    AudioContentBlock,
+    AuthenticateResponse,
+    ClientCapabilities,
+    CloseSessionResponse,
+    DeniedOutcome,
+    EmbeddedResourceContentBlock,
+    ForkSessionResponse,
+    HttpMcpServer,
+    ImageContentBlock,
+    Implementation,
+    InitializeResponse,
+    ListSessionsResponse,
+    LoadSessionResponse,
+    McpServerStdio,
+    NewSessionResponse,
+    PermissionOption,
+    PromptCapabilities,
+    PromptResponse,
+    RequestPermissionResponse,
+    ResourceContentBlock,
+    ResumeSessionResponse,
+    SessionMode,
+    SessionModeState,
+    SetSessionConfigOptionResponse,
+    SetSessionModeResponse,
+    SseMcpServer,
+    StopReason,
+    TextContentBlock,
+)
+
+from grinta_jupyter import __version__
+from grinta_jupyter.acp import toolcalls
+from grinta_jupyter.acp.fs import ClientBuffers
+from grinta_jupyter.acp.replay import ending, replay
+from grinta_jupyter.agent.history import branch_events
+from grinta_jupyter.agent.models import Model, ModelError, configured_model
+from grinta_jupyter.agent.session import Session
+from grinta_jupyter.agent.step import Step
+from grinta_jupyter.agent.updates import (
+    Approve,
+    ContextCondensed,
+    Decision,
+    ModelText,
+    NeedsDecision,
+    SessionEnded,
+    StepObserved,
+    StepProposed,
+    Update,
+    Veto,
+)
+from grinta_jupyter.config import Config
+from grinta_jupyter.events import models as ev
+from grinta_jupyter.events.log import LogError, read_log
+
+log = logging.getLogger("grinta.acp")
+
+CANCELLED = "cancelled by the user"  # the end reason of a session the client cancelled
+GONE = "the ACP client went away"
+CLOSE_WAIT = 30.0  # seconds a commit or command in flight gets to finish when the client leaves
+
+ModeId = Literal["ask", "review", "auto"]
+MODES: dict[str, SessionMode] = {
+    "ask": SessionMode(
+        id="ask",
+        name="Ask before changes",
+        description="Reads run; every write and every command asks first.",
+    ),
+    "review": SessionMode(
+        id="review",
+        name="Ask before every step",
+        description="Reads ask too; answering 'Allow all reads' goes back to 'Ask before changes'.",
+    ),
+    "auto": SessionMode(
+        id="auto",
+        name="Run without asking",
+        description="Every step runs at once; writes are still staged, validated and atomic.",
+    ),
+}
+
+# The permission options grinta offers; their ids come back in the client's answer.
+APPROVE = "approve"
+ALWAYS = "approve-always"
+VETO = "veto"
+
+_SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+
+McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
+PromptBlock = (
+    TextContentBlock
+    | ImageContentBlock
+    | AudioContentBlock
+    | ResourceContentBlock
+    | EmbeddedResourceContentBlock
+)
+
+
+@dataclass(eq=False)
+class Conversation:
+    """One ACP session: its workspace and grinta session (made by the first prompt)."""
+
+    id: str
+    root: Path
+    model: Model | None  # None: ``problem`` says why no session can start
+    problem: str | None
+    documents: ClientBuffers | None
+    mode: ModeId
+    session: Session | None = None
+    turn: asyncio.Task[StopReason] | None = None  # the prompt turn driving the session
+    asking: asyncio.Future[RequestPermissionResponse] | None = None  # a permission request
+    cancelled: bool = False
+    commands: set[str] = field(default_factory=set)  # commands the user allowed always
+
+    @property
+    def running(self) -> bool:
+        return self.turn is not None and not self.turn.done()
+
+
+class GrintaAgent(Agent):
+    """The ACP agent: maps ACP requests onto grinta sessions (module docstring)."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self._client: Client | None = None
+        self._client_name = "the editor"
+        self._reads_files = False  # the client offers fs/read_text_file
+        self._conversations: dict[str, Conversation] = {}
+
+    def on_connect(self, conn: Client) -> None:
+        self._client = conn
+
+    @property
+    def client(self) -> Client:
+        if self._client is None:
+            raise RuntimeError("the agent is not connected to a client")
+        return self._client
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    async def initialize(
+        self,
+        protocol_version: int,
+        client_capabilities: ClientCapabilities | None = None,
+        client_info: Implementation | None = None,
+        **kwargs: Any,
+    ) -> InitializeResponse:
+        fs = client_capabilities.fs if client_capabilities is not None else None
+        self._reads_files = bool(fs is not None and fs.read_text_file)
+        if client_info is not None:
+            self._client_name = client_info.title or client_info.name
+        return InitializeResponse(
+            protocol_version=PROTOCOL_VERSION,
+            agent_capabilities=AgentCapabilities(
+                load_session=True,
+                prompt_capabilities=PromptCapabilities(
+                    image=False, audio=False, embedded_context=False
+                ),
+            ),
+            agent_info=Implementation(name="grinta", title="Grinta", version=__version__),
+            auth_methods=[],
+        )
+
+    async def new_session(
+        self,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> NewSessionResponse:
+        conv = self._open(_workspace(cwd), _new_session_id(), None)
+        return NewSessionResponse(session_id=conv.id, modes=_modes(conv.mode))
+
+    async def load_session(
+        self,
+        cwd: str,
+        session_id: str,
+        mcp_servers: list[McpServer] | None = None,
+        additional_directories: list[str] | None = None,
+        **kwargs: Any,
+    ) -> LoadSessionResponse | None:
+        root = _workspace(cwd)
+        if not _SESSION_ID.match(session_id):
+            raise _invalid(f"{session_id!r} is not a grinta session id")
+        conv = self._conversations.get(session_id)
+        if conv is None or conv.session is None:
+            conv = await self._resume(root, session_id)
+        elif conv.running:
+            raise _invalid(f"session {session_id} is working on a prompt; cancel it first")
+        session = conv.session
+        assert session is not None
+        for update in replay(
+            branch_events(session.log.events, session.branch), session.root, session.secrets.redact
+        ):
+            await self.client.session_update(conv.id, update)
+        if not session.done:
+            await self._say(
+                conv,
+                "\n\n(grinta: this session was resumed before its task ended; send a message "
+                "to go on. A step that was waiting is staged again against the files as they "
+                "are now, and asked again.)",
+            )
+        return LoadSessionResponse(modes=_modes(conv.mode))
+
+    async def set_session_mode(
+        self, session_id: str, mode_id: str, **kwargs: Any
+    ) -> SetSessionModeResponse | None:
+        conv = self._conversation(session_id)
+        if mode_id not in MODES:
+            raise _invalid(f"no mode {mode_id!r}; modes: {', '.join(MODES)}")
+        conv.mode = _mode_id(mode_id)
+        if conv.session is not None:
+            _apply_mode(conv.session, conv.mode)
+        return SetSessionModeResponse()
+
+    async def prompt(
+        self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
+    ) -> PromptResponse:
+        conv = self._conversation(session_id)
+        text = prompt_text(prompt, conv.root)
+        if not text:
+            await self._say(conv, "(grinta: the message was empty; say what to do.)")
+            return PromptResponse(stop_reason="end_turn")
+        if conv.model is None:
+            await self._say(conv, f"grinta cannot start a session: {conv.problem}")
+            return PromptResponse(stop_reason="end_turn")
+        while conv.running and conv.turn is not None:
+            running = conv.turn
+            assert conv.session is not None
+            if not conv.session.done:  # a message for the model, at its next turn
+                try:
+                    conv.session.say(text)
+                except ValueError as exc:  # too long
+                    await self._say(conv, f"grinta: {exc}")
+                    return PromptResponse(stop_reason="end_turn")
+                return PromptResponse(stop_reason=await asyncio.shield(running))
+            await asyncio.shield(running)  # it is ending: the message is the next task
+        try:
+            if conv.session is None:
+                conv.session = self._start(conv, text)
+            elif conv.session.done:
+                conv.session.continue_task(text)
+            else:  # resumed before its task ended
+                conv.session.say(text)
+        except (ValueError, OSError) as exc:
+            await self._say(conv, f"grinta: {exc}")
+            return PromptResponse(stop_reason="end_turn")
+        conv.cancelled = False
+        turn = conv.turn = asyncio.ensure_future(self._drive(conv))
+        return PromptResponse(stop_reason=await asyncio.shield(turn))
+
+    async def cancel(self, session_id: str, **kwargs: Any) -> None:
+        conv = self._conversations.get(session_id)
+        if conv is not None and conv.running:
+            self._cancel(conv)
+
+    async def close(self) -> None:
+        """The client went away: stop every session; wait for commits and commands in flight."""
+        turns = []
+        for conv in self._conversations.values():
+            if conv.running and conv.turn is not None:
+                self._cancel(conv, GONE)
+                turns.append(conv.turn)
+        if turns:
+            await asyncio.wait(turns, timeout=CLOSE_WAIT)
+
+    # -- not offered (the capabilities say so) -----------------------------------------------
+
+    async def list_sessions(
+        self, cwd: str | None = None, cursor: str | None = None, **kwargs: Any
+    ) -> ListSessionsResponse:
+        raise RequestError.method_not_found("session/list")
+
+    async def set_config_option(
+        self, config_id: str, session_id: str, value: str | bool, **kwargs: Any
+    ) -> SetSessionConfigOptionResponse | None:
+        raise RequestError.method_not_found("session/set_config_option")
+
+    async def authenticate(self, method_id: str, **kwargs: Any) -> AuthenticateResponse | None:
+        raise RequestError.method_not_found("authenticate")
+
+    async def fork_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> ForkSessionResponse:
+        raise RequestError.method_not_found("session/fork")
+
+    async def resume_session(
+        self,
+        session_id: str,
+        cwd: str,
+        additional_directories: list[str] | None = None,
+        mcp_servers: list[McpServer] | None = None,
+        **kwargs: Any,
+    ) -> ResumeSessionResponse:
+        raise RequestError.method_not_found("session/resume")
+
+    async def close_session(self, session_id: str, **kwargs: Any) -> CloseSessionResponse | None:
+        raise RequestError.method_not_found("session/close")
+
+    async def ext_method(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        raise RequestError.method_not_found(method)
+
+    async def ext_notification(self, method: str, params: dict[str, Any]) -> None:
+        return None
+
+    # -- sessions -----------------------------------------------------------------------------
+
+    def _open(self, root: Path, session_id: str, start_model: str | None) -> Conversation:
+        model, problem = self._model(start_model)
+        documents = None
+        if self._reads_files:
+            client = self.client
+
+            async def read_text(path: str) -> str:
+                return (await client.read_text_file(path=path, session_id=session_id)).content
+
+            documents = ClientBuffers(read_text, root, asyncio.get_running_loop())
+        conv = Conversation(
+            session_id, root, model, problem, documents, "auto" if self.config.auto else "ask"
+        )
+        self._conversations[session_id] = conv
+        return conv
+
+    def _model(self, start_model: str | None) -> tuple[Model | None, str | None]:
+        """The configured model (the demo model when none is), or why there is none."""
+        if self.config.model is None and start_model not in (None, "demo"):
+            return None, (
+                f"no model is configured, and this session used {start_model!r}: set "
+                "GRINTA_MODEL (and its key) in the environment the editor starts grinta with"
+            )
+        try:
+            return configured_model(self.config, require_key=True), None
+        except ModelError as exc:
+            return None, exc.message
+
+    def _start(self, conv: Conversation, task: str) -> Session:
+        assert conv.model is not None
+        options = self.config.session_options(conv.root)
+        session = Session(
+            task,
+            model=conv.model,
+            root=options["root"],
+            toolset=options["toolset"],
+            policy=options["policy"],
+            limits=options["limits"],
+            settings=options["settings"],
+            log_dir=options["log_dir"],
+            session_id=conv.id,
+            documents=conv.documents,
+        )
+        _apply_mode(session, conv.mode)
+        return session
+
+    async def _resume(self, root: Path, session_id: str) -> Conversation:
+        folder = Path(self.config.log_dir).expanduser() if self.config.log_dir else None
+        path = (folder or root / ".grinta" / "sessions") / f"{session_id}.jsonl"
+        if not path.is_file():
+            raise RequestError.resource_not_found(str(path))
+        try:
+            events = await asyncio.to_thread(read_log, path)
+            start = next(e for e in events if isinstance(e, ev.SessionStart))
+        except (LogError, StopIteration, OSError) as exc:
+            raise _invalid(f"cannot read the log of session {session_id}: {exc}") from None
+        conv = self._open(root, session_id, start.model)
+        if conv.model is None:
+            del self._conversations[session_id]
+            raise _invalid(f"cannot load session {session_id}: {conv.problem}")
+        policy: Literal["ask", "auto"] = "auto" if conv.mode == "auto" else "ask"
+        try:
+            session = await asyncio.to_thread(
+                Session.resume,
+                path,
+                model=conv.model,
+                policy=policy,
+                root=root,  # the workspace the client names, where the log was found
+                documents=conv.documents,
+                settings=self.config.settings(),
+            )
+        except (LogError, ValueError, OSError) as exc:
+            del self._conversations[session_id]
+            raise _invalid(f"cannot load session {session_id}: {exc}") from None
+        _apply_mode(session, conv.mode)
+        conv.session = session
+        return conv
+
+    def _conversation(self, session_id: str) -> Conversation:
+        conv = self._conversations.get(session_id)
+        if conv is None:
+            raise RequestError.resource_not_found(f"session {session_id}")
+        return conv
+
+    # -- a prompt turn: the loop over the session's updates -----------------------------------
+
+    async def _drive(self, conv: Conversation) -> StopReason:
+        session = conv.session
+        assert session is not None
+        try:
+            # updates() is an async generator: closed here if the turn ends early.
+            stream = cast("AsyncGenerator[Update, None]", session.updates())
+            async with aclosing(stream) as updates:
+                async for update in updates:
+                    await self._report(conv, update)
+                    if isinstance(update, NeedsDecision):
+                        await self._decide(conv, update.step)
+        except ConnectionError:  # nobody to ask or tell: stop where it is
+            conv.cancelled = True
+            if not session.done:
+                session.stop(GONE)
+            return "cancelled"
+        except Exception as exc:
+            log.exception("the ACP turn of session %s failed", conv.id)
+            if not session.done:
+                session.stop(f"internal error: {exc!r}")
+            with contextlib.suppress(Exception):
+                await self._say(conv, f"\n\n(grinta failed: {exc!r}; the session stopped.)")
+            return "end_turn"
+        if conv.cancelled or session.end_reason in (CANCELLED, GONE):
+            return "cancelled"
+        if session.end_reason == "budget:tokens":
+            return "max_tokens"
+        if session.end_reason == "budget:steps":
+            return "max_turn_requests"
+        return "end_turn"
+
+    async def _report(self, conv: Conversation, update: Update) -> None:
+        """Tell the client what ``update`` means to it, if anything."""
+        session = conv.session
+        assert session is not None
+        redact = session.secrets.redact
+        if isinstance(update, ModelText):
+            if update.text:
+                await self.client.session_update(
+                    conv.id, update_agent_message_text(redact(update.text))
+                )
+        elif isinstance(update, StepProposed):
+            await self.client.session_update(
+                conv.id, toolcalls.started(session.root, session.branch, update.step, redact)
+            )
+        elif isinstance(update, StepObserved):
+            notes = await self._read_notes(conv, update.step)
+            await self.client.session_update(
+                conv.id,
+                toolcalls.observed(session.root, session.branch, update.step, redact, notes),
+            )
+        elif isinstance(update, ContextCondensed):
+            await self.client.session_update(
+                conv.id,
+                update_agent_thought_text(
+                    f"(grinta condensed older turns: {update.tokens_before:,} to "
+                    f"{update.tokens_after:,} tokens, to stay under {update.budget:,})"
+                ),
+            )
+        elif isinstance(update, SessionEnded) and update.reason not in (CANCELLED, GONE):
+            await self._say(conv, redact(_ending(session, update)))
+
+    async def _read_notes(self, conv: Conversation, step: Step) -> list[str]:
+        """A read of a file the editor holds unsaved changes of says so."""
+        proposal = step.proposal
+        if conv.documents is None or proposal.tool != "read" or not proposal.ok:
+            return []
+        path = str(proposal.args.get("path") or "").split("::", 1)[0]
+        if not path or not await conv.documents.differs(path):
+            return []
+        return [
+            f"{path} is open in {self._client_name} with unsaved changes: grinta read the saved "
+            "file, and a write to it is refused until it is saved."
+        ]
+
+    async def _decide(self, conv: Conversation, step: Step) -> None:
+        """Ask the client about a step that waits, and hand its answer to the session."""
+        session = conv.session
+        assert session is not None
+        if not (session.waiting and session.pending is step):
+            return  # decided elsewhere meanwhile
+        proposal = step.proposal
+        if proposal.command and proposal.command in conv.commands and not step.stale:
+            await self._hand(conv, step, Approve())
+            return
+        request = conv.asking = asyncio.ensure_future(
+            self.client.request_permission(
+                session_id=conv.id,
+                tool_call=toolcalls.asking(
+                    session.root, session.branch, step, session.secrets.redact
+                ),
+                options=permission_options(step),
+            )
+        )
+        try:
+            await asyncio.wait({request})
+        finally:
+            conv.asking = None
+        if request.cancelled():  # cancelled: ``cancel`` stopped the session
+            return
+        failure = request.exception()
+        if failure is not None:
+            if isinstance(failure, ConnectionError):
+                raise failure
+            log.warning("the permission request of step %d failed: %r", step.number, failure)
+            self._cancel(conv)
+            return
+        outcome = request.result().outcome
+        if isinstance(outcome, DeniedOutcome):  # the client cancelled the turn
+            self._cancel(conv)
+            return
+        await self._hand(conv, step, await self._decision(conv, step, outcome.option_id))
+
+    async def _decision(self, conv: Conversation, step: Step, option: str) -> Decision:
+        """The decision an option the user chose stands for (and what "always" switches on)."""
+        proposal = step.proposal
+        if option == VETO:
+            return Veto(f"rejected in {self._client_name}")
+        if option == ALWAYS and proposal.kind == "read":
+            conv.mode = "ask"
+            if conv.session is not None:
+                _apply_mode(conv.session, conv.mode)
+            await self.client.session_update(conv.id, update_current_mode("ask"))
+        elif option == ALWAYS and proposal.command:
+            conv.commands.add(proposal.command)
+        elif option not in (APPROVE, ALWAYS):
+            return Veto(f"{self._client_name} answered with an option grinta did not offer")
+        return Approve()
+
+    async def _hand(self, conv: Conversation, step: Step, decision: Decision) -> None:
+        session = conv.session
+        assert session is not None
+        if not (session.waiting and session.pending is step):
+            return
+        session.decide(decision)
+        if isinstance(decision, Approve):  # a commit or a command runs now
+            await self.client.session_update(
+                conv.id, toolcalls.progress(session.branch, step, "in_progress")
+            )
+
+    def _cancel(self, conv: Conversation, reason: str = CANCELLED) -> None:
+        """Stop the turn: a permission request in flight is dropped, the session stopped."""
+        conv.cancelled = True
+        if conv.asking is not None:
+            conv.asking.cancel()
+        if conv.session is not None and not conv.session.done:
+            conv.session.stop(reason)
+
+    async def _say(self, conv: Conversation, text: str) -> None:
+        await self.client.session_update(conv.id, update_agent_message_text(text))
+
+
+# -- the pieces -----------------------------------------------------------------------------
+
+
+def permission_options(step: Step) -> list[PermissionOption]:
+    """What the user may answer about ``step``; writes are never allowed "always"."""
+    proposal = step.proposal
+    veto = PermissionOption(option_id=VETO, name="Veto", kind="reject_once")
+    if proposal.kind == "read":
+        return [
+            PermissionOption(option_id=APPROVE, name="Allow", kind="allow_once"),
+            PermissionOption(option_id=ALWAYS, name="Allow all reads", kind="allow_always"),
+            veto,
+        ]
+    if proposal.kind == "command" and not step.stale:
+        return [
+            PermissionOption(option_id=APPROVE, name="Run", kind="allow_once"),
+            PermissionOption(
+                option_id=ALWAYS, name="Always run this exact command", kind="allow_always"
+            ),
+            veto,
+        ]
+    return [PermissionOption(option_id=APPROVE, name="Approve", kind="allow_once"), veto]
+
+
+def prompt_text(blocks: Sequence[PromptBlock], root: Path) -> str:
+    """A prompt as the text of a task: mentioned files by their workspace path."""
+    parts: list[str] = []
+    for block in blocks:
+        if isinstance(block, TextContentBlock):
+            piece = block.text
+        elif isinstance(block, ResourceContentBlock):
+            piece = f"`{_mentioned(block.uri, root)}`"
+        elif isinstance(block, EmbeddedResourceContentBlock):
+            piece = f"`{_mentioned(block.resource.uri, root)}`"
+        else:
+            piece = "[an image or a sound, which grinta cannot read]"
+        if parts and piece and not parts[-1][-1:].isspace() and not piece[:1].isspace():
+            piece = " " + piece
+        parts.append(piece)
+    return "".join(parts).strip()
+
+
+def _mentioned(uri: str, root: Path) -> str:
+    """A mentioned file's path relative to the workspace (the URI itself when outside it)."""
+    parsed = urlparse(uri)
+    if parsed.scheme not in ("file", ""):
+        return uri
+    path = Path(unquote(parsed.path))
+    if not path.is_absolute():
+        return path.as_posix()
+    for candidate in (path, path.resolve()):
+        with contextlib.suppress(ValueError):
+            return candidate.relative_to(root).as_posix()
+    return uri
+
+
+def _ending(session: Session, update: SessionEnded) -> str:
+    if update.reason == "error":
+        errors = [e for e in session.log.events if isinstance(e, ev.ErrorEvent)]
+        if errors:
+            return f"\n\n(grinta: the session stopped: {errors[-1].code}: {errors[-1].message})"
+    return ending(update.reason, update.summary)
+
+
+def _apply_mode(session: Session, mode: ModeId) -> None:
+    session.policy = "auto" if mode == "auto" else "ask"
+    session.auto_reads = mode != "review"
+
+
+def _modes(current: ModeId) -> SessionModeState:
+    return SessionModeState(current_mode_id=current, available_modes=list(MODES.values()))
+
+
+def _mode_id(text: str) -> ModeId:
+    for mode in ("ask", "review", "auto"):
+        if text == mode:
+            return mode
+    raise _invalid(f"no mode {text!r}")
+
+
+def _workspace(cwd: str) -> Path:
+    """The workspace a client names. ACP says absolute; a relative one is taken from the
+    folder the client started grinta in, rather than refused."""
+    path = Path(cwd).expanduser()
+    if not path.is_dir():
+        raise _invalid(f"the workspace {cwd!r} is not a folder")
+    return path.resolve()
+
+
+def _new_session_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S-") + uuid.uuid4().hex[:6]
+
+
+def _invalid(message: str) -> RequestError:
+    return RequestError(-32602, message)
+
+
+# -- running on stdio -----------------------------------------------------------------------
+
+
+class NotAPipe(RuntimeError):
+    """Standard input or output is a file or a terminal: an ACP client was not what started us."""
+
+
+async def serve(config: Config, protocol_out: Any) -> None:
+    """Run the agent on stdin and ``protocol_out`` (the real stdout) until the client leaves."""
+    agent = GrintaAgent(config)
+    stdout = sys.stdout
+    sys.stdout = protocol_out  # the SDK opens its writer on sys.stdout
+    try:
+        reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    except ValueError as exc:  # asyncio's pipe transports take pipes and sockets only
+        raise NotAPipe(
+            f"standard input and output must be pipes from an ACP client ({exc}); an editor "
+            "such as Zed starts `grinta acp` and talks to it through them"
+        ) from None
+    finally:
+        sys.stdout = stdout
+    try:
+        await run_agent(agent, writer, reader)
+    finally:
+        await agent.close()
