@@ -1,10 +1,25 @@
-"""The ``grinta`` command: demo, run, replay, metrics, eval.
+"""The ``grinta`` command: demo, run, resume, replay, clean, metrics, eval.
 
 grinta demo [--root DIR] [--auto]          the scripted demo on a copy of the raft_kv sample
 grinta run "TASK" [--model M] [--root DIR] [--auto] [--toolset T] [--max-steps N]
-grinta replay LOG [--root DIR]             re-run a recorded session; report differing steps
+grinta run --continue LOG "TASK" [--model M] [--root DIR] [--auto]
+                                           give an ended session its next task
+grinta resume [LOG] [--model M] [--root DIR] [--auto]
+                                           go on with a session whose task did not end
+                                           (default: the workspace's most recent one)
+grinta replay LOG [--root DIR] [--branch K] re-run a recorded session; report differing steps
+grinta clean [--root DIR] [--keep N] [--unfinished] [--dry-run]
+                                           delete old session logs and their snapshots
 grinta metrics LOG [--json]                behaviour metrics of a recorded session
 grinta eval [--tasks T] [--toolsets A,B] [--model M] [--runs N] ...
+
+A resumed or continued session goes on in the workspace its log names (or
+``--root``, when it moved), with the model of ``--model`` or ``GRINTA_MODEL``
+(the demo model for a demo session). Everything about the log is checked
+before it is touched: a log that is not one, whose task state does not fit
+the command, held by a running session, or not in the sessions folder of the
+workspace it names (without ``--root``), is one line and status 2 with the
+log unchanged.
 
 Settings come from one ``Config`` (config.py): the ``GRINTA_*`` environment,
 then the flags, which win. With no model configured, ``demo`` plays the demo
@@ -43,6 +58,7 @@ from grinta_jupyter.terminal import Console, steer, tolerant_streams
 if TYPE_CHECKING:
     from grinta_jupyter.agent.models import Model
     from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.events.models import Event, SessionStart
 
 EXIT_USER_ERROR = 2
 EXIT_INTERNAL_ERROR = 1
@@ -72,7 +88,9 @@ def _parser() -> argparse.ArgumentParser:
     """Flags whose name is a ``Config`` field default to None: not given, the environment decides."""
     parser = _Parser(prog="grinta", description="A step-by-step coding agent you can steer.")
     sub = parser.add_subparsers(
-        dest="command", required=True, metavar="{demo,run,replay,metrics,eval}"
+        dest="command",
+        required=True,
+        metavar="{demo,run,resume,replay,clean,metrics,eval,acp}",
     )
 
     demo = sub.add_parser("demo", help="run the scripted demo on a copy of the raft_kv sample")
@@ -86,23 +104,74 @@ def _parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="work on a task in a folder")
     run.add_argument("task")
+    run.add_argument(
+        "--continue",
+        dest="continue_log",
+        metavar="LOG",
+        help="give the ended session of LOG this next task (same workspace, context carried over)",
+    )
     run.add_argument("--model", help="any litellm model string (default: $GRINTA_MODEL)")
     run.add_argument(
-        "--root", help="the workspace folder (default: $GRINTA_ROOT, else the current folder)"
+        "--root",
+        help="the workspace folder (default: $GRINTA_ROOT, else the current folder; with "
+        "--continue: the log's workspace)",
     )
     run.add_argument("--auto", action="store_true", default=None, help=_AUTO)
     run.add_argument("--toolset", help=f"default: {Config.toolset}")
     run.add_argument("--max-steps", type=positive_int, help=_MAX_STEPS)
 
+    res = sub.add_parser("resume", help="go on with a session whose task did not end")
+    res.add_argument(
+        "log", nargs="?", help="its event log (default: the workspace's most recent unfinished one)"
+    )
+    res.add_argument("--model", help="any litellm model string (default: $GRINTA_MODEL)")
+    res.add_argument(
+        "--root",
+        help="the workspace, when it moved (default: the one the log names; without LOG, the "
+        "workspace to look in and go on in: $GRINTA_ROOT, else the current folder)",
+    )
+    res.add_argument("--auto", action="store_true", default=None, help=_AUTO)
+
     rep = sub.add_parser("replay", help="re-run a recorded session and report differing steps")
     rep.add_argument("log")
     rep.add_argument(
-        "--root", help="a workspace in the session's starting state (default: a fresh sample copy)"
+        "--root",
+        help="a workspace in the session's starting state, changed by the replay (default: a "
+        "fresh sample copy, else a new folder rebuilt from the log's snapshots)",
     )
+    rep.add_argument(
+        "--branch",
+        type=_branch_number,
+        help="the branch of a rewound session to replay (default: the one it ended on)",
+    )
+
+    cln = sub.add_parser("clean", help="delete old session logs and the snapshots only they need")
+    cln.add_argument(
+        "--root", help="the workspace folder (default: $GRINTA_ROOT, else the current folder)"
+    )
+    cln.add_argument(
+        "--keep",
+        type=_count,
+        default=CLEAN_KEEP,
+        help=f"how many of the most recent sessions to keep (default: {CLEAN_KEEP})",
+    )
+    cln.add_argument(
+        "--unfinished",
+        action="store_true",
+        help="also delete sessions whose task did not end (kept by default: they may be resumed)",
+    )
+    cln.add_argument("--dry-run", action="store_true", help="say what would go; delete nothing")
 
     met = sub.add_parser("metrics", help="behaviour metrics of a recorded session")
     met.add_argument("log")
     met.add_argument("--json", action="store_true")
+
+    acp = sub.add_parser(
+        "acp",
+        help="run as an Agent Client Protocol agent on stdio (for Zed, Jupyter AI: docs/acp.md)",
+        add_help=False,
+    )
+    acp.add_argument("acp_args", nargs="*", help="see grinta acp --help")
 
     evl = sub.add_parser("eval", help="run the harness experiment: tasks x toolsets x seeds")
     evl.add_argument(
@@ -129,6 +198,21 @@ def _parser() -> argparse.ArgumentParser:
 
 
 _AUTO = "approve every step without asking"
+CLEAN_KEEP = 10  # sessions ``grinta clean`` keeps by default
+
+
+def _count(text: str) -> int:
+    """A number 0 or more (argparse type)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be 0 or more, got {value}")
+    return value
+
+
+_branch_number = _count
 _MAX_STEPS = f"default: $GRINTA_MAX_STEPS, else {Config.max_steps}"
 
 
@@ -136,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     """The console entry: run one command; every failure is one line on stderr."""
     tolerant_streams()
     config: Config | None = None
+    given = sys.argv[1:] if argv is None else argv
+    if given[:1] == ["acp"]:  # its own options (--help); standard output is the protocol's
+        from grinta_jupyter.acp import main as acp_main
+
+        return acp_main(given[1:])
     try:
         args = _parser().parse_args(argv)
         config = Config.from_env(os.environ).with_options(**_config_options(args))
@@ -210,8 +299,14 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         return _metrics(args)
     if args.command == "replay":
         return _replay(args)
+    if args.command == "clean":
+        return _clean(args, config)
     if args.command == "demo":
         return _demo(args, config)
+    if args.command == "resume":
+        return _resume(args, config)
+    if args.continue_log is not None:
+        return _continue(args, config)
     return _run(args, config)
 
 
@@ -228,14 +323,39 @@ def _replay(args: argparse.Namespace) -> int:
     from grinta_jupyter.agent.replay import replay
 
     root = _existing_folder(args.root, "--root") if args.root is not None else None
-    report = replay(args.log, root)
+    report = replay(args.log, root, args.branch)
+    print(f"replayed in: {visible(str(report.root))}")
+    for note in report.notes:
+        print(visible(f"note: {note}"))
     for line in report.differences:
         print(visible(line))
+    if report.branch or report.tasks > 1:
+        print(f"branch {report.branch}, {report.tasks} task(s)")
     print(
         f"replayed {report.steps} steps: "
         + ("every proposal identical" if report.identical else f"{len(report.differences)} differ")
     )
     return 0 if report.identical else 1
+
+
+def _clean(args: argparse.Namespace, config: Config) -> int:
+    from grinta_jupyter.events.snapshots import clean
+
+    root = _existing_folder(config.workspace, config.origin("root"))
+    done = clean(root, keep=args.keep, unfinished=args.unfinished, dry_run=args.dry_run)
+    verb = "would delete" if args.dry_run else "deleted"
+    for log in done.logs:
+        print(f"{verb} {visible(str(log))}")
+    print(
+        f"{verb} {len(done.logs)} session log(s) and {done.blobs} snapshot blob(s) "
+        f"({done.bytes:,} bytes); {done.kept} session log(s) kept"
+    )
+    if done.unfinished:
+        print(
+            f"kept {len(done.unfinished)} session(s) whose task did not end (resume them, or "
+            "pass --unfinished): " + ", ".join(visible(p.name) for p in done.unfinished)
+        )
+    return 0
 
 
 def _demo(args: argparse.Namespace, config: Config) -> int:
@@ -267,6 +387,156 @@ def _run(args: argparse.Namespace, config: Config) -> int:
         raise UserError(NO_MODEL)
     model = configured_model(config, require_key=True)
     return _run_session(args.task, model, config, root)
+
+
+def _continue(args: argparse.Namespace, config: Config) -> int:
+    """``grinta run --continue LOG TASK``: the ended session of LOG, given its next task."""
+    from grinta_jupyter.agent.history import unfinished
+
+    if not args.task.strip():
+        raise UserError('the task is empty; say what to do next, e.g. "now add a test"')
+    log, events, start = _session_log(args.continue_log)
+    if unfinished(events):
+        raise UserError(
+            f"{log}: its task has not ended; go on with it first (grinta resume {log}), then "
+            "continue it"
+        )
+    root = _resume_root(args.root, log, start)
+    model = _model_for(config, start)
+    session = _resumed(log, model, config, root)
+    if not session.done:  # checked above; a log that changed in between is not continued
+        raise UserError(f"{log}: its task has not ended; go on with it first (grinta resume)")
+    session.continue_task(args.task)
+    print(
+        f"model: {visible(session.model.name)}   task {len(session.tasks)}: "
+        f"{visible(args.task.strip())}\nworkspace: {visible(str(session.root))}\nlog: {log}"
+    )
+    _show_rules(session)
+    print()
+    return _steer_to_end(session)
+
+
+def _resume(args: argparse.Namespace, config: Config) -> int:
+    """``grinta resume [LOG]``: a session whose task did not end, rebuilt from its log."""
+    from grinta_jupyter.agent.history import latest_unfinished, unfinished
+    from grinta_jupyter.events import models as ev
+
+    if args.log is None:
+        where = _existing_folder(config.workspace, config.origin("root"))
+        found = latest_unfinished(where)
+        if found is None:
+            raise UserError(
+                f"no session of {where} has a task that did not end; name a log: grinta resume LOG"
+            )
+        text = str(found)
+    else:
+        text = args.log
+    log, events, start = _session_log(text)
+    if not unfinished(events):
+        ended = next(e for e in reversed(events) if isinstance(e, ev.SessionEnd))
+        raise UserError(
+            f"{log}: its task ended ({ended.reason}); give it a next task: "
+            f'grinta run --continue {log} "TASK"'
+        )
+    root = _resume_root(args.root, log, start)
+    model = _model_for(config, start)
+    session = _resumed(log, model, config, root)
+    resumed = [e for e in session.log.events if isinstance(e, ev.Resumed)][-1:]
+    again = len(resumed[0].requeued) if resumed else 0
+    landed = len(resumed[0].recovered) if resumed else 0
+    print(
+        f"model: {visible(session.model.name)}   task: {visible(session.tasks[-1])}\n"
+        f"workspace: {visible(str(session.root))}\nlog: {log}\n"
+        f"resumed after step {len(session.steps)}"
+        + (f"; {again} call(s) staged again against the files as they are now" if again else "")
+        + (f"; {landed} commit(s) had landed and are not made again" if landed else "")
+    )
+    _show_rules(session)
+    print()
+    return _steer_to_end(session)
+
+
+def _session_log(text: str) -> tuple[Path, list[Event], SessionStart]:
+    """The log at ``text``: its path, events and session_start; LogError when it is not one."""
+    from grinta_jupyter.events import models as ev
+    from grinta_jupyter.events.log import read_log
+
+    if not text.strip():
+        raise UserError("the log is empty; give the path of a session log (.grinta/sessions/)")
+    events = read_log(text)
+    start = next(e for e in events if isinstance(e, ev.SessionStart))
+    if start.toolset == "kernel":
+        raise UserError(
+            f"{text}: this session ran in a kernel with its tools; go on with it there "
+            "(%grinta resume, %grinta continue)"
+        )
+    return Path(text), events, start
+
+
+def _resume_root(given: str | None, log: Path, start: SessionStart) -> Path:
+    """Where a resumed session goes on: ``--root``, else the workspace its log names.
+
+    Only a log lying in that workspace's ``.grinta/sessions`` chooses it: a log copied or
+    moved elsewhere must not choose where the session writes, so ``--root`` says it.
+    """
+    if given is not None:
+        return _existing_folder(given, "--root")
+    named = Path(start.root)
+    home = _home_of(log)
+    if not start.root.strip() or home is None or not _same_folder(home, named):
+        lies = (
+            f"lies in the workspace {home}" if home else "is not in a workspace's sessions folder"
+        )
+        raise UserError(
+            f"{log} {lies} but its session ran in {start.root or 'no named folder'}; pass --root "
+            "to say where it goes on"
+        )
+    return named
+
+
+def _home_of(log: Path) -> Path | None:
+    """The workspace whose ``.grinta/sessions`` holds ``log``, if it lies in one."""
+    parent = log.absolute().parent
+    if parent.name == "sessions" and parent.parent.name == ".grinta":
+        return parent.parent.parent
+    return None
+
+
+def _same_folder(a: Path, b: Path) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return os.path.abspath(a) == os.path.abspath(b)
+
+
+def _model_for(config: Config, start: SessionStart) -> Model:
+    """The configured model; a demo session goes on with the demo model when none is."""
+    from grinta_jupyter.agent.models import configured_model
+
+    if config.model is None:
+        if start.model == "demo":
+            from grinta_jupyter.agent.models.demo import DemoModel
+
+            return DemoModel()
+        raise UserError(
+            f"no model is configured; this session used {start.model!r}: pass --model "
+            "(or set GRINTA_MODEL) to go on with it"
+        )
+    return configured_model(config, require_key=True)
+
+
+def _resumed(log: Path, model: Model, config: Config, root: Path) -> Session:
+    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.events.log import LogError
+
+    try:
+        return Session.resume(
+            log, model=model, policy=config.policy, root=root, settings=config.settings()
+        )
+    except OSError as exc:
+        raise UserError(f"cannot go on in {root}: {exc.strerror or exc}") from None
+    except LogError as exc:  # what is wrong with the log
+        raise UserError(str(exc)) from None
 
 
 def _eval(args: argparse.Namespace, config: Config) -> int:
@@ -351,17 +621,36 @@ def _run_session(
     task: str, model: Model, config: Config, root: Path, sample: str | None = None
 ) -> int:
     from grinta_jupyter.agent.session import Session
-    from grinta_jupyter.events.metrics import measure
 
     options = config.session_options(root)
     try:
         session = Session(task, model=model, sample=sample, **options)
     except OSError as exc:
         raise UserError(f"cannot work in {root}: {exc.strerror or exc}") from None
+    print(f"model: {visible(session.model.name)}   task: {visible(task)}\nlog: {session.log_path}")
+    _show_rules(session)
+    print()
+    return _steer_to_end(session)
+
+
+def _show_rules(session: Session) -> None:
+    """Which rules files of the project are in the system prompt, if any."""
+    if session.rules:
+        print(
+            "rules: "
+            + ", ".join(
+                visible(r.path, keep_newlines=False)
+                + (f" (cut to {r.chars:,} characters)" if r.truncated else "")
+                for r in session.rules
+            )
+        )
+
+
+def _steer_to_end(session: Session) -> int:
+    """Ask about each step until the session ends; say how it ended; the exit status."""
+    from grinta_jupyter.events.metrics import measure
+
     console = Console(sys.stdout)
-    print(
-        f"model: {visible(session.model.name)}   task: {visible(task)}\nlog: {session.log_path}\n"
-    )
     interrupted = not steer(session, console)
     metrics = measure(session.log.events)
     cost = "cost unknown" if metrics.cost is None else f"{metrics.cost:.4f} dollars"

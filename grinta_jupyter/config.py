@@ -69,6 +69,21 @@ def _text(text: str) -> str:
     return text
 
 
+# Who writes the text that stands for condensed turns (agent/condense.py): grinta's
+# deterministic digest, or the model itself.
+CondenseMethod = Literal["digest", "model"]
+CONDENSE_METHODS: tuple[CondenseMethod, ...] = ("digest", "model")
+
+
+def condense_method(text: str) -> CondenseMethod:
+    """``digest`` or ``model`` (``--condense``, ``GRINTA_CONDENSE``)."""
+    value = text.strip().lower()
+    for method in CONDENSE_METHODS:
+        if value == method:
+            return method
+    raise argparse.ArgumentTypeError(f"expected digest or model, got {text!r}")
+
+
 # Environment variable -> (field, parser). A blank value counts as unset.
 ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "GRINTA_MODEL": ("model", _text),
@@ -80,6 +95,8 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "GRINTA_MAX_TOKENS": ("max_tokens", positive_int),
     "GRINTA_MAX_COST": ("max_cost", positive_float),
     "GRINTA_MAX_WALL_TIME": ("max_wall_time", positive_float),
+    "GRINTA_CONTEXT_BUDGET": ("context_budget", positive_int),
+    "GRINTA_CONDENSE": ("condense", condense_method),
     "GRINTA_DEBUG": ("debug", flag),
 }
 
@@ -110,6 +127,10 @@ class Config:
     max_tokens: int | None = None
     max_cost: float | None = None  # dollars
     max_wall_time: float | None = None  # seconds
+    # Tokens each model request stays under; None: 60% of the model's context window as
+    # litellm knows it, else 32,000 (agent/condense.py, docs/session.md "Bounded context").
+    context_budget: int | None = None
+    condense: CondenseMethod = "digest"  # who writes condensations: grinta's digest or the model
     log_dir: str | None = None  # None: <root>/.grinta/sessions
     debug: bool = False  # the CLI shows tracebacks of internal errors
     origins: tuple[tuple[str, Origin], ...] = field(default=(), repr=False, compare=False)
@@ -119,7 +140,7 @@ class Config:
             value = getattr(self, name)
             if value is not None and not value.strip():
                 raise ConfigError(f"{self.origin(name)} is empty; give a {what}")
-        for name in ("max_steps", "max_tokens"):
+        for name in ("max_steps", "max_tokens", "context_budget"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ConfigError(f"{self.origin(name)}: must be 1 or more, got {value!r}")
@@ -129,6 +150,10 @@ class Config:
                 isinstance(value, (int, float)) and math.isfinite(value) and value > 0
             ):
                 raise ConfigError(f"{self.origin(name)}: must be a number above 0, got {value!r}")
+        if self.condense not in CONDENSE_METHODS:
+            raise ConfigError(
+                f"{self.origin('condense')}: must be digest or model, got {self.condense!r}"
+            )
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str]) -> Config:
@@ -182,6 +207,8 @@ class Config:
             max_tokens=self.max_tokens,
             max_cost=self.max_cost,
             max_wall_time=self.max_wall_time,
+            context_budget=self.context_budget,
+            condense=self.condense,
         )
 
     def settings(self) -> Settings:

@@ -7,8 +7,10 @@ the same layer as the CLI: it may import ``agent/``, ``events/`` and
 ``runtime/``, and it imports nothing heavy at module import.
 
 Deciding: a proposal is approved only on an explicit yes (Enter, ``y``,
-``yes``); ``v``/``veto``/``n``/``no`` veto it, ``e``/``edit`` edit it, and any
-other answer asks again. A write of several hunks also offers ``h``/``hunks``:
+``yes``); ``v``/``veto``/``n``/``no`` veto it, ``e``/``edit`` edit it,
+``m TEXT``/``say TEXT`` tells the model something (``Session.say``: it reads it
+at its next turn) and asks again, the proposal still waiting; any other answer
+asks again. A write of several hunks also offers ``h``/``hunks``:
 each hunk is shown and answered in turn, and only the accepted ones are
 re-validated and committed (``ApproveHunks``). End of input (Ctrl-D, a closed pipe) vetoes the
 pending proposal and stops the session: stdin will not answer again, and
@@ -43,14 +45,20 @@ if TYPE_CHECKING:
 
 SHOWN_OUTPUT_CHARS = 2000
 
-PROMPT = "approve? [Y]es / [v]eto / [e]dit: "
-HUNKS_PROMPT = "approve? [Y]es / [v]eto / [e]dit / [h]unk by hunk: "
-HINT = "answer y or Enter to approve, v or n to veto (you give a reason), e to edit"
+PROMPT = "approve? [Y]es / [v]eto / [e]dit / [m]essage: "
+HUNKS_PROMPT = "approve? [Y]es / [v]eto / [e]dit / [m]essage / [h]unk by hunk: "
+HINT = (
+    "answer y or Enter to approve, v or n to veto (you give a reason), e to edit, "
+    "m TEXT to tell the model something first"
+)
 HUNKS_HINT = HINT + ", h to choose hunk by hunk"
+SAY_PROMPT = "message for the model (it reads it at its next turn): "
+SAID = "said: the model reads it at its next turn; this proposal still waits"
 APPROVE_WORDS = frozenset({"", "y", "yes"})
 VETO_WORDS = frozenset({"v", "veto", "n", "no"})
 EDIT_WORDS = frozenset({"e", "edit"})
 HUNK_WORDS = frozenset({"h", "hunks"})
+SAY_WORDS = frozenset({"m", "say"})
 YES_WORDS = frozenset({"y", "yes"})
 NO_WORDS = frozenset({"n", "no"})
 DEFAULT_VETO_REASON = "vetoed by the user"
@@ -108,6 +116,7 @@ async def _drive(session: Session, console: Console) -> None:
     The prompt blocks the loop on purpose: nothing else runs while a person decides.
     """
     from grinta_jupyter.agent.updates import (
+        ContextCondensed,
         ModelText,
         NeedsDecision,
         StepObserved,
@@ -120,6 +129,11 @@ async def _drive(session: Session, console: Console) -> None:
             console.model_text(update.text)
         elif isinstance(update, StepProposed):
             console.show_proposal(update.step)
+        elif isinstance(update, ContextCondensed):
+            console.say(
+                f"\n    (older turns condensed ({update.method}) to keep the request under "
+                f"{update.budget:,} tokens: {update.tokens_before:,} -> {update.tokens_after:,})"
+            )
         elif isinstance(update, StepObserved):
             console.show_observation(update.step)
             if update.step is closing and not session.done:
@@ -155,12 +169,34 @@ def _decide(session: Session, console: Console) -> bool:
         if word in EDIT_WORDS:
             _edit(session, step, console)
             continue
+        said = _said(answer)
+        if said is not None:
+            if not said:
+                typed = _read_line(SAY_PROMPT)
+                if typed is None:
+                    session.decide(Veto("no answer: standard input closed"))
+                    return False
+                said = typed.strip()
+            if said:
+                session.say(said)
+                console.say(SAID)
+            else:
+                console.say("nothing was said")
+            continue
         if several and word in HUNK_WORDS:
             decided = _choose_hunks(session, step, console)
             if decided is not None:
                 return decided
             continue
         console.say(HUNKS_HINT if several else HINT)
+
+
+def _said(answer: str) -> str | None:
+    """The text of an ``m TEXT`` / ``say TEXT`` answer ("" when only the word), else None."""
+    parts = answer.strip().split(maxsplit=1)
+    if not parts or parts[0].lower() not in SAY_WORDS:
+        return None
+    return parts[1].strip() if len(parts) > 1 else ""
 
 
 def _choose_hunks(session: Session, step: Step, console: Console) -> bool | None:
@@ -365,6 +401,13 @@ class Console:
                     f" [... {cut} more characters{'; the diff shows the change' if p.diff else ''}]"
                 )
             lines = [f"\n=== step {step.number}: {name} {shown}"]
+        if step.stale:
+            lines.append(
+                "    ! staged again on resume, and the files changed since: "
+                + visible(step.stale, keep_newlines=False)
+            )
+        elif step.restaged:
+            lines.append("    (staged again on resume; its files are as they were)")
         for r in p.resolutions:
             lines.append(
                 "    "

@@ -156,11 +156,10 @@ async def grinta_acp(
     env |= variables
     stderr = tmp_path / f"agent-{next(_agents)}.stderr"
     with open(stderr, "wb") as err:
-        async with spawn_agent_process(
+        async with spawn_agent_process(  # as an editor starts it: the `grinta acp` command
             editor,
-            sys.executable,
-            "-m",
-            "grinta_jupyter.acp",
+            str(Path(sys.executable).with_name("grinta")),
+            "acp",
             env=env,
             cwd=REPO,
             transport_kwargs={"stderr": err},

@@ -1,5 +1,7 @@
-"""What the model sees: the system prompt, the task, and the history, with old
-observations masked to one line beyond a window.
+"""What the model sees: the system prompt (with the project's rules, agent/rules.py), the
+task, and the history, with old observations masked to one line beyond a window, and the
+oldest turns condensed into one message when a request would outgrow its token budget
+(``plan_condensation``, ``condense``: agent/condense.py).
 
 Every tool result enters the context as DATA: secrets are scrubbed from it
 (runtime/secrets.py) and it is fenced between a header naming the tool and an
@@ -16,9 +18,12 @@ import json
 import secrets as _random
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from grinta_jupyter.runtime.secrets import Secrets
+
+if TYPE_CHECKING:
+    from grinta_jupyter.agent.condense import Condensation, Record
 
 SYSTEM_PROMPT = """\
 You are grinta, a careful coding agent working in the folder {root}.
@@ -70,20 +75,51 @@ class Context:
     summaries: dict[str, str] = field(default_factory=dict)
     boundary: str = field(default_factory=new_boundary)
     secrets: Secrets = field(default_factory=Secrets)
+    # What the condensations so far replaced (``condense``); None before the first.
+    condensed: Record | None = None
+    budget: int | None = None  # the token budget of the last ``plan_condensation``
     _renderer: _Renderer | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def start(
-        cls, root: str, task: str, keep_observations: int = 5, secrets: Secrets | None = None
+        cls,
+        root: str,
+        task: str,
+        keep_observations: int = 5,
+        secrets: Secrets | None = None,
+        *,
+        rules: str = "",
     ) -> Context:
+        """A context for ``task`` in ``root``; ``rules``: the project's rules block
+        (``agent.rules.load_rules(root).text``), which ends the system prompt."""
         boundary = new_boundary()
+        system = SYSTEM_PROMPT.format(root=root, fence=boundary)
         return cls(
-            SYSTEM_PROMPT.format(root=root, fence=boundary),
+            system + "\n" + rules.strip("\n") + "\n" if rules.strip() else system,
             task,
             keep_observations,
             boundary=boundary,
             secrets=secrets or Secrets(),
         )
+
+    def plan_condensation(
+        self, budget: int, tool_tokens: int, method: Literal["digest", "model"] = "digest"
+    ) -> Condensation | None:
+        """None when the next request (its messages and ``tool_tokens`` of tool schemas, as
+        the session counts them) fits ``budget``; else how to condense the oldest turns so it
+        does (agent/condense.py says what is kept). The text is grinta's digest; under
+        ``method="model"``, ``condense.condense_with_model`` writes the one to use."""
+        from grinta_jupyter.agent.condense import plan
+
+        return plan(self, budget, tool_tokens, method)
+
+    def condense(self, upto: int, text: str) -> None:
+        """Replace ``history[:upto]`` by one message holding ``text`` (fenced as data) and the
+        user's messages among them; a pure function of (history, upto, text) and the earlier
+        condensations, so replaying the logged ones rebuilds the same context."""
+        from grinta_jupyter.agent.condense import apply
+
+        apply(self, upto, text)
 
     def add_assistant(self, text: str, tool_calls: list[dict[str, str]]) -> None:
         message: dict[str, Any] = {"role": "assistant", "content": text or None}
@@ -167,7 +203,8 @@ class _Renderer:
     The history only grows, through the ``add_*`` methods. ``fits`` notices a history
     that shrank or whose folded messages were replaced, and a new system prompt, task
     or ``keep_observations``; ``add_tool_result`` notices a call id recorded twice (the
-    summary an earlier masked result shows changes). The context then renders anew.
+    summary an earlier masked result shows changes), and ``condense`` drops the renderer
+    (the history's start changed). The context then renders anew, once.
 
     Token counts add up per message: the o200k pre-tokenizer always cuts right after the
     ``{"`` that opens a message whose first key starts with a letter (the ``{"`` belongs
@@ -267,6 +304,12 @@ class _Renderer:
 _HEAD = '[{"'  # how every request's compact JSON starts
 _BETWEEN = ',{"'  # what follows a message's piece when another message follows
 _END = "]"
+
+
+def message_tokens(message: dict[str, Any]) -> int:
+    """About what ``message`` adds to a request's tokens (its piece, see ``_Renderer``)."""
+    piece = _piece_tokens(message, _BETWEEN)
+    return piece if piece is not None else _count(json.dumps(message, separators=(",", ":")))
 
 
 def _piece_tokens(message: dict[str, Any], tail: str) -> int | None:

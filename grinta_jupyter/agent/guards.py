@@ -24,7 +24,7 @@ from grinta_jupyter.agent.testruns import (
     judge,
     parse_test_command,
 )
-from grinta_jupyter.config import Config
+from grinta_jupyter.config import CondenseMethod, Config
 from grinta_jupyter.runtime.errors import COMMAND_TIMEOUT
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation, Proposal, WriteProposal
 
@@ -48,6 +48,10 @@ class Limits:
     max_cost: float | None = Config.max_cost  # dollars
     max_wall_time: float | None = Config.max_wall_time  # seconds
     max_model_turns_without_tool: int = 3
+    # Tokens each request stays under (older turns are condensed, agent/condense.py);
+    # None: a share of the model's context window (``condense.request_budget``).
+    context_budget: int | None = Config.context_budget
+    condense: CondenseMethod = Config.condense  # who writes a condensation's text
 
 
 GuardName = Literal[

@@ -20,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import stat
 import threading
 import time
@@ -31,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.agent.blocking import running_loop
-from grinta_jupyter.agent.condense import condense_with_model, request_budget
+from grinta_jupyter.agent.condense import condense_with_model, request_budget, tokens_after
 from grinta_jupyter.agent.context import Context, one_line
 from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
 from grinta_jupyter.agent.history import (
@@ -162,7 +163,8 @@ class Session:
         # kept as the proposal of the accepted hunks, staged and validated when it was decided.
         self._decision: Approve | Veto | _Selected | None = None
         self._model_task: asyncio.Task[ModelReply] | None = None
-        self._condensing: asyncio.Future[str] | None = None  # the model condensing the context
+        # The model condensing the context: the summary and what it spent.
+        self._condensing: asyncio.Future[tuple[str, Usage]] | None = None
         self._driver: asyncio.Future[None] | None = None  # the unit of work in progress
         self._loop: asyncio.AbstractEventLoop | None = None  # where the driver runs
         self._committing = False  # a commit or command is in flight: it is not cancelled
@@ -183,7 +185,9 @@ class Session:
                 toolset=self.runtime.toolset.name,
                 root=str(self.root),
                 policy=policy if isinstance(policy, str) else "callable",
-                settings=asdict(self.limits) | {"keep_observations": keep_observations},
+                # The budget as resolved (from the model's window when not set), for replay.
+                settings=asdict(self.limits)
+                | {"keep_observations": keep_observations, "budget": self.budget},
                 sample=sample,
                 rules=self.rules,
             )
@@ -747,17 +751,17 @@ class Session:
     async def _condense(self, tool_tokens: int) -> bool:
         """Keep the next request under the budget: condense older turns when it would not
         fit (``agent/condense.py``). False when the session moved on meanwhile."""
-        plan = self.context.plan_condensation(self.budget, tool_tokens)
+        plan = self.context.plan_condensation(self.budget, tool_tokens, self.limits.condense)
         if plan is None:
             return True
-        text = plan.text
+        text, after = plan.text, plan.tokens_after
         if plan.method == "model":
             generation = self._generation
             self._condensing = asyncio.ensure_future(
                 condense_with_model(self.model, self.context, plan.upto)
             )
             try:
-                text = await self._condensing
+                text, spent = await self._condensing
             except asyncio.CancelledError:
                 if self.done or generation != self._generation:
                     return False
@@ -766,13 +770,15 @@ class Session:
                 self._condensing = None
             if self.done or generation != self._generation:
                 return False
+            self.totals.add(spent)  # the summary request costs like any other
+            after = tokens_after(self.context, plan.upto, text, tool_tokens)
         self._emit(
             ev.Condensed(
                 upto=plan.upto,
                 text=text,
                 method=plan.method,
                 tokens_before=plan.tokens_before,
-                tokens_after=plan.tokens_after,
+                tokens_after=after,
                 budget=plan.budget,
             ),
             len(self.steps) + 1,
@@ -1151,6 +1157,9 @@ class Session:
         return self._log_failed
 
 
+# How a resolution names the definition it chose: "path:line kind name" (tools/symbols.py).
+_RESOLVED_AT = re.compile(r"(.+?):(\d+) ")
+
 # What a front end that starts listening after the fact must still hear about.
 _ANNOUNCED = (ev.TaskStarted, ev.Rewound, ev.Resumed, ev.UserMessage)
 
@@ -1164,6 +1173,10 @@ def _read_path(proposal: Proposal) -> str:
         return path.split("::", 1)[0]
     if isinstance(symbol, str) and "::" in symbol:
         return symbol.split("::", 1)[0]
+    for resolution in proposal.resolutions:  # a bare name resolved to one definition
+        found = _RESOLVED_AT.match(resolution.chosen or "")
+        if found:
+            return found.group(1)
     return ""
 
 

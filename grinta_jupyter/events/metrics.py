@@ -69,6 +69,16 @@ class SessionMetrics(BaseModel):
     recoveries: Annotated[int, Unit("recoveries")]
     context_tokens: Annotated[list[int], Tokens]
     context_growth_per_request: Annotated[float, Unit("tokens per request")]
+    largest_request: Annotated[int, Tokens] = 0  # the largest of ``context_tokens``
+    context_budget: Annotated[int | None, Tokens] = None  # what requests had to stay under
+    condensations: Annotated[int, Unit("condensations")] = 0
+    condensed_tokens_saved: Annotated[int, Tokens] = 0  # tokens_before - tokens_after, summed
+    # The requests (1-based, positions in ``context_tokens``) that came first after each
+    # condensation: where the series drops.
+    condensed_at: Annotated[list[int], Unit("requests")] = []
+    tasks: Annotated[int, Unit("tasks")] = 1  # the first task and each next one
+    user_messages: Annotated[int, Unit("messages")] = 0  # what the user said mid-run
+    rewinds: Annotated[int, Unit("rewinds")] = 0
     time_to_first_edit: Annotated[float | None, Seconds]
     steps_to_first_edit: Annotated[int | None, Unit("steps")]
     premature_finishes: Annotated[int, Unit("finishes")]
@@ -105,10 +115,12 @@ def measure(source: Source) -> SessionMetrics:
     """Behaviour metrics of one session, from its log path (see ``read_log``) or its events."""
     events = read_log(source) if isinstance(source, (str, os.PathLike)) else read_events(source)
     start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
-    end = next((e for e in events if isinstance(e, ev.SessionEnd)), None)
+    # A session given next tasks ends once per task: the last end is where it stands.
+    end = next((e for e in reversed(events) if isinstance(e, ev.SessionEnd)), None)
     proposals = [e for e in events if isinstance(e, ev.ToolProposed) and not e.edited]
     requests = [e for e in events if isinstance(e, ev.ModelRequest)]
     replies = [e for e in events if isinstance(e, ev.ModelReplied)]
+    condensed = [e for e in events if isinstance(e, ev.Condensed)]
 
     counts = Counter(p.tool for p in proposals)
     total = sum(counts.values())
@@ -141,6 +153,16 @@ def measure(source: Source) -> SessionMetrics:
         recoveries=_recoveries(events),
         context_tokens=[r.tokens for r in requests],
         context_growth_per_request=_slope([r.tokens for r in requests]),
+        largest_request=max((r.tokens for r in requests), default=0),
+        context_budget=next((r.budget for r in reversed(requests) if r.budget), None),
+        condensations=len(condensed),
+        condensed_tokens_saved=sum(max(0, c.tokens_before - c.tokens_after) for c in condensed),
+        condensed_at=_condensed_at(events),
+        tasks=1 + sum(1 for e in events if isinstance(e, ev.TaskStarted)),
+        user_messages=sum(
+            1 for e in events if isinstance(e, ev.UserMessage) and e.source == "user"
+        ),
+        rewinds=sum(1 for e in events if isinstance(e, ev.Rewound)),
         time_to_first_edit=first_edit.t if first_edit else None,
         steps_to_first_edit=first_edit.step if first_edit else None,
         premature_finishes=sum(
@@ -250,6 +272,22 @@ def _first_edit(events: list[ev.Event]) -> ev.Committed | None:
     return next((e for e in events if isinstance(e, ev.Committed) and e.ok), None)
 
 
+def _condensed_at(events: list[ev.Event]) -> list[int]:
+    """The request (1-based) that followed each condensation, once per request."""
+    at: list[int] = []
+    requests = 0
+    pending = False
+    for e in events:
+        if isinstance(e, ev.Condensed):
+            pending = True
+        elif isinstance(e, ev.ModelRequest):
+            requests += 1
+            if pending:
+                at.append(requests)
+                pending = False
+    return at
+
+
 def _slope(values: list[int]) -> float:
     """Least-squares tokens added per request."""
     n = len(values)
@@ -304,6 +342,11 @@ def _rows(name: str, value: Any, unit: str | None, width: int) -> list[str]:
         text = f"{counts} ({unit})" if counts and unit else counts or "none"
         wrapped = textwrap.wrap(text, width - len(_INDENT)) or [""]
         return [f"{name:<28} {wrapped[0]}", *(_INDENT + more for more in wrapped[1:])]
+    if isinstance(value, list) and name == "condensed_at":  # request numbers
+        numbers = ", ".join(str(n) for n in value) or "none"
+        wrapped = textwrap.wrap(numbers, width - len(_INDENT) - 12) or ["none"]
+        lines = [f"{name:<28} {'requests ' + wrapped[0] if value else 'none'}"]
+        return lines + [_INDENT + more for more in wrapped[1:]]
     if isinstance(value, list):  # context tokens: one count per request
         shown = f"{value[0]:,} -> {value[-1]:,}" if value else "none"
         return [f"{name:<28} {shown:>12}  {unit} ({len(value)} requests)"]

@@ -16,6 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import functools
+import importlib.util
+import json
 import os
 import random
 import re
@@ -26,7 +29,7 @@ from typing import Any
 
 from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
 
-__all__ = ["LiteLLMModel", "guess_provider", "missing_key", "warm"]
+__all__ = ["LiteLLMModel", "context_window", "guess_provider", "missing_key", "warm"]
 
 # Env vars holding each provider's key (the first is the one we tell users to set).
 # Providers missing here are not checked up front; their auth errors still map to AUTH.
@@ -87,6 +90,16 @@ class LiteLLMModel:
     def __repr__(self) -> str:
         base = f", api_base={self.api_base!r}" if self.api_base else ""
         return f"LiteLLMModel({self.model!r}{base})"
+
+    @property
+    def context_window(self) -> int | None:
+        """Input tokens the model takes, from litellm's model information; None if unknown.
+
+        Read from the price and context map litellm ships (the one it loads with
+        ``LITELLM_LOCAL_MODEL_COST_MAP=True``), without importing litellm and without the
+        network, so it is the same answer before and after litellm is loaded.
+        """
+        return context_window(self.model)
 
     def check_key(self) -> None:
         """Raise ``MISSING_KEY`` now when the provider's key is plainly absent.
@@ -356,6 +369,53 @@ async def _rehearse(litellm: Any) -> None:
     finally:
         await stream.aclose()
     litellm.stream_chunk_builder(chunks, messages=request["messages"])
+
+
+# Model prefixes litellm's map files under another provider's name.
+_MAP_PROVIDERS = {"ollama_chat": "ollama"}
+
+
+def context_window(model: str) -> int | None:
+    """``model``'s input token limit in litellm's bundled map (``max_input_tokens``, else
+    ``max_tokens``); None when the map has no entry for it (an ``openai/...`` model on a
+    local server, say).
+
+    Looked up as ``litellm.get_model_info`` finds a name: the whole string, then without
+    its provider prefix when the entry is that provider's (``openai/gpt-4o`` -> ``gpt-4o``).
+    """
+    entries = _model_map()
+    name = model.strip()
+    prefix, slash, bare = name.partition("/")
+    candidates: list[tuple[str, str | None]] = [(name, None)]
+    if slash:
+        mapped = _MAP_PROVIDERS.get(prefix, prefix)
+        candidates += [(f"{mapped}/{bare}", None), (bare, mapped)]
+    for key, provider in candidates:
+        entry = entries.get(key)
+        if not isinstance(entry, dict):
+            continue
+        if provider is not None and entry.get("litellm_provider") != provider:
+            continue
+        for field in ("max_input_tokens", "max_tokens"):
+            value = entry.get(field)
+            if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+                return value
+    return None
+
+
+@functools.cache
+def _model_map() -> dict[str, Any]:
+    """litellm's bundled model map (about 30 ms to load, once); empty when it is missing."""
+    spec = importlib.util.find_spec("litellm")  # finds the package without importing it
+    if spec is None or spec.origin is None:
+        return {}
+    path = os.path.join(os.path.dirname(spec.origin), "model_prices_and_context_window_backup.json")
+    try:
+        with open(path, encoding="utf-8") as file:
+            data = json.load(file)
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
 
 
 def guess_provider(model: str) -> str | None:
