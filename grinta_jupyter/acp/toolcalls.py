@@ -96,7 +96,7 @@ def title_of(tool: str, kind: str, args: dict[str, Any], summary: str) -> str:
         return "Finish"
     if kind == "command":
         command = str(args.get("command") or args.get("code") or tool)
-        return f"Run `{_one_line(command, 200)}`"
+        return f"Run: {_one_line(command, 200)}"  # plain text: some clients show no markdown
     if kind == "write":
         paths = paths_in(args)
         verb = "Create" if tool == "create" else "Edit"
@@ -243,12 +243,20 @@ def observed(
         elif obs.output:
             content.append(_text(fenced(bounded(obs.output)), redact))
     content.extend(_text(note, redact) for note in notes)
+    # Clients that show a call's raw output and not its content (Jupyter AI's chat) still
+    # show what a read resolved and what a command printed.
+    shown = (
+        [*resolved(proposal), bounded(obs.output)]
+        if obs is not None and (proposal.kind in ("read", "command") or not ok)
+        else []
+    )
     return update_tool_call(
         tool_call_id(branch, step.number, step.call.id),
         title=_title(proposal),
         status="completed" if ok else "failed",
         content=content,
         locations=locations_of(root, proposal),
+        raw_output=redact("\n".join(shown)) if shown else None,
     )
 
 

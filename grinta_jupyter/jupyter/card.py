@@ -13,7 +13,11 @@ Traits (synced to the front end):
 - ``status``: the kernel's word on the last edit (``CODE: message`` when it
   did not validate);
 - ``editable``: the pending call's arguments as the model sent them, the edit
-  form's starting text (only while pending).
+  form's starting text (only while pending);
+- ``key``: names the card to the page, so a review under way (the veto reason,
+  the edit form, the hunks unchecked) outlives a view of it: the kernel redraws
+  the cell's display after each step, and anywidget gives each view a wrapper
+  of its own, so the view's model is no key.
 
 What the reviewer decides arrives as a custom message, turned into a typed
 decision (``grinta_jupyter.agent.updates``) and handed to ``on_decision``:
@@ -93,6 +97,7 @@ class StepCardWidget(anywidget.AnyWidget):
     _esm = STATIC / "card.js"
     _css = STATIC / "card.css"
     kind = traitlets.Unicode("step").tag(sync=True)
+    key = traitlets.Unicode().tag(sync=True)
     payload = traitlets.Dict().tag(sync=True)
     pending = traitlets.Bool(False).tag(sync=True)
     status = traitlets.Unicode("").tag(sync=True)
@@ -101,7 +106,7 @@ class StepCardWidget(anywidget.AnyWidget):
     def __init__(
         self, on_decision: Callable[[Decision], None] | None = None, **kwargs: Any
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(**{"key": uuid.uuid4().hex, **kwargs})
         self.on_decision = on_decision
         self.on_msg(self._received)
         # Stable hooks for styles and browser tests.

@@ -12,20 +12,26 @@ undoes the commits after step N and goes on from there, and ``%grinta resume``
 rebuilds a session from its log in a new kernel (the pending proposal is
 staged again and asked again). A session given a next task or rewound after it
 ended is shown again, panel and all, in the cell that asked, and driven again.
-Asking the wrong one (``say`` to an ended session, ``continue`` to a running
-one) prints the one line that says which command fits; so does a refused
-rewind, which changes nothing.
+The saved trace's box gives the next task by the same path
+(``continue_from_box``, called by ``jupyter/sessionlink.py``, which the
+controller tells which session is current and whether it has ended). Asking
+the wrong one (``say`` to an ended session, ``continue`` to a running one)
+prints the one line that says which command fits; so does a refused rewind,
+which changes nothing.
 """
 
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
+import contextvars
 import importlib
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.updates import (
@@ -62,6 +68,13 @@ TRACE_CHANGES = (
     ContextCondensed,
     SessionResumed,
 )
+# How long a message that arrived on another thread (a comm over a kernel subshell) waits
+# for the session's own loop, held by a running cell, before it gives up.
+LOOP_WAIT_S = 30.0
+BUSY_HINT = (
+    "the kernel is busy running a cell: nothing was given; send it again once the cell has finished"
+)
+T = TypeVar("T")
 SAY_HINT = "the session has ended: give it a next task with %grinta continue TASK"
 CONTINUE_HINT = (
     "the session is still working on its task: tell it something with %grinta say TEXT, "
@@ -94,6 +107,8 @@ class NotebookSession:
         self.task: asyncio.Task[None] | None = None
         self.stepper: Stepper | None = None
         self._stepped_to_end = False  # the stepper's stream yielded SessionEnded
+        # The kernel's loop this view was made on (in a cell), which drives the session.
+        self.loop = running_loop()
         self.panel: SessionPanel | None = None
         self.trace: Any = None
         if widgets:
@@ -139,6 +154,8 @@ class NotebookSession:
             self.panel.apply(update)
         if isinstance(update, TRACE_CHANGES) and not ended and self.trace is not None:
             self.trace.update(self.bundle(), raw=True)
+        if _current is self:
+            _announce()
 
     # -- driving ------------------------------------------------------------------------
 
@@ -170,13 +187,51 @@ class NotebookSession:
             self.apply(update)
 
     def next_task(self, task: str) -> None:
-        """Give the ended session ``task`` (the panel's box, ``%grinta continue``); drive it.
+        """Give the ended session ``task`` (the panel's box); drive it.
 
         The display that shows the panel is redrawn with it (it had become the trace
-        when the session ended). Raises what ``Session.continue_task`` raises.
+        when the session ended). Raises what ``Session.continue_task`` raises, and
+        RuntimeError when a cell holds the kernel's loop too long (``on_own_loop``).
         """
-        self.session.continue_task(task)
-        self.reopened(TaskBegan(len(self.session.tasks), self.session.tasks[-1]))
+
+        def give() -> None:
+            self.session.continue_task(task)
+            self.reopened(TaskBegan(len(self.session.tasks), self.session.tasks[-1]))
+
+        self.on_own_loop(give)
+
+    def on_own_loop(self, work: Callable[[], T]) -> T:
+        """Do ``work`` on the kernel loop this view was made on, and return what it returns.
+
+        JupyterLab sends comm messages (widget clicks, the saved trace's box) over
+        kernel subshells, each a thread with an event loop of its own: a session
+        given its next task there would be driven on that loop, away from the cells
+        and from the loop its documents and kernel tools were bound to. So the work
+        goes to the view's loop, in the caller's context (a display it makes is a
+        reply to the caller's message), and the caller's thread waits for it, at most
+        ``LOOP_WAIT_S``: past that (a cell holds the loop), the work is dropped and
+        RuntimeError says so. On the view's own loop, or with none, it runs at once.
+        """
+        loop = self.loop
+        if loop is None or loop.is_closed() or running_loop() is loop:
+            return work()
+        done: concurrent.futures.Future[T] = concurrent.futures.Future()
+
+        def run() -> None:
+            if not done.set_running_or_notify_cancel():
+                return  # the caller gave up waiting: nothing happens
+            try:
+                done.set_result(work())
+            except BaseException as exc:
+                done.set_exception(exc)
+
+        loop.call_soon_threadsafe(run, context=contextvars.copy_context())
+        try:
+            return done.result(timeout=LOOP_WAIT_S)
+        except concurrent.futures.TimeoutError:
+            if done.cancel():
+                raise RuntimeError(BUSY_HINT) from None
+            return done.result()  # it started meanwhile: it is quick, wait for it
 
     def reopened(self, update: TaskBegan | Rewound) -> None:
         """The session runs again: show ``update`` (when no loop follows it, none saw it; the
@@ -184,6 +239,8 @@ class NotebookSession:
         if not self.following:
             self.apply(update)
         self.start()
+        if _current is self:
+            _announce()
 
     def retire(self) -> None:
         """Another session became current: this one's panel takes no more messages."""
@@ -267,6 +324,7 @@ def start(task: str, config: Config) -> Session:
     view.show()
     _warm_symbols(session)
     view.start()
+    _announce()
     if view.manual:
         print("manual mode: advance with %grinta step")
     return session
@@ -412,6 +470,7 @@ def command(name: str, rest: str) -> Any:
         return None
     if name == "stop":
         session.stop("stopped by the user")
+        _announce()
         print(status_line(session))
         return None
     if name == "undo":
@@ -476,12 +535,44 @@ def continue_task(view: NotebookSession, task: str) -> None:
         session.continue_task(task)
     except RuntimeError:
         raise MagicUsageError(CONTINUE_HINT, usage=False) from None
+    except ValueError as exc:  # a task over the session's bound
+        raise MagicUsageError(str(exc), usage=False) from None
     except OSError as exc:
         raise MagicUsageError(f"cannot go on: {exc.strerror or exc}", usage=False) from None
     view.show()  # the panel, here: the cell the next task was given in
     view.reopened(TaskBegan(len(session.tasks), session.tasks[-1]))
     if view.manual:
         print("manual mode: advance with %grinta step")
+
+
+def continue_from_box(session_id: str, task: str) -> str | None:
+    """The next task from a saved trace's box (``jupyter/sessionlink.py``): ``%grinta continue``.
+
+    The panel is displayed again as ``%grinta continue`` displays it; from the box's
+    message, that display has no cell, and the page puts it in the output of the card
+    that asked. Returns None when the task was given, else why not (one line), and then
+    nothing changed: the box hands the text back.
+    """
+    view = _current
+    if view is None or view.session.id != session_id:
+        return "this session is not the current one in this kernel: nothing was sent"
+    try:
+        view.on_own_loop(lambda: continue_task(view, task))
+    except (MagicUsageError, RuntimeError) as exc:
+        return visible(str(exc), keep_newlines=False)
+    return None
+
+
+def _announce() -> None:
+    """Tell the pages' saved cards (``jupyter/sessionlink.py``) which session is current now,
+    and whether it has ended: its trace's box offers a next task only then."""
+    from grinta_jupyter.jupyter import sessionlink
+
+    view = _current
+    if view is None:
+        sessionlink.announce(None)
+    else:
+        sessionlink.announce(view.session.id, "ended" if view.session.done else "running")
 
 
 def rewind(view: NotebookSession, text: str) -> None:
@@ -592,6 +683,7 @@ def resume(log: str | None, config: Config) -> Session:
         view.start()
         if view.manual:
             print("manual mode: advance with %grinta step")
+    _announce()
     return session
 
 

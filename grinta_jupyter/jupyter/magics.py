@@ -16,6 +16,10 @@ They are ``Config`` fields (config.py): an option given wins over the
 ``GRINTA_*`` environment, which wins over the defaults.
 A task that starts with a subcommand word can be given after ``--``.
 
+Loading the extension in a kernel also registers the comm target of the saved
+trace's box (``jupyter/sessionlink.py``), so a finished session's card can take
+its next task.
+
 A mistake in the magic's use prints two short lines, what was wrong and
 ``USAGE``; a problem that is not about usage (no API key) prints its one line.
 Nothing is started either way.
@@ -139,6 +143,14 @@ def split_command(line: str) -> tuple[str | None, str]:
 
 @magics_class
 class GrintaMagics(Magics):
+    def __init__(self, shell: Any = None, **kwargs: Any) -> None:
+        super().__init__(shell=shell, **kwargs)
+        # The saved trace's box talks to this kernel over a comm: its target is
+        # registered as the extension loads (one entry; nothing is imported for it).
+        from grinta_jupyter.jupyter import sessionlink
+
+        sessionlink.register(shell)
+
     @line_cell_magic
     def grinta(self, line: str, cell: str | None = None) -> Any:
         from grinta_jupyter import settle

@@ -2,8 +2,10 @@
  * JupyterLab MIME renderers for grinta-jupyter's step and session cards.
  * The payloads are described in docs/mime-schema.md; this file only wires
  * the two MIME types to their cards. The package's other plugins (keeping a
- * finished session's trace in the notebook, answering a session about open
- * documents) are in plugins.ts.
+ * finished session's trace in the notebook, giving it a next task from the box
+ * under it, answering a session about open documents) are in plugins.ts; in a
+ * notebook, the session card is drawn by nextTask.ts's renderer, which knows
+ * the notebook's kernel.
  */
 
 import { IRenderMime } from '@jupyterlab/rendermime-interfaces';

@@ -227,6 +227,70 @@ describe('per-hunk approval in the live card', () => {
     assert.deepEqual(model.sent, [{ event: 'hunks', accepted: [0, 2], reason: 'not g' }]);
   });
 
+  it('keeps the review in a view by another wrapper of the card, as anywidget makes for each view', async () => {
+    // anywidget hands each view its own wrapper of the widget model: only `key` names the card.
+    const wrap = (model: FakeModel): CardModel => ({
+      get: name => model.get(name),
+      on: (event, callback) => model.on(event, callback),
+      off: (event, callback) => model.off(event, callback),
+      send: message => model.send(message)
+    });
+    const model = new FakeModel({
+      kind: 'step',
+      key: 'card-veto',
+      status: '',
+      editable: JSON.stringify(ARGS),
+      payload: payload(),
+      pending: true
+    });
+    const first = new LiveCard(wrap(model)).node as unknown as FakeElement;
+    fakeDocument.body.replaceChildren(first);
+    click(one(first, 'grinta-veto'));
+    fire(one(first, 'grinta-veto-reason'), new FakeEvent('focusin'));
+    typeInto(one(first, 'grinta-veto-reason'), 'not before the te');
+    model.set({ status: 'a word from the kernel' }); // the same view redraws its bar
+    assert.equal(one(first, 'grinta-veto-reason').value, 'not before the te');
+
+    // The kernel redraws the cell (something was said): a new view, the old one's focus gone.
+    fakeDocument.activeElement = null;
+    const again = new LiveCard(wrap(model)).node as unknown as FakeElement;
+    fakeDocument.body.replaceChildren(again);
+    const reason = one(again, 'grinta-veto-reason');
+    assert.equal(reason.value, 'not before the te');
+    await tick();
+    assert.equal(fakeDocument.activeElement, reason, 'typing goes on where it was');
+    typeInto(reason, 'not before the tests');
+    click(one(again, 'grinta-send-veto'));
+    assert.deepEqual(model.sent, [{ event: 'veto', reason: 'not before the tests' }]);
+
+    // Once the card stops waiting its review is over: the next wait starts afresh.
+    model.set({ pending: false });
+    model.set({ pending: true });
+    const later = new LiveCard(wrap(model)).node as unknown as FakeElement;
+    assert.deepEqual(buttons(later), ['Approve', 'Edit', 'Veto']);
+    await tick();
+  });
+
+  it('offers the hunks of a card that starts waiting after it was drawn, and again after a wait', () => {
+    const { model, node } = mount({ key: 'card-later', payload: payload({ diff: THREE_HUNKS }), pending: false });
+    assert.equal(byClass(node, 'grinta-hunk-check').length, 0);
+    model.set({ pending: true });
+    assert.deepEqual(
+      byClass(node, 'grinta-hunk-check').map(b => b.checked),
+      [true, true, true]
+    );
+    const second = byClass(node, 'grinta-hunk-check')[1];
+    second.checked = false;
+    fire(second, new FakeEvent('change'));
+    model.set({ pending: false });
+    model.set({ pending: true });
+    assert.deepEqual(
+      byClass(node, 'grinta-hunk-check').map(b => b.checked),
+      [true, true, true],
+      'a new wait is a new review'
+    );
+  });
+
   it('shows no checkboxes on a card that is not pending', () => {
     const { node } = mount({ payload: payload({ diff: THREE_HUNKS }), pending: false });
     assert.equal(byClass(node, 'grinta-hunk-check').length, 0);

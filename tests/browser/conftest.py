@@ -177,8 +177,19 @@ def rtc_lab_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LabServ
 
 
 @contextmanager
-def _serve(base: Path, module: str, options: list[str], *, home: str) -> Iterator[LabServer]:
-    """Run ``python -m MODULE OPTIONS...`` on 127.0.0.1 with its Jupyter folders under ``base``."""
+def _serve(
+    base: Path,
+    module: str,
+    options: list[str],
+    *,
+    home: str,
+    env: dict[str, str] | None = None,
+    stop_wait: float = 10,
+) -> Iterator[LabServer]:
+    """Run ``python -m MODULE OPTIONS...`` on 127.0.0.1 with its Jupyter folders under ``base``.
+
+    ``env``: variables for the server on top of the test's own, whose GRINTA_* settings are
+    dropped (a kernel started by the server runs grinta's demo model unless ``env`` says)."""
     _require_browser()
     root = base / "root"
     root.mkdir()
@@ -196,8 +207,16 @@ def _serve(base: Path, module: str, options: list[str], *, home: str) -> Iterato
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(json.dumps(values))
     # Kernels started by the server run grinta's demo model on a copy in its root.
-    inherited = {k: v for k, v in os.environ.items() if k not in ("GRINTA_MODEL", "GRINTA_ROOT")}
-    env = {**inherited, **{k: str(v) for k, v in dirs.items()}}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("GRINTA_")}
+    server_env = {
+        **inherited,
+        **{k: str(v) for k, v in dirs.items()},
+        # Jupyter AI's MCP server (FastMCP, installed for its browser test) would check for
+        # its own updates over the network at start.
+        "FASTMCP_CHECK_FOR_UPDATES": "off",
+        "FASTMCP_SHOW_SERVER_BANNER": "false",
+        **(env or {}),
+    }
 
     port = _free_port()
     token = secrets.token_hex(16)
@@ -214,10 +233,13 @@ def _serve(base: Path, module: str, options: list[str], *, home: str) -> Iterato
         str(port),
         f"--ServerApp.token={token}",
         f"--ServerApp.root_dir={root}",
+        # Jupyter AI (installed for its browser test) starts an MCP server in every Lab, on
+        # port 3001 unless told: two Labs at once would fight over it.
+        f"--MCPExtensionApp.mcp_port={_free_port()}",
         *options,
     ]
     with log.open("wb") as out:
-        proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=out, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(cmd, cwd=root, env=server_env, stdout=out, stderr=subprocess.STDOUT)
     server = LabServer(f"http://127.0.0.1:{port}", token, root, log, home)
     try:
         _wait_for_status(server, proc)
@@ -225,7 +247,7 @@ def _serve(base: Path, module: str, options: list[str], *, home: str) -> Iterato
     finally:
         proc.terminate()
         try:
-            proc.wait(timeout=10)
+            proc.wait(timeout=stop_wait)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()

@@ -25,6 +25,8 @@ export interface ReviewHandlers {
 export interface VetoHandlers {
   send: (reason: string) => void;
   cancel: () => void;
+  /** Each keystroke, so a redraw of the bar keeps the reason typed so far. */
+  input?: (reason: string) => void;
 }
 
 export interface EditHandlers {
@@ -85,13 +87,18 @@ export function hunkReasonInput(value: string, changed: (value: string) => void)
   return input;
 }
 
-export function vetoBar(handlers: VetoHandlers): { bar: HTMLElement; focus: HTMLElement } {
+export function vetoBar(
+  handlers: VetoHandlers,
+  draft = ''
+): { bar: HTMLElement; focus: HTMLElement } {
   const reason = h('input', {
     type: 'text',
     class: 'grinta-veto-reason',
     placeholder: 'Why? The model reads this.',
     'aria-label': 'Why this step is vetoed'
   });
+  reason.value = draft;
+  reason.addEventListener('input', () => handlers.input?.(reason.value));
   const send = () => handlers.send(reason.value);
   reason.addEventListener('keydown', (event: KeyboardEvent) => {
     if (event.key === 'Enter') {

@@ -6,8 +6,9 @@
  * It reads a widget model (grinta_jupyter/jupyter/card.py, an anywidget):
  * `payload` (the step payload of docs/mime-schema.md, or a session payload
  * when `kind` is "session"), `pending`, `status` (the kernel's word on the
- * last edit) and `editable` (the call's arguments as the model sent them, for
- * the edit form). What the reviewer decides goes back with `model.send`.
+ * last edit), `editable` (the call's arguments as the model sent them, for
+ * the edit form) and `key` (names the card to the page, for its review).
+ * What the reviewer decides goes back with `model.send`.
  */
 
 import { parseStep, Step } from '../schema';
@@ -39,30 +40,71 @@ type Mode = 'review' | 'veto' | 'edit';
 const TRAITS = ['payload', 'pending', 'status', 'editable', 'kind'];
 
 /**
- * Where the review stands: kept per widget model, not per view, because the
- * front end draws a new view of the panel whenever the kernel updates the
- * cell's display (after each step), and a half-typed edit or veto reason, or
- * the hunks unchecked, must survive that.
+ * Where the review stands: kept per card, not per view, because the front end
+ * draws a new view of the panel whenever the kernel updates the cell's display
+ * (after each step, and when something is said), and a half-typed edit or
+ * veto reason, or the hunks unchecked, must survive that. A view's `model` is
+ * no key for it: anywidget hands each view a wrapper of its own. So the card's
+ * `key` trait names it, and the reviews live on `globalThis`, which outlives a
+ * second load of this module too (as the message box's text does). A review
+ * ends when its card stops waiting.
  */
 interface Review {
   mode: Mode;
   selected: Set<number>;
   total: number;
   hunkReason: string;
+  /** The veto's reason, as typed so far. */
+  vetoReason: string;
+  /** A field of the veto or edit form had the focus, and no other element took it since. */
+  focused: boolean;
   form: EditForm | null;
   /** The payload this review is of (JSON): a different one starts a new review. */
   seen: string | null;
 }
 
-const reviews = new WeakMap<CardModel, Review>();
+interface Reviews {
+  byKey: Map<string, Review>;
+  /** A model without a key (an older kernel): per wrapper, as good as it gets. */
+  byModel: WeakMap<CardModel, Review>;
+}
+
+function reviews(): Reviews {
+  const g = globalThis as unknown as { __grintaReviews?: Reviews };
+  g.__grintaReviews ??= { byKey: new Map(), byModel: new WeakMap() };
+  return g.__grintaReviews;
+}
+
+function cardKey(model: CardModel): string | null {
+  const key = model.get('key');
+  return typeof key === 'string' && key ? key : null;
+}
 
 function reviewOf(model: CardModel): Review {
-  let review = reviews.get(model);
+  const { byKey, byModel } = reviews();
+  const key = cardKey(model);
+  let review = key ? byKey.get(key) : byModel.get(model);
   if (!review) {
-    review = { mode: 'review', selected: new Set(), total: 0, hunkReason: '', form: null, seen: null };
-    reviews.set(model, review);
+    review = {
+      mode: 'review',
+      selected: new Set(),
+      total: 0,
+      hunkReason: '',
+      vetoReason: '',
+      focused: false,
+      form: null,
+      seen: null
+    };
+    if (key) byKey.set(key, review);
+    else byModel.set(model, review);
   }
   return review;
+}
+
+/** The card no longer waits: its review is over (the map stays as small as the cards waiting). */
+function endReview(model: CardModel): void {
+  const key = cardKey(model);
+  if (key) reviews().byKey.delete(key);
 }
 
 export class LiveCard {
@@ -70,13 +112,11 @@ export class LiveCard {
   readonly node: HTMLElement;
   private readonly cardSlot: HTMLElement;
   private readonly barSlot: HTMLElement;
-  private readonly review: Review;
   private wasPending = false;
   private readonly onPayload = () => this.payloadChanged();
   private readonly onOther = () => this.draw(false);
 
   constructor(private readonly model: CardModel) {
-    this.review = reviewOf(model);
     this.cardSlot = h('div', { class: 'grinta-live-card' });
     this.barSlot = h('div', { class: 'grinta-live-bar' });
     this.node = h('div', { class: 'grinta-output grinta-live' }, this.cardSlot, this.barSlot);
@@ -94,6 +134,11 @@ export class LiveCard {
     }
   }
 
+  /** The card's review, shared by every view of the card. */
+  private get review(): Review {
+    return reviewOf(this.model);
+  }
+
   /** What the reviewer would send with the primary button now (for tests and the bar). */
   get primary() {
     return primaryAction(this.review.selected, this.review.total);
@@ -103,8 +148,16 @@ export class LiveCard {
     return this.model.get('pending') === true && this.model.get('kind') !== 'session';
   }
 
-  /** A new proposal: every hunk checked again; a valid re-validated edit ends the edit. */
   private payloadChanged(): void {
+    this.syncReview();
+    this.draw(true);
+  }
+
+  /**
+   * The review, brought up to the payload shown: for a new proposal (or a review just
+   * begun) every hunk is checked again; a valid re-validated edit ends the edit.
+   */
+  private syncReview(): void {
     const review = this.review;
     const seen = JSON.stringify(this.model.get('payload') ?? null);
     if (seen !== review.seen) {
@@ -122,7 +175,6 @@ export class LiveCard {
         }
       }
     }
-    this.draw(true);
   }
 
   private step(): Step | null {
@@ -138,6 +190,9 @@ export class LiveCard {
     if (!pending) {
       this.review.mode = 'review';
       this.review.form = null;
+      endReview(this.model);
+    } else {
+      this.syncReview(); // a review that ended, or never began in this page, begins here
     }
     if (cardToo || pending !== this.wasPending) {
       this.cardSlot.replaceChildren(this.card(pending));
@@ -165,18 +220,23 @@ export class LiveCard {
     return renderStep(step, picker);
   }
 
-  private drawBar(pending: boolean): void {
+  /** `take`: the reader just asked for this bar (a click), so its field takes the focus. */
+  private drawBar(pending: boolean, take = false): void {
     if (!pending) {
       this.barSlot.replaceChildren();
       return;
     }
     const status = String(this.model.get('status') ?? '');
     if (this.review.mode === 'veto') {
-      const { bar, focus } = vetoBar({
-        send: reason => this.send(vetoMessage(reason)),
-        cancel: () => this.setMode('review')
-      });
-      this.show(bar, focus);
+      const { bar, focus } = vetoBar(
+        {
+          send: reason => this.send(vetoMessage(reason)),
+          cancel: () => this.setMode('review'),
+          input: reason => (this.review.vetoReason = reason)
+        },
+        this.review.vetoReason
+      );
+      this.show(bar, focus, take);
     } else if (this.review.mode === 'edit' && this.review.form) {
       const form = { ...this.review.form, message: this.review.form.message || status };
       const { bar, focus } = editBar(form, {
@@ -184,7 +244,7 @@ export class LiveCard {
         revalidate: (json, text) => this.revalidate(json, text),
         cancel: () => this.setMode('review')
       });
-      this.show(bar, focus);
+      this.show(bar, focus, take);
     } else {
       const partial = this.review.total > 0 && this.review.selected.size > 0 && this.review.selected.size < this.review.total;
       const reason = partial
@@ -200,19 +260,60 @@ export class LiveCard {
         },
         reason
       );
-      this.show(bar, null);
+      this.show(bar, null, take);
     }
   }
 
-  /** Put `bar` in place, keeping focus inside the bar area when it was there. */
-  private show(bar: HTMLElement, focus: HTMLElement | null): void {
+  /**
+   * Put `bar` in place, keeping focus inside the bar area when it was there. A form's
+   * field takes the focus when the reader asked for the form or the bar had it; in a
+   * new view of the card (the kernel redrew the cell), when the old view's form had it
+   * (`refocus`), so typing goes on; never from someone typing elsewhere.
+   */
+  private show(bar: HTMLElement, focus: HTMLElement | null, take: boolean): void {
     const hadFocus = this.barSlot.contains(document.activeElement);
     this.barSlot.replaceChildren(bar);
     if (focus) {
+      bar.setAttribute('data-card', this.key);
+      bar.addEventListener('focusin', () => (this.review.focused = true));
+      bar.addEventListener('focusout', (event: FocusEvent) => {
+        // To nowhere (the view removed by a redraw, the window left): the form keeps it.
+        const to = event.relatedTarget as Node | null;
+        this.review.focused = !to || bar.contains(to);
+      });
+    }
+    if (focus && (take || hadFocus)) {
       focus.focus();
+    } else if (focus && this.review.focused) {
+      this.refocus(focus);
     } else if (hadFocus) {
       bar.focus({ preventScroll: true });
     }
+  }
+
+  /** Names the card's bars in the page (its key), so a new view knows the old one's. */
+  private get key(): string {
+    return cardKey(this.model) ?? 'unkeyed';
+  }
+
+  /**
+   * The form's field takes the focus back once this view is on the page and the old
+   * view's field (which may still be there a moment) has let it go, unless the reader
+   * went elsewhere meanwhile.
+   */
+  private refocus(focus: HTMLElement): void {
+    let tries = 0;
+    const attempt = () => {
+      if (!this.review.focused || !this.pending || typingInBox()) return;
+      const active = document.activeElement as HTMLElement | null;
+      const old = active?.closest?.(`[data-card="${this.key}"]`);
+      if (!focus.isConnected || (old && !old.contains(focus))) {
+        if (++tries < 50) setTimeout(attempt, 50);
+        return;
+      }
+      if (!active || active === document.body) focus.focus({ preventScroll: true });
+    };
+    setTimeout(attempt, 0);
   }
 
   private setMode(mode: Mode): void {
@@ -220,7 +321,10 @@ export class LiveCard {
     if (mode !== 'edit') {
       this.review.form = null;
     }
-    this.drawBar(this.pending);
+    if (mode !== 'veto') {
+      this.review.vetoReason = '';
+    }
+    this.drawBar(this.pending, true);
     if (mode === 'review') {
       this.barSlot.querySelector<HTMLElement>('.grinta-actions')?.focus({ preventScroll: true });
     }
@@ -252,12 +356,13 @@ export class LiveCard {
       this.review.form = { ...this.review.form, json, text, message: '', busy: true };
       this.send(result.message);
     }
-    this.drawBar(this.pending);
+    this.drawBar(this.pending, true);
   }
 
   private send(message: CardMessage): void {
     if (message.event !== 'edit') {
       this.review.mode = 'review';
+      this.review.vetoReason = '';
     }
     this.model.send(message);
   }
@@ -273,8 +378,8 @@ export class LiveCard {
         if (++tries < 50) setTimeout(attempt, 50);
         return;
       }
-      if (typing(this.node)) {
-        return;
+      if (typing(this.node) || this.review.mode !== 'review') {
+        return; // a veto or an edit under way keeps its own focus (`refocus`)
       }
       this.node.scrollIntoView({ block: 'nearest' });
       this.barSlot.querySelector<HTMLElement>('.grinta-actions')?.focus();

@@ -1,5 +1,6 @@
 /**
- * The live panel's message box (grinta_jupyter/jupyter/card.py, `MessageBoxWidget`).
+ * The live panel's message box (grinta_jupyter/jupyter/card.py, `MessageBoxWidget`),
+ * also the box under a saved trace (traceBox.ts, with a model over the kernel link).
  *
  * One box: while the session runs (`mode` "say") Enter sends the text to the
  * model, which reads it at its next turn; once the session has ended (`mode`
