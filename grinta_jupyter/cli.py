@@ -11,7 +11,11 @@ grinta replay LOG [--root DIR] [--branch K] re-run a recorded session; report di
 grinta clean [--root DIR] [--keep N] [--unfinished] [--dry-run]
                                            delete old session logs and their snapshots
 grinta metrics LOG [--json]                behaviour metrics of a recorded session
-grinta eval [--tasks T] [--toolsets A,B] [--model M] [--runs N] ...
+grinta models [--check] [--json]           the configured model, providers with keys, local
+                                           servers: what is reachable, one line per model
+grinta tasks build --packages P[,P...] --out DIR
+                                           eval tasks from real packages' own test suites
+grinta eval [--tasks T|DIR] [--toolsets A,B] [--model M] [--runs N] [--backend local|ray] ...
 
 A resumed or continued session goes on in the workspace its log names (or
 ``--root``, when it moved), with the model of ``--model`` or ``GRINTA_MODEL``
@@ -51,6 +55,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from grinta_jupyter.config import Config, ConfigError, positive_float, positive_int
+from grinta_jupyter.experiment.commands import (
+    TASKS_HELP,
+    add_eval_options,
+    add_task_parsers,
+    tasks_command,
+)
 from grinta_jupyter.experiment.runner import EVAL_MAX_WALL_TIME
 from grinta_jupyter.runtime.display import visible
 from grinta_jupyter.terminal import Console, steer, tolerant_streams
@@ -90,7 +100,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(
         dest="command",
         required=True,
-        metavar="{demo,run,resume,replay,clean,metrics,eval,acp}",
+        metavar="{demo,run,resume,replay,clean,metrics,models,tasks,eval,acp}",
     )
 
     demo = sub.add_parser("demo", help="run the scripted demo on a copy of the raft_kv sample")
@@ -166,6 +176,14 @@ def _parser() -> argparse.ArgumentParser:
     met.add_argument("log")
     met.add_argument("--json", action="store_true")
 
+    mod = sub.add_parser(
+        "models", help="what models are configured and reachable (key names only, never values)"
+    )
+    mod.add_argument(
+        "--check", action="store_true", help="also call each hosted provider that has a key"
+    )
+    mod.add_argument("--json", action="store_true")
+
     acp = sub.add_parser(
         "acp",
         help="run as an Agent Client Protocol agent on stdio (for Zed, Jupyter AI: docs/acp.md)",
@@ -173,10 +191,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     acp.add_argument("acp_args", nargs="*", help="see grinta acp --help")
 
+    add_task_parsers(sub)  # grinta tasks build --packages P[,P...] --out DIR
+
     evl = sub.add_parser("eval", help="run the harness experiment: tasks x toolsets x seeds")
-    evl.add_argument(
-        "--tasks", default="all", help='"all", a workspace (raft_kv), or task ids, comma-separated'
-    )
+    evl.add_argument("--tasks", default="all", help=TASKS_HELP)
     evl.add_argument("--toolsets", default="intent,broad")
     evl.add_argument(
         "--model",
@@ -194,6 +212,7 @@ def _parser() -> argparse.ArgumentParser:
         type=positive_float,
         help=f"seconds per run (default: $GRINTA_MAX_WALL_TIME, else {EVAL_MAX_WALL_TIME:g})",
     )
+    add_eval_options(evl)  # --backend local|ray, --address A
     return parser
 
 
@@ -297,6 +316,12 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         return _eval(args, config)
     if args.command == "metrics":
         return _metrics(args)
+    if args.command == "tasks":
+        return tasks_command(args)
+    if args.command == "models":
+        from grinta_jupyter.agent.models.catalog import main as models
+
+        return models(config, os.environ, check=args.check, as_json=args.json)
     if args.command == "replay":
         return _replay(args)
     if args.command == "clean":
@@ -541,7 +566,8 @@ def _resumed(log: Path, model: Model, config: Config, root: Path) -> Session:
 
 def _eval(args: argparse.Namespace, config: Config) -> int:
     from grinta_jupyter.agent.models import configured_model
-    from grinta_jupyter.experiment.suite import plan_runs, run_suite, select_tasks, write_report
+    from grinta_jupyter.experiment.commands import eval_backend, eval_specs
+    from grinta_jupyter.experiment.suite import run_suite, write_report
 
     model = config.model
     if model is None:
@@ -551,29 +577,28 @@ def _eval(args: argparse.Namespace, config: Config) -> int:
         raise UserError("--toolsets names no toolset")
     _known_toolsets(toolsets)
     try:
-        tasks = select_tasks(args.tasks)
+        specs = eval_specs(
+            args,
+            model,
+            toolsets,
+            max_steps=config.max_steps,
+            max_tokens=config.max_tokens,
+            max_cost=config.max_cost,
+            max_wall_time=config.max_wall_time or EVAL_MAX_WALL_TIME,
+        )
+        backend = eval_backend(args)
     except ValueError as exc:
         raise UserError(str(exc)) from None
-    if not tasks:
-        raise UserError("--tasks selects no task")
     out = Path(args.out)
     if out.exists() and not out.is_dir():
         raise UserError(f"--out {args.out} is a file; give a folder for the results")
     if not model.startswith("scripted"):
         configured_model(config, require_key=True)  # no key: say so before any run starts
-    specs = plan_runs(
-        tasks,
-        toolsets,
-        model,
-        args.runs,
-        max_steps=config.max_steps,
-        max_tokens=config.max_tokens,
-        max_cost=config.max_cost,
-        max_wall_time=config.max_wall_time or EVAL_MAX_WALL_TIME,
-    )
-    results = run_suite(specs, out, jobs=args.jobs)
+    results = run_suite(specs, out, jobs=args.jobs, backend=backend)
     print(write_report(results, toolsets, out))
-    print(f"event logs: {out / 'logs'}; results: {out / 'results.md'}")
+    print(
+        f"event logs: {out / 'logs'}; results: {out / 'results.md'}; report: {out / 'report.html'}"
+    )
     return 0
 
 

@@ -98,6 +98,7 @@ ENVIRONMENT: dict[str, tuple[str, Callable[[str], Any]]] = {
     "GRINTA_CONTEXT_BUDGET": ("context_budget", positive_int),
     "GRINTA_CONDENSE": ("condense", condense_method),
     "GRINTA_DEBUG": ("debug", flag),
+    "GRINTA_CACHE": ("cache", _text),
 }
 
 
@@ -133,6 +134,8 @@ class Config:
     condense: CondenseMethod = "digest"  # who writes condensations: grinta's digest or the model
     log_dir: str | None = None  # None: <root>/.grinta/sessions
     debug: bool = False  # the CLI shows tracebacks of internal errors
+    # Where `grinta tasks build` keeps source distributions; None: $XDG_CACHE_HOME/grinta
+    cache: str | None = None
     origins: tuple[tuple[str, Origin], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:

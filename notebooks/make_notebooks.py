@@ -353,7 +353,7 @@ HARNESS = [
         """
 # Harness variants: does a simpler tool surface make an agent better?
 
-The same tasks, run under two toolsets: **intent** (8 tools, one per intent) and **broad** (14 tools with overlapping purposes: whole-file writes, patches, line edits, string replacement, AST edits, XML edit blocks, heredocs). Both run on the same runtime, so safety is equal and only the action space differs. Design and limits: `docs/experiment.md`.
+The same tasks, run under two toolsets: **intent** (8 tools, one per intent) and **broad** (14 tools with overlapping purposes: whole-file writes, patches, line edits, string replacement, AST edits, XML edit blocks, heredocs). Both run on the same runtime, so safety is equal and only the action space differs. Design, tasks built from real packages, running on a Ray cluster, and what the numbers mean: `docs/experiment.md`.
 
 This notebook runs a small eval **offline with a scripted solver** so it runs anywhere. Its numbers exercise the pipeline; they are *not* evidence about models (the solver's tool choice is random by construction).
 """,
@@ -364,7 +364,11 @@ This notebook runs a small eval **offline with a scripted solver** so it runs an
 import tempfile
 from pathlib import Path
 
+from IPython.display import HTML
+
+from grinta_jupyter.experiment.report import charts_html
 from grinta_jupyter.experiment.suite import (
+    load_results,
     plan_runs,
     run_suite,
     select_tasks,
@@ -389,41 +393,37 @@ results = run_suite(specs, out, jobs=1, progress=print)
 print(write_report(results, ["intent", "broad"], out))
 """,
     ),
-    ("markdown", "Per-toolset means with 95% bootstrap intervals:"),
+    (
+        "markdown",
+        """
+## Load a results folder
+
+A results folder holds one `runs/<key>.json` per finished run, whichever backend ran it (local processes or Ray tasks, on this machine or a cluster). Point `folder` at any of them, for instance the `--out` of a `grinta eval`. The charts are the ones `report.html` in the same folder shows: per toolset, the mean with its 95% bootstrap interval; below them, the difference between the toolsets with its own interval.
+""",
+    ),
     (
         "code",
         """
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
-
+folder = out  # or Path("my-eval"): the --out of any grinta eval, local or Ray
+results = load_results(folder)
 table = summarize_results(results, ["intent", "broad"])
-metrics = ["pass_rate", "tool_entropy_bits", "steps", "validation_failure_total", "edit_retries", "redundant_calls"]
-fig, axes = plt.subplots(1, len(metrics), figsize=(3 * len(metrics), 3))
-for ax, metric in zip(axes, metrics, strict=True):
-    for i, name in enumerate(["intent", "broad"]):
-        e = table["toolsets"][name][metric]
-        ax.bar(i, e.mean, color=["#1a7f37", "#9a6700"][i])
-        ax.errorbar(i, e.mean, yerr=[[e.mean - e.low], [e.high - e.mean]], color="black", capsize=4)
-    ax.set_xticks([0, 1], ["intent", "broad"])
-    ax.set_title(metric, fontsize=9)
-fig.tight_layout()
-plt.show()
+print(f"{len(results)} runs from {folder}; the whole report: {folder / 'report.html'}")
+HTML(charts_html(table))
 """,
     ),
     (
         "markdown",
         """
-## With a real model
+## Real tasks, real models, more machines
 
-Set `GRINTA_MODEL` (any litellm model string) and run the whole suite, for instance from a terminal:
+Tasks built from real packages: each is one bug injected into a package's code, caught by that package's own tests, reported as a user would (the failing tests and their assertions). Then the experiment with a real model, on Ray:
 
 ```bash
-GRINTA_MODEL=openai/gpt-4o-mini grinta eval --tasks all --toolsets intent,broad --runs 5 --jobs 2 --out my-eval
+grinta tasks build --packages inflection==0.5.1,isodate==0.7.2,toolz==1.2.0 --out my-tasks
+GRINTA_MODEL=openai/gpt-4o-mini grinta eval --tasks my-tasks --toolsets intent,broad --runs 5 --backend ray --jobs 2 --out my-eval
 ```
 
-or from here, with `plan_runs(select_tasks("all"), ["intent", "broad"], "openai/gpt-4o-mini", runs=5)` and `run_suite(specs, "my-eval", jobs=2)`. An interrupted eval resumes where it stopped when run again with the same `--out`.
+`--backend ray` starts a Ray on this machine for the eval; `--address ray://HEAD:10001` (or `auto` on a cluster node) sends the runs to a cluster. An interrupted eval resumes where it stopped when run again with the same `--out`, on either backend. Open `my-eval/report.html` in any browser, or load `my-eval` in the cell above.
 """,
     ),
 ]

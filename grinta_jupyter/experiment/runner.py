@@ -4,7 +4,12 @@
 in auto mode within the run's budgets, checks the result, and writes
 ``logs/<key>.jsonl`` and ``runs/<key>.json`` under the output folder. It
 takes only a ``RunSpec`` and a folder, so a backend that dispatches runs to
-other machines (a Ray cluster, say) can call it unchanged.
+other machines (``backends.RayBackend``) calls it unchanged.
+
+A task is a bundled one (``samples.tasks``) or, when ``spec.tasks_dir`` is
+set, a task built from a real package (``taskdir``). ``tasks_dir`` is not part
+of the run's key: the same task folder copied to another machine (or shipped
+to a Ray worker) names the same runs, so results resume across them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class RunSpec:
     max_tokens: int | None = Config.max_tokens
     max_cost: float | None = Config.max_cost  # dollars
     max_wall_time: float | None = EVAL_MAX_WALL_TIME
+    tasks_dir: str | None = None  # a folder of built tasks (grinta tasks build); None: bundled
 
     @property
     def key(self) -> str:
@@ -64,19 +70,29 @@ def make_model(spec: RunSpec, root: Path, plan: list[tuple[str, dict[str, Any]]]
     return resolve_model(spec.model, extra={"seed": spec.seed})
 
 
+def load_task(spec: RunSpec) -> Any:
+    """The task ``spec`` names: bundled, or from its task folder."""
+    if spec.tasks_dir is not None:
+        from grinta_jupyter.experiment.taskdir import load_task as load_built
+
+        return load_built(spec.tasks_dir, spec.task)
+    from grinta_jupyter.samples.tasks import get_task
+
+    return get_task(spec.task)
+
+
 def run_one(spec: RunSpec, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
     """Run ``spec``; write its event log and result; return the result."""
     from grinta_jupyter.agent.guards import Limits
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.events.metrics import measure
-    from grinta_jupyter.samples.tasks import get_task
 
     out = Path(out_dir)
     (out / "logs").mkdir(parents=True, exist_ok=True)
     (out / "runs").mkdir(parents=True, exist_ok=True)
     log = out / "logs" / f"{spec.key}.jsonl"
     log.unlink(missing_ok=True)  # a run without a result starts over
-    task = get_task(spec.task)
+    task = load_task(spec)
     scratch = Path(tempfile.mkdtemp(prefix="grinta-eval-"))
     started = time.monotonic()
     try:
@@ -122,7 +138,18 @@ def run_one(spec: RunSpec, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
         }
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
-    tmp = out / "runs" / f".{spec.key}.json.tmp"
-    tmp.write_text(json.dumps(result, indent=1))
-    os.replace(tmp, out / "runs" / f"{spec.key}.json")  # a result exists only once complete
+    save_result(out, result)
     return result
+
+
+def save_result(out: Path, result: dict[str, Any]) -> None:
+    """Write ``runs/<key>.json``: the run counts as finished once, and only once, this is done."""
+    (out / "runs").mkdir(parents=True, exist_ok=True)
+    write_atomically(out / "runs" / f"{result['key']}.json", json.dumps(result, indent=1).encode())
+
+
+def write_atomically(path: Path, data: bytes) -> None:
+    """``path`` holds ``data`` whole, or is as it was: never a part of it."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)

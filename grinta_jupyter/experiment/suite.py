@@ -1,18 +1,26 @@
-"""Running many runs: parallel processes, progress, resume, and the results table."""
+"""Running many runs: which tasks, on which backend, progress, resume, and the results.
+
+``run_suite`` runs every spec that has no result in the output folder yet (so
+an interrupted eval resumes, and a finished run is never redone), on a backend
+(``backends``: local processes or Ray), with a progress bar. ``write_report``
+writes the summary as results.json, results.md and report.html; the numbers
+come from the run results alone, so they are the same whichever backend ran
+them, and ``load_results`` reads a results folder back (notebook 05).
+"""
 
 from __future__ import annotations
 
-import concurrent.futures
 import json
-import multiprocessing
 import sys
-import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.events.metrics import SessionMetrics
-from grinta_jupyter.experiment.runner import RunSpec, run_one
+from grinta_jupyter.experiment.backends import Backend, LocalBackend
+from grinta_jupyter.experiment.progress import make_progress
+from grinta_jupyter.experiment.runner import RunSpec
 from grinta_jupyter.experiment.stats import Estimate, bootstrap_difference, bootstrap_mean
 
 # Metrics compared between toolsets (docs/metrics.md); lower is better for all but pass rate.
@@ -33,8 +41,31 @@ METRICS = [
 ]
 
 
+@dataclass(frozen=True)
+class TaskSelection:
+    """Task ids, and the folder of built tasks they come from (None: the bundled tasks)."""
+
+    ids: list[str]
+    tasks_dir: str | None = None
+
+
+def resolve_tasks(text: str) -> TaskSelection:
+    """``--tasks``: a folder of built tasks (grinta tasks build), or what ``select_tasks`` takes.
+
+    Raises ValueError (a ``TaskDirError`` for a folder) naming what is wrong.
+    """
+    from grinta_jupyter.experiment.taskdir import TaskDirError, is_task_dir, task_ids
+
+    path = Path(text).expanduser()
+    if path.is_dir():
+        if not is_task_dir(path):
+            raise TaskDirError(f"{text} is a folder but not a task folder (see grinta tasks build)")
+        return TaskSelection(task_ids(path), str(path.resolve()))
+    return TaskSelection(select_tasks(text))
+
+
 def select_tasks(suite: str) -> list[str]:
-    """Task ids for ``suite``: "all", a workspace name, or comma-separated task ids."""
+    """Bundled task ids for ``suite``: "all", a workspace name, or comma-separated task ids."""
     from grinta_jupyter.samples.tasks import TASKS
 
     if suite == "all":
@@ -46,7 +77,8 @@ def select_tasks(suite: str) -> list[str]:
     unknown = [t for t in ids if t not in TASKS]
     if unknown:
         raise ValueError(
-            f"unknown task(s): {', '.join(unknown)}; known: {', '.join(sorted(TASKS))}"
+            f"unknown task(s): {', '.join(unknown)}; known: {', '.join(sorted(TASKS))} "
+            "(or give a folder of built tasks)"
         )
     return ids
 
@@ -63,6 +95,7 @@ def plan_runs(
 
 
 def finished(out_dir: Path) -> dict[str, dict[str, Any]]:
+    """The results in ``out_dir``, by run key: the runs an eval there does not do again."""
     results = {}
     for path in sorted((out_dir / "runs").glob("*.json")):
         data = json.loads(path.read_text())
@@ -70,47 +103,46 @@ def finished(out_dir: Path) -> dict[str, dict[str, Any]]:
     return results
 
 
+def load_results(out_dir: str | Path) -> list[dict[str, Any]]:
+    """Every run result in a results folder, whichever backend wrote it, in key order."""
+    return list(finished(Path(out_dir)).values())
+
+
 def run_suite(
     specs: list[RunSpec],
     out_dir: str | Path,
     jobs: int = 1,
     progress: Callable[[str], None] | None = None,
+    backend: Backend | None = None,
 ) -> list[dict[str, Any]]:
-    """Run every spec not already finished in ``out_dir`` (so an interrupted eval resumes)."""
+    """Run every spec not already finished in ``out_dir`` (so an interrupted eval resumes).
+
+    ``backend`` defaults to local processes, ``jobs`` at a time. ``progress``
+    gets one line per finished run; without it a progress bar goes to stderr.
+    Returns the results of ``specs`` found in ``out_dir`` afterwards.
+    """
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
-    say = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    backend = backend or LocalBackend(jobs)
     done = finished(out)
     todo = [s for s in specs if s.key not in done]
-    say(
-        f"{len(specs)} runs: {len(specs) - len(todo)} already finished, {len(todo)} to go, {jobs} at a time"
+    announce = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+    announce(
+        f"{len(specs)} runs: {len(specs) - len(todo)} already finished, {len(todo)} to go, "
+        f"{backend.describe()}"
     )
-    started = time.monotonic()
-    count = len(specs) - len(todo)
-    if jobs <= 1:
-        for spec in todo:
-            result = run_one(spec, out)
-            count += 1
-            say(_line(count, len(specs), result, started))
-    else:
-        context = multiprocessing.get_context("spawn")  # safe inside a Jupyter kernel, unlike fork
-        with concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
-            futures = [pool.submit(run_one, spec, out) for spec in todo]
-            for future in concurrent.futures.as_completed(futures):
-                count += 1
-                say(_line(count, len(specs), future.result(), started))
+    bar = make_progress(progress, len(specs), [done[s.key] for s in specs if s.key in done])
+    try:
+        lost = backend.run(todo, out, bar.update)
+    finally:
+        bar.close()
+    if lost:
+        announce(
+            f"{len(lost)} runs were lost (their workers died on every attempt); "
+            "run the same eval again to redo them"
+        )
     results = finished(out)
     return [results[s.key] for s in specs if s.key in results]
-
-
-def _line(count: int, total: int, result: dict[str, Any], started: float) -> str:
-    spec = result["spec"]
-    bar = "#" * int(20 * count / total) + "." * (20 - int(20 * count / total))
-    verdict = "passed" if result["passed"] else f"FAILED ({result['end_reason']})"
-    return (
-        f"[{bar}] {count}/{total} {spec['task']} {spec['toolset']} seed {spec['seed']}: {verdict} "
-        f"in {result['seconds']:.1f}s (elapsed {time.monotonic() - started:.0f}s)"
-    )
 
 
 def _value(result: dict[str, Any], metric: str) -> float | None:
@@ -180,6 +212,9 @@ def _label(metric: str) -> str:
 
 
 def write_report(results: list[dict[str, Any]], toolsets: list[str], out_dir: str | Path) -> str:
+    """Write results.json, results.md and report.html (readable without Jupyter); return the table."""
+    from grinta_jupyter.experiment.report import html_report
+
     table = summarize_results(results, toolsets)
     out = Path(out_dir)
 
@@ -193,4 +228,5 @@ def write_report(results: list[dict[str, Any]], toolsets: list[str], out_dir: st
     (out / "results.json").write_text(json.dumps(plain(table), indent=1))
     text = markdown_table(table)
     (out / "results.md").write_text(text)
+    (out / "report.html").write_text(html_report(results, toolsets, table), encoding="utf-8")
     return text

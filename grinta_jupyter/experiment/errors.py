@@ -1,0 +1,8 @@
+"""The experiment's one error type for a user's mistake (cli.py shows it as one line)."""
+
+from __future__ import annotations
+
+
+class ExperimentUsageError(ValueError):
+    """A mistake the user can fix: a bad package name, a folder that is not a task folder, a
+    backend that cannot work. The message is the one line they see."""
