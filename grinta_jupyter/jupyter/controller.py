@@ -18,6 +18,14 @@ controller tells which session is current and whether it has ended). Asking
 the wrong one (``say`` to an ended session, ``continue`` to a running one)
 prints the one line that says which command fits; so does a refused rewind,
 which changes nothing.
+
+Models: ``start`` and ``resume`` take the model the panel's picker chose and the
+key its field holds (``modelbar.configured``; jupyter/modelbar.py). A missing
+key stops ``%grinta`` before anything starts: its one line, then the model bar
+to type the key in. A session that ends on a model error says so on every model
+bar, and a key error (missing, refused) also shows a bar under the trace, since
+the panel, header and all, has become the trace. ``%grinta models`` shows the
+bar alone.
 """
 
 from __future__ import annotations
@@ -52,6 +60,7 @@ from grinta_jupyter.jupyter.magics import MagicUsageError, edit_arguments
 from grinta_jupyter.runtime.display import visible
 
 if TYPE_CHECKING:
+    from grinta_jupyter.agent.models import Model
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.agent.stepper import Stepper
     from grinta_jupyter.config import Config, SessionOptions
@@ -154,8 +163,33 @@ class NotebookSession:
             self.panel.apply(update)
         if isinstance(update, TRACE_CHANGES) and not ended and self.trace is not None:
             self.trace.update(self.bundle(), raw=True)
+        if ended:
+            self._model_problem()
         if _current is self:
             _announce()
+
+    def _model_problem(self) -> None:
+        """The session ended on a model error: every model bar says it, with the fix; a key
+        error also shows a bar under the trace, whose key field takes the fix at once (the
+        panel, and its header, became the trace)."""
+        from grinta_jupyter.agent.models.base import MODEL_ERROR_CODES
+        from grinta_jupyter.events import models as ev
+        from grinta_jupyter.jupyter import modelbar
+
+        if self.session.end_reason != "error":
+            return
+        errors = [e for e in self.session.log.events if isinstance(e, ev.ErrorEvent)]
+        if not errors or errors[-1].code not in MODEL_ERROR_CODES:
+            return
+        model = self.session.model
+        modelbar.report_error(
+            errors[-1].code,
+            errors[-1].message,
+            getattr(model, "name", None),
+            getattr(model, "api_key", None),
+        )
+        if errors[-1].code in modelbar.KEY_ERRORS and self.trace is not None and _in_kernel_shell():
+            _display_widget(modelbar.model_bar())
 
     # -- driving ------------------------------------------------------------------------
 
@@ -280,18 +314,16 @@ def start(task: str, config: Config) -> Session:
     keeps running and no panel appears for a session that cannot work.
     """
     global _current
-    from grinta_jupyter.agent.models import ModelError, configured_model
     from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.jupyter import modelbar
     from grinta_jupyter.tools import TOOLSETS
 
     if config.toolset not in TOOLSETS:
         raise MagicUsageError(
             f"unknown toolset {config.toolset!r}; known: {', '.join(sorted(TOOLSETS))}"
         )
-    try:
-        model = configured_model(config, require_key=True)
-    except ModelError as exc:
-        raise MagicUsageError(f"{exc.code}: {exc.message}", usage=False) from None
+    config = modelbar.configured(config)
+    model = _model_or_fix(config)
     demo = model.name == "demo"
     if demo and config.origin("root") == "--root":
         raise MagicUsageError(
@@ -313,6 +345,7 @@ def start(task: str, config: Config) -> Session:
         raise MagicUsageError(
             f"cannot work in {root}: {exc.strerror or exc}", usage=False
         ) from None
+    modelbar.clear_problem()
     view = NotebookSession(session, manual=config.manual)
     _current = view
     if sample:
@@ -328,6 +361,43 @@ def start(task: str, config: Config) -> Session:
     if view.manual:
         print("manual mode: advance with %grinta step")
     return session
+
+
+def _model_or_fix(config: Config) -> Model:
+    """The model ``config`` names (the picker's and the key field's included), else the demo.
+
+    A missing key raises MagicUsageError: its one line names the variable to set, and
+    a model bar with the key field follows it, so the key can be typed there at once.
+    """
+    from grinta_jupyter.agent.models import ModelError, configured_model
+    from grinta_jupyter.jupyter import modelbar
+
+    try:
+        return configured_model(config, require_key=True)
+    except ModelError as exc:
+        line = modelbar.report_error(exc.code, exc.message, config.model)
+        key_error = exc.code in modelbar.KEY_ERRORS and _in_kernel_shell()
+        raise MagicUsageError(line, usage=False, after=show_models if key_error else None) from None
+
+
+def show_models() -> None:
+    """``%grinta models``: the model picker and key field, without a session (a notebook's
+    widgets need a kernel: a terminal IPython is pointed at ``grinta models``)."""
+    from grinta_jupyter.jupyter import modelbar
+
+    if not _in_kernel_shell():
+        print("%grinta models shows the model picker in a notebook; here, run: grinta models")
+        return
+    running = _current.session.model.name if _current and not _current.session.done else ""
+    _display_widget(modelbar.model_bar(running=running))
+
+
+def _in_kernel_shell() -> bool:
+    """Whether this runs in a kernel, whose front end can show widgets."""
+    from IPython import get_ipython
+
+    shell = get_ipython()
+    return shell is not None and getattr(shell, "kernel", None) is not None
 
 
 # What ``start`` and a session's first steps import, for ``warm_imports``.
@@ -623,10 +693,10 @@ def resume(log: str | None, config: Config) -> Session:
     can be wrong (no log, a model that cannot run it) raises MagicUsageError first.
     """
     global _current
-    from grinta_jupyter.agent.models import ModelError, configured_model
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.events import models as ev
     from grinta_jupyter.events.log import LogError, read_events
+    from grinta_jupyter.jupyter import modelbar
 
     path = _log_to_resume(log, config)
     try:
@@ -636,10 +706,8 @@ def resume(log: str | None, config: Config) -> Session:
     start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
     if start is None:
         raise MagicUsageError(f"{path} is not a grinta session log", usage=False)
-    try:
-        model = configured_model(config, require_key=True)
-    except ModelError as exc:
-        raise MagicUsageError(f"{exc.code}: {exc.message}", usage=False) from None
+    config = modelbar.configured(config)
+    model = _model_or_fix(config)
     ran_with = start.model
     if model.name == "demo" and ran_with != "demo":
         raise MagicUsageError(
@@ -846,6 +914,12 @@ def demo_workspace(target: Path, sample: str = "raft_kv") -> Path:
         "made by grinta's demo; it is replaced by the next demo run\n"
     )
     return candidate
+
+
+def _display_widget(widget: Any) -> None:
+    from IPython.display import display
+
+    display(widget)  # type: ignore[no-untyped-call]
 
 
 def _display(bundle: dict[str, Any], **options: Any) -> Any:

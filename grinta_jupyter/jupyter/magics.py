@@ -9,6 +9,7 @@
     %grinta rewind N                undo the commits after step N; go on from step N
     %grinta resume [options] [LOG]  rebuild a session from its log (default: the workspace's
                                     most recent unfinished one) after a restart or a crash
+    %grinta models                  the model picker and key field for the next session
 
 Options: --model M, --root DIR, --auto, --toolset T, --max-steps N,
 --manual (no background task: advance with %grinta step).
@@ -34,7 +35,7 @@ import argparse
 import json
 import os
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -57,13 +58,14 @@ SUBCOMMANDS = (
     "continue",
     "rewind",
     "resume",
+    "models",
 )
 # Subcommands that take nothing after them (veto takes a reason, edit takes JSON).
-BARE_SUBCOMMANDS = ("step", "approve", "undo", "stop", "status", "log", "metrics")
+BARE_SUBCOMMANDS = ("step", "approve", "undo", "stop", "status", "log", "metrics", "models")
 USAGE = (
     "usage: %grinta [--model M] [--root DIR] [--auto] [--manual] TASK | step | approve | "
     "veto REASON | edit JSON | undo | stop | status | log | metrics | say TEXT | "
-    "continue TASK | rewind N | resume [options] [LOG]"
+    "continue TASK | rewind N | resume [options] [LOG] | models"
 )
 
 
@@ -72,11 +74,13 @@ class MagicUsageError(ValueError):
 
     ``usage`` says whether the usage line follows it (a mistake in how the magic
     was called) or not (a problem to fix elsewhere, such as a missing API key).
+    ``after`` runs once the line is shown (the model picker, under a missing key).
     """
 
-    def __init__(self, message: str, usage: bool = True):
+    def __init__(self, message: str, usage: bool = True, after: Callable[[], None] | None = None):
         super().__init__(message)
         self.usage = usage
+        self.after = after
 
 
 class _Parser(argparse.ArgumentParser):
@@ -187,6 +191,9 @@ class GrintaMagics(Magics):
                     f"{command} takes nothing after it (got {rest!r}); for a task that starts "
                     f"with {command!r}, write %grinta -- {command} ..."
                 )
+            if command == "models":
+                controller.show_models()
+                return None
             return controller.command(command, rest)
         except MagicUsageError as exc:
             show_usage_error(exc)
@@ -200,6 +207,8 @@ def show_usage_error(exc: MagicUsageError) -> None:
     print(f"%grinta: {visible(str(exc), keep_newlines=False)}")
     if exc.usage:
         print(USAGE)
+    if exc.after is not None:
+        exc.after()
 
 
 def edit_arguments(text: str) -> dict[str, Any] | str:

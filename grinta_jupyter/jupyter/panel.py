@@ -19,6 +19,10 @@ which the controller makes ``session.continue_task`` plus driving it again).
 The box never decides a proposal. The header names the rules files the session
 loaded (``session.rules``).
 
+Under the header, the model bar (``jupyter/modelbar.py``): the model picker and
+the key field. What it picks is the next session's model; this session keeps
+its own (the header names it).
+
 Each step is the labextension's TypeScript card (``card.StepCardWidget``), the
 card the saved trace shows. The header and the thinking line are small HTML
 in JupyterLab's theme colours; any text in them goes through
@@ -66,6 +70,7 @@ from grinta_jupyter.jupyter.mime import (
     step_payload,
     text_html,
 )
+from grinta_jupyter.jupyter.modelbar import model_bar
 from grinta_jupyter.jupyter.timeline import Mark, timeline
 from grinta_jupyter.runtime.display import visible
 
@@ -123,12 +128,14 @@ class SessionPanel:
         self.cards_box = w.VBox()
         self.summary = w.Box()
         self.box = MessageBoxWidget(on_message=self.message)
+        self.models = model_bar(running=str(getattr(session.model, "name", "")))
         self.widget = w.VBox(
             [
                 w.HBox(
                     [self.header, self.reads_toggle, self.stop_button],
                     layout=w.Layout(justify_content="space-between", align_items="center"),
                 ),
+                self.models,
                 self.cards_box,
                 self.thinking,
                 self.notice,

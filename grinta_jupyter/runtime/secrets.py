@@ -17,6 +17,10 @@ A text cut through a secret (a line limit, a head-and-tail cut) keeps no piece
 of it: a word starting with a secret's first 12 characters, or ending with its
 last 12, is redacted whole. Structured data is redacted value by value, never
 keys, so a redacted event still parses.
+
+Secrets that live in no environment variable (an API key pasted into the notebook
+panel, kept in the kernel's memory only: ``agent/models/keys.py``) are ``hold``-ed:
+every ``Secrets.from_env`` made afterwards in this process redacts them too.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 import urllib.parse
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -101,6 +106,30 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     return sorted(values, key=len, reverse=True)
 
 
+# Values held in memory only (no environment variable names them), redacted everywhere.
+_held: set[str] = set()
+_held_lock = threading.Lock()
+
+
+def hold(value: str) -> None:
+    """Redact ``value`` in every ``Secrets.from_env`` this process makes from now on.
+
+    For secrets that are in no environment variable (a key kept in the kernel's
+    memory). Held for the life of the process: text shown while it was in use
+    must stay redacted after it is replaced. Like any secret, a value too short
+    to tell apart from ordinary text (``looks_secret``) is not redacted.
+    """
+    found = _values_of(value)
+    with _held_lock:
+        _held.update(found)
+
+
+def held() -> tuple[str, ...]:
+    """The values ``hold`` was given (normalised), for ``Secrets.from_env``."""
+    with _held_lock:
+        return tuple(_held)
+
+
 @dataclass(frozen=True)
 class Secrets:
     """A fixed set of secret values, and the redaction of text and data that may hold them."""
@@ -111,7 +140,7 @@ class Secrets:
     def from_env(
         cls, environ: Mapping[str, str] | None = None, extra: Iterable[str | None] = ()
     ) -> Secrets:
-        found = set(secret_values(environ))
+        found = set(secret_values(environ)) | set(held())
         for value in extra:
             if value:
                 found |= _values_of(value)

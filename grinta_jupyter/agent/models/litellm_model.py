@@ -254,7 +254,11 @@ class LiteLLMModel:
 
         detail = self._detail(exc)
         env_vars = PROVIDER_KEYS.get(provider, ())
-        key_hint = f"check {env_vars[0]} or GRINTA_API_KEY" if env_vars else "check the API key"
+        key_hint = (
+            f"set {env_vars[0]} (or GRINTA_API_KEY) to a valid key"
+            if env_vars
+            else "set GRINTA_API_KEY to a valid key"
+        )
         if isinstance(exc, (llm.AuthenticationError, llm.PermissionDeniedError)):
             return ModelError("AUTH", f"{self.model} rejected the key ({detail}); {key_hint}")
         if isinstance(exc, llm.RateLimitError):

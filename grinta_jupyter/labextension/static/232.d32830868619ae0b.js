@@ -518,4 +518,75 @@
   white-space: pre-wrap;
   word-break: break-word;
 }
-`,""]),o.d(r,{},{A:e})},314(t){t.exports=function(t){var r=[];return r.toString=function(){return this.map(function(r){var o="",a=void 0!==r[5];return r[4]&&(o+="@supports (".concat(r[4],") {")),r[2]&&(o+="@media ".concat(r[2]," {")),a&&(o+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),o+=t(r),a&&(o+="}"),r[2]&&(o+="}"),r[4]&&(o+="}"),o}).join("")},r.i=function(t,o,a,n,i){"string"==typeof t&&(t=[[null,t,void 0]]);var e={};if(a)for(var p=0;p<this.length;p++){var u=this[p][0];null!=u&&(e[u]=!0)}for(var s=0;s<t.length;s++){var g=[].concat(t[s]);a&&e[g[0]]||(void 0!==i&&(void 0===g[5]||(g[1]="@layer".concat(g[5].length>0?" ".concat(g[5]):""," {").concat(g[1],"}")),g[5]=i),o&&(g[2]&&(g[1]="@media ".concat(g[2]," {").concat(g[1],"}")),g[2]=o),n&&(g[4]?(g[1]="@supports (".concat(g[4],") {").concat(g[1],"}"),g[4]=n):g[4]="".concat(n)),r.push(g))}},r}},601(t){t.exports=function(t){return t[1]}},72(t){var r=[];function o(t){for(var o=-1,a=0;a<r.length;a++)if(r[a].identifier===t){o=a;break}return o}function a(t,a){for(var n={},i=[],e=0;e<t.length;e++){var p=t[e],u=a.base?p[0]+a.base:p[0],s=n[u]||0,g="".concat(u," ").concat(s);n[u]=s+1;var d=o(g),l={css:p[1],media:p[2],sourceMap:p[3],supports:p[4],layer:p[5]};if(-1!==d)r[d].references++,r[d].updater(l);else{var c=function(t,r){var o=r.domAPI(r);return o.update(t),function(r){r?(r.css!==t.css||r.media!==t.media||r.sourceMap!==t.sourceMap||r.supports!==t.supports||r.layer!==t.layer)&&o.update(t=r):o.remove()}}(l,a);a.byIndex=e,r.splice(e,0,{identifier:g,updater:c,references:1})}i.push(g)}return i}t.exports=function(t,n){var i=a(t=t||[],n=n||{});return function(t){t=t||[];for(var e=0;e<i.length;e++){var p=o(i[e]);r[p].references--}for(var u=a(t,n),s=0;s<i.length;s++){var g=o(i[s]);0===r[g].references&&(r[g].updater(),r.splice(g,1))}i=u}}},659(t){var r={};t.exports=function(t,o){var a=function(t){if(void 0===r[t]){var o=document.querySelector(t);if(window.HTMLIFrameElement&&o instanceof window.HTMLIFrameElement)try{o=o.contentDocument.head}catch(t){o=null}r[t]=o}return r[t]}(t);if(!a)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");a.appendChild(o)}},540(t){t.exports=function(t){var r=document.createElement("style");return t.setAttributes(r,t.attributes),t.insert(r,t.options),r}},56(t,r,o){t.exports=function(t){var r=o.nc;r&&t.setAttribute("nonce",r)}},825(t){t.exports=function(t){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=t.insertStyleElement(t);return{update:function(o){var a,n,i;a="",o.supports&&(a+="@supports (".concat(o.supports,") {")),o.media&&(a+="@media ".concat(o.media," {")),(n=void 0!==o.layer)&&(a+="@layer".concat(o.layer.length>0?" ".concat(o.layer):""," {")),a+=o.css,n&&(a+="}"),o.media&&(a+="}"),o.supports&&(a+="}"),(i=o.sourceMap)&&"u">typeof btoa&&(a+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(i))))," */")),t.styleTagTransform(a,r,t.options)},remove:function(){var t;null===(t=r).parentNode||t.parentNode.removeChild(t)}}}},113(t){t.exports=function(t,r){if(r.styleSheet)r.styleSheet.cssText=t;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(t))}}},579(t,r,o){var a=o(72),n=o.n(a),i=o(825),e=o.n(i),p=o(659),u=o.n(p),s=o(56),g=o.n(s),d=o(540),l=o.n(d),c=o(113),f=o.n(c),b=o(475),v={};v.styleTagTransform=f(),v.setAttributes=g(),v.insert=u().bind(null,"head"),v.domAPI=e(),v.insertStyleElement=l(),n()(b.A,v),b.A&&b.A.locals&&b.A.locals}}]);
+
+/* The live panel's model bar (src/render/modelBar.ts): the picker and the key field. */
+
+.grinta-output.grinta-models { padding: 4px 0 2px; }
+
+.grinta-output .grinta-models-row {
+  align-items: center;
+  display: flex;
+  flex-wrap: wrap;
+  gap: 4px 8px;
+}
+
+.grinta-output .grinta-models-label {
+  color: var(--jp-ui-font-color1, rgba(0, 0, 0, 0.87));
+  font-size: var(--jp-ui-font-size1, 13px);
+}
+
+.grinta-output .grinta-models-select,
+.grinta-output .grinta-models-key {
+  background: var(--jp-input-background, var(--jp-layout-color1, #fff));
+  border: 1px solid var(--jp-border-color1, #bdbdbd);
+  border-radius: var(--grinta-radius);
+  color: var(--jp-ui-font-color1, rgba(0, 0, 0, 0.87));
+  font-family: var(--jp-ui-font-family, system-ui, sans-serif);
+  font-size: var(--jp-ui-font-size1, 13px);
+  padding: 2px 6px;
+}
+
+.grinta-output .grinta-models-select { max-width: 28em; }
+.grinta-output .grinta-models-select optgroup,
+.grinta-output .grinta-models-select option {
+  background: var(--jp-layout-color1, #fff);
+  color: var(--jp-ui-font-color1, rgba(0, 0, 0, 0.87));
+}
+.grinta-output .grinta-models-key { min-width: 20em; }
+.grinta-output .grinta-models-key::placeholder { color: var(--jp-ui-font-color2, rgba(0, 0, 0, 0.54)); opacity: 1; }
+.grinta-output .grinta-models-select:focus,
+.grinta-output .grinta-models-key:focus { outline: 2px solid var(--jp-brand-color1, #1976d2); outline-offset: 1px; }
+.grinta-output .grinta-models-keybox { align-items: center; display: inline-flex; gap: 6px; }
+.grinta-output .grinta-models-keybox[hidden],
+.grinta-output .grinta-models-searching[hidden],
+.grinta-output .grinta-models-problem[hidden],
+.grinta-output .grinta-models-forget[hidden] { display: none; }
+.grinta-output .grinta-models-use { border-left-color: var(--jp-brand-color1, #1976d2); }
+
+.grinta-output .grinta-models-searching,
+.grinta-output .grinta-models-note,
+.grinta-output .grinta-models-status {
+  color: var(--jp-ui-font-color2, rgba(0, 0, 0, 0.54));
+  font-size: var(--jp-ui-font-size0, 11px);
+  white-space: pre-wrap;
+  word-break: break-word;
+}
+
+.grinta-output .grinta-models[data-key-state='missing'] .grinta-models-note,
+.grinta-output .grinta-models[data-key-state='rejected'] .grinta-models-note {
+  color: color-mix(in srgb, var(--jp-warn-color1, #ff9800) 45%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  font-weight: 600;
+}
+.grinta-output .grinta-models[data-key-state='missing'] .grinta-models-key,
+.grinta-output .grinta-models[data-key-state='rejected'] .grinta-models-key { border-color: var(--jp-warn-color1, #ff9800); }
+
+.grinta-output .grinta-models-problem {
+  border-left: 3px solid var(--jp-error-color1, #d32f2f);
+  color: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 60%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  font-size: var(--jp-ui-font-size1, 13px);
+  margin: 4px 0;
+  padding: 2px 8px;
+  white-space: pre-wrap;
+  word-break: break-word;
+}
+`,""]),o.d(r,{},{A:e})},314(t){t.exports=function(t){var r=[];return r.toString=function(){return this.map(function(r){var o="",a=void 0!==r[5];return r[4]&&(o+="@supports (".concat(r[4],") {")),r[2]&&(o+="@media ".concat(r[2]," {")),a&&(o+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),o+=t(r),a&&(o+="}"),r[2]&&(o+="}"),r[4]&&(o+="}"),o}).join("")},r.i=function(t,o,a,n,i){"string"==typeof t&&(t=[[null,t,void 0]]);var e={};if(a)for(var p=0;p<this.length;p++){var u=this[p][0];null!=u&&(e[u]=!0)}for(var s=0;s<t.length;s++){var g=[].concat(t[s]);a&&e[g[0]]||(void 0!==i&&(void 0===g[5]||(g[1]="@layer".concat(g[5].length>0?" ".concat(g[5]):""," {").concat(g[1],"}")),g[5]=i),o&&(g[2]&&(g[1]="@media ".concat(g[2]," {").concat(g[1],"}")),g[2]=o),n&&(g[4]?(g[1]="@supports (".concat(g[4],") {").concat(g[1],"}"),g[4]=n):g[4]="".concat(n)),r.push(g))}},r}},601(t){t.exports=function(t){return t[1]}},72(t){var r=[];function o(t){for(var o=-1,a=0;a<r.length;a++)if(r[a].identifier===t){o=a;break}return o}function a(t,a){for(var n={},i=[],e=0;e<t.length;e++){var p=t[e],u=a.base?p[0]+a.base:p[0],s=n[u]||0,g="".concat(u," ").concat(s);n[u]=s+1;var d=o(g),l={css:p[1],media:p[2],sourceMap:p[3],supports:p[4],layer:p[5]};if(-1!==d)r[d].references++,r[d].updater(l);else{var c=function(t,r){var o=r.domAPI(r);return o.update(t),function(r){r?(r.css!==t.css||r.media!==t.media||r.sourceMap!==t.sourceMap||r.supports!==t.supports||r.layer!==t.layer)&&o.update(t=r):o.remove()}}(l,a);a.byIndex=e,r.splice(e,0,{identifier:g,updater:c,references:1})}i.push(g)}return i}t.exports=function(t,n){var i=a(t=t||[],n=n||{});return function(t){t=t||[];for(var e=0;e<i.length;e++){var p=o(i[e]);r[p].references--}for(var u=a(t,n),s=0;s<i.length;s++){var g=o(i[s]);0===r[g].references&&(r[g].updater(),r.splice(g,1))}i=u}}},659(t){var r={};t.exports=function(t,o){var a=function(t){if(void 0===r[t]){var o=document.querySelector(t);if(window.HTMLIFrameElement&&o instanceof window.HTMLIFrameElement)try{o=o.contentDocument.head}catch(t){o=null}r[t]=o}return r[t]}(t);if(!a)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");a.appendChild(o)}},540(t){t.exports=function(t){var r=document.createElement("style");return t.setAttributes(r,t.attributes),t.insert(r,t.options),r}},56(t,r,o){t.exports=function(t){var r=o.nc;r&&t.setAttribute("nonce",r)}},825(t){t.exports=function(t){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=t.insertStyleElement(t);return{update:function(o){var a,n,i;a="",o.supports&&(a+="@supports (".concat(o.supports,") {")),o.media&&(a+="@media ".concat(o.media," {")),(n=void 0!==o.layer)&&(a+="@layer".concat(o.layer.length>0?" ".concat(o.layer):""," {")),a+=o.css,n&&(a+="}"),o.media&&(a+="}"),o.supports&&(a+="}"),(i=o.sourceMap)&&"u">typeof btoa&&(a+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(i))))," */")),t.styleTagTransform(a,r,t.options)},remove:function(){var t;null===(t=r).parentNode||t.parentNode.removeChild(t)}}}},113(t){t.exports=function(t,r){if(r.styleSheet)r.styleSheet.cssText=t;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(t))}}},579(t,r,o){var a=o(72),n=o.n(a),i=o(825),e=o.n(i),p=o(659),u=o.n(p),s=o(56),g=o.n(s),d=o(540),l=o.n(d),c=o(113),f=o.n(c),b=o(475),m={};m.styleTagTransform=f(),m.setAttributes=g(),m.insert=u().bind(null,"head"),m.domAPI=e(),m.insertStyleElement=l(),n()(b.A,m),b.A&&b.A.locals&&b.A.locals}}]);
