@@ -14,6 +14,7 @@ import re
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
@@ -114,6 +115,20 @@ def test_provider_keys_name_the_variable_set_never_the_value() -> None:
     assert keys["gemini"].found == "GOOGLE_API_KEY", "the second variable counts too"
     assert keys["mistral"].found == "panel"
     assert KEY not in repr(keys)
+
+
+@pytest.fixture(autouse=True)
+def held_for_this_test() -> Iterator[None]:
+    """Keys held in a test here are forgotten after it: ``hold`` is for the life of the
+    process by design, and the other test files expect only their own secrets."""
+    from grinta_jupyter.runtime import secrets
+
+    with secrets._held_lock:
+        kept = set(secrets._held)
+    yield
+    with secrets._held_lock:
+        secrets._held.clear()
+        secrets._held.update(kept)
 
 
 def test_held_keys_are_memory_only_and_redacted_everywhere() -> None:
