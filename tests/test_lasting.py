@@ -453,7 +453,10 @@ def test_hostile_logs_are_refused_before_anything_runs(ws: Path, tmp_path: Path)
     assert Session.resume(elsewhere, model=ScriptedModel([]), root=ws).queue
     # A rewind that makes a branch from itself would make the paths loop.
     looped = tmp_path / "looped.jsonl"
-    line = json.dumps({"type": "rewind", "seq": 99, "to_step": 0, "parent": 1, "branch": 1})
+    seq = len(log.read_text().splitlines()) + 1
+    line = json.dumps(
+        {"type": "rewind", "seq": seq, "session": log.stem, "to_step": 0, "parent": 1, "branch": 1}
+    )
     looped.write_text(log.read_text() + line + "\n")
     with pytest.raises(LogError, match="not a branch history"):
         Session.resume(looped, model=ScriptedModel([]), root=ws)

@@ -592,7 +592,7 @@ class GrintaAgent(Agent):
         assert session is not None
         if not (session.waiting and session.pending is step):
             return
-        session.decide(decision)
+        session.decide(decision, step)
         if isinstance(decision, Approve):  # a commit or a command runs now
             await self.client.session_update(
                 conv.id, toolcalls.progress(session.branch, step, "in_progress")

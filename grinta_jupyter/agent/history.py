@@ -208,13 +208,58 @@ class Rebuilt:
     ended: ev.SessionEnd | None = None  # the current task's end, if it ended
     unfinished: list[tuple[ToolCall, str]] = field(default_factory=list)  # no outcome yet
     staged: dict[str, ev.DiffStaged] = field(default_factory=dict)  # call id -> its last diff
+    proposed: dict[str, ev.ToolProposed] = field(default_factory=dict)  # call id -> its last
     summary: str | None = None
 
 
 def limits_from(settings: dict[str, Any]) -> Limits:
-    """The ``Limits`` a session ran with, from ``SessionStart.settings`` (unknown keys ignored)."""
-    known = set(Limits.__dataclass_fields__)
-    return Limits(**{k: v for k, v in settings.items() if k in known})
+    """The ``Limits`` a session ran with, from ``SessionStart.settings``.
+
+    Unknown keys are ignored, and a value of the wrong kind (a hand-edited log) takes its
+    default, so a resumed session never fails on one half-way through a step.
+    """
+    return Limits(**{k: v for k, v in settings.items() if k in _LIMITS and _fits(k, v)})
+
+
+def setting(settings: dict[str, Any], name: str, default: int) -> int:
+    """A whole-number setting of ``SessionStart.settings``; ``default`` when it is not one."""
+    value = settings.get(name)
+    return value if value is not None and _fits(name, value) else default
+
+
+_LIMITS = set(Limits.__dataclass_fields__)
+_OPTIONAL = {"max_steps", "max_tokens", "max_cost", "max_wall_time", "context_budget"}
+_FRACTIONAL = {"max_cost", "max_wall_time"}
+
+
+def _fits(name: str, value: Any) -> bool:
+    """Whether ``value`` is a value the setting ``name`` can take (None: no limit)."""
+    if name == "condense":
+        return value in ("digest", "model")
+    if value is None:
+        return name in _OPTIONAL
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    return (name in _FRACTIONAL or isinstance(value, int)) and value > 0
+
+
+def check_sequence(events: Sequence[ev.Event], where: str) -> None:
+    """Raise ``LogError`` unless ``events`` are one session's, numbered 1, 2, 3... in order,
+    with one ``session_start``, first: what resume needs to rebuild a session from them
+    (a repeated, reordered, missing or foreign line would rebuild another one)."""
+    if not events or not isinstance(events[0], ev.SessionStart):
+        raise LogError(f"{where} does not begin with its session_start event")
+    session = events[0].session
+    for number, event in enumerate(events, 1):
+        if event.seq != number:
+            raise LogError(
+                f"{where}: event {number} is numbered {event.seq} (a line was repeated, "
+                "reordered or lost): it cannot be resumed"
+            )
+        if event.session != session:
+            raise LogError(f"{where}: event {number} belongs to another session ({event.session})")
+        if number > 1 and isinstance(event, ev.SessionStart):
+            raise LogError(f"{where}: event {number} is a second session_start")
 
 
 def rebuild(
@@ -233,7 +278,7 @@ def rebuild(
     start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
     if start is None:
         raise LogError("the log has no session_start event")
-    keep = int(start.settings.get("keep_observations", 5))
+    keep = setting(start.settings, "keep_observations", 5)
     context = Context.start(root, start.task, keep, secrets, rules=rules)
     if boundary is not None:  # the live session's own fences (to compare with its digests)
         context.system = context.system.replace(context.boundary, boundary)
@@ -241,22 +286,27 @@ def rebuild(
     limits = limits_from(start.settings)
     state = Rebuilt(start, context, ContextFeed(context), limits, Guards(limits, start.task))
     state.tasks.append(start.task)
-    proposed: dict[str, ev.ToolProposed] = {}
-    vetoed: set[str] = set()
+    # The steps of the last reply's calls, by call id (models may reuse ids across replies).
+    current: dict[str, Step] = {}
     for event in events:
         state.feed.apply(event)
         if isinstance(event, ev.ModelReplied):
             state.totals.add(Usage(event.prompt_tokens, event.completion_tokens, event.cost))
             calls = [ToolCall(c["id"], c["name"], c["arguments"]) for c in event.tool_calls]
             state.unfinished = [(c, event.text if i == 0 else "") for i, c in enumerate(calls)]
+            current = {}
         elif isinstance(event, ev.ToolProposed):
-            proposed[event.call_id] = event
+            _proposed(state, current, event)
         elif isinstance(event, ev.DiffStaged):
             state.staged[event.call_id] = event
+            if event.call_id in current:  # the diff of a write: the guards read its paths
+                found = current[event.call_id]
+                found.proposal = recorded_proposal(state.proposed[event.call_id], event)
         elif isinstance(event, ev.UserDecision) and event.decision == "veto":
-            vetoed.add(event.call_id)
+            if event.call_id in current:
+                current[event.call_id].decision = "veto"
         elif isinstance(event, ev.Observed):
-            _observed(state, event, proposed.get(event.call_id), event.call_id in vetoed)
+            _observed(state, event, current.get(event.call_id))
         elif isinstance(event, ev.FinishAttempt) and not event.accepted:
             state.guards.finish.rejections += 1
         elif isinstance(event, ev.Undone) and event.ok:
@@ -278,23 +328,33 @@ def rebuild(
     return state
 
 
-def _observed(
-    state: Rebuilt, event: ev.Observed, proposed: ev.ToolProposed | None, vetoed: bool
-) -> None:
-    state.unfinished = [(c, t) for c, t in state.unfinished if c.id != event.call_id]
-    if proposed is None:
+def _proposed(state: Rebuilt, current: dict[str, Step], event: ev.ToolProposed) -> None:
+    """A call staged: a new step, numbered as the live session numbered it (a step that was
+    dropped undecided, by a stop or a rewind, keeps its number). The same call staged again
+    (edited arguments, or re-staged by a resume) is the same step."""
+    state.proposed[event.call_id] = event
+    proposal = recorded_proposal(event, None)
+    call = ToolCall(event.call_id, event.tool, event.arguments)
+    found = current.get(event.call_id)
+    if found is not None and found.observation is None:
+        found.call, found.proposal = call, proposal
         return
-    staged = state.staged.get(event.call_id)
-    proposal = recorded_proposal(proposed, staged)
-    error = _error(event.code)
-    observation = Observation(event.ok, data_of(event), error, None, None, event.exit_code)
-    number = len(state.steps) + 1
-    step = Step(number, ToolCall(event.call_id, proposed.tool, proposed.arguments), proposal)
-    step.observation = observation
-    step.decision = "veto" if vetoed else None
+    step = Step(len(state.steps) + 1, call, proposal)
     state.steps.append(step)
-    if proposed.tool != "finish":
-        state.guards.after(number, proposal, observation, vetoed)
+    current[event.call_id] = step
+
+
+def _observed(state: Rebuilt, event: ev.Observed, step: Step | None) -> None:
+    state.unfinished = [(c, t) for c, t in state.unfinished if c.id != event.call_id]
+    if step is None or step.observation is not None:
+        return  # a result for a call never staged here (a foreign line): nothing to count
+    error = _error(event.code)
+    step.observation = Observation(event.ok, data_of(event), error, None, None, event.exit_code)
+    if step.call.name != "finish":
+        step.proposal = recorded_proposal(
+            state.proposed[event.call_id], state.staged.get(event.call_id)
+        )
+        state.guards.after(step.number, step.proposal, step.observation, step.decision == "veto")
 
 
 def _error(code: str | None) -> ToolError | None:

@@ -18,6 +18,7 @@ replayer and the experiment runner are all loops over this stream.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -25,11 +26,11 @@ import stat
 import threading
 import time
 import uuid
-from collections.abc import AsyncGenerator, AsyncIterator, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.condense import condense_with_model, request_budget, tokens_after
@@ -40,9 +41,11 @@ from grinta_jupyter.agent.history import (
     Rebuilt,
     branch_events,
     branches,
+    check_sequence,
     limits_from,
     rebuild,
     recorded_proposal,
+    setting,
 )
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall, Usage
 from grinta_jupyter.agent.recorder import proposal_events, reply_event, target_of
@@ -71,10 +74,16 @@ from grinta_jupyter.agent.updates import (
     Veto,
 )
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.log import EventLog, LogError, check_idle, read_log
+from grinta_jupyter.events.log import EventLog, LogError, claim, read_log
 from grinta_jupyter.events.snapshots import SnapshotStore
 from grinta_jupyter.runtime.documents import OpenDocuments
-from grinta_jupyter.runtime.errors import INTERNAL_ERROR, ToolError, ToolFailure
+from grinta_jupyter.runtime.errors import (
+    COMMIT_GONE,
+    INTERNAL_ERROR,
+    STALE_FILE,
+    ToolError,
+    ToolFailure,
+)
 from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.proposal import (
     FinishProposal,
@@ -114,7 +123,7 @@ class Session:
         session_id: str | None = None,
         settings: Settings | None = None,
         documents: OpenDocuments | None = None,
-        _resume: tuple[Path, list[ev.Event]] | None = None,
+        _resume: tuple[Path, list[ev.Event], IO[str]] | None = None,
     ):
         if not (policy in ("ask", "auto") or callable(policy)):
             raise PolicyError(f"policy must be 'ask', 'auto' or a callable, not {policy!r}")
@@ -134,7 +143,13 @@ class Session:
             log_path = _resume[0]
         # The model's own key is a secret even when it came from code, not from the environment.
         self.secrets = Secrets.from_env(extra=[getattr(model, "api_key", None)])
-        self.log = EventLog(log_path, self.id, self.secrets, _resume[1] if _resume else None)
+        self.log = EventLog(
+            log_path,
+            self.id,
+            self.secrets,
+            _resume[1] if _resume else None,
+            claimed=_resume[2] if _resume else None,
+        )
         rules = load_rules(self.root, self.secrets)
         self.rules = rules.files  # the project's rules files in the system prompt
         self._rules_text = rules.text
@@ -148,6 +163,9 @@ class Session:
         self._task_first_step = 0  # steps taken before the current task began
         self._task_tokens = 0  # tokens spent before the current task began
         self._generation = 0  # bumped by a rewind: work begun before it is dropped
+        # Held while an event is logged and applied to the context, and while a decision is
+        # checked against the pending step: both happen from any thread.
+        self._lock = threading.RLock()
         self._snapshots = SnapshotStore(self.root)
         self._snapshotted: set[str] = set()  # paths whose starting state is recorded
         self._restaging: dict[str, ev.DiffStaged | None] = {}  # resumed calls, by call id
@@ -216,37 +234,49 @@ class Session:
         ``toolset`` is needed for a session that ran with the kernel's toolset.
         """
         path = Path(log)
-        check_idle(path)  # a live session's log is neither cut nor appended to
-        events = read_log(path)  # a torn last line is skipped here, and cut below
-        start = next(e for e in events if isinstance(e, ev.SessionStart))
-        if root is None and not _kept_by(path, Path(start.root)):
-            # A log names its own workspace: one from elsewhere must not choose where the
-            # resumed session writes.
-            raise LogError(
-                f"{path} is not in the sessions folder of the workspace it names "
-                f"({start.root}); pass the workspace to resume it in (root=, --root)"
+        read_log(path)  # says what is wrong with a path that is no log, before opening it
+        # Locked from the first read to the last write: nobody appends in between, and the
+        # torn tail cut below is nobody's line in progress.
+        try:
+            handle = claim(path)
+        except OSError as exc:
+            raise LogError(f"cannot open {path}: {exc.strerror or exc}") from None
+        try:
+            events = read_log(path)  # a torn last line is skipped here, and cut below
+            check_sequence(events, str(path))
+            start = events[0]
+            assert isinstance(start, ev.SessionStart)
+            if root is None and not _kept_by(path, Path(start.root)):
+                # A log names its own workspace: one from elsewhere must not choose where the
+                # resumed session writes.
+                raise LogError(
+                    f"{path} is not in the sessions folder of the workspace it names "
+                    f"({start.root}); pass the workspace to resume it in (root=, --root)"
+                )
+            chosen: str | Toolset = toolset if toolset is not None else start.toolset
+            if chosen == "kernel":
+                raise ValueError(
+                    "this session ran with the kernel's tools: resume it in a kernel "
+                    "(%grinta resume), or pass toolset="
+                )
+            _drop_torn_tail(path)
+            return cls(
+                start.task,
+                model=model,
+                root=root if root is not None else start.root,
+                toolset=chosen,
+                policy=policy,
+                limits=limits_from(start.settings),
+                keep_observations=setting(start.settings, "keep_observations", 5),
+                sample=start.sample,
+                session_id=start.session,
+                settings=settings,
+                documents=documents,
+                _resume=(path, events, handle),
             )
-        _drop_torn_tail(path)
-        chosen: str | Toolset = toolset if toolset is not None else start.toolset
-        if chosen == "kernel":
-            raise ValueError(
-                "this session ran with the kernel's tools: resume it in a kernel (%grinta resume), "
-                "or pass toolset="
-            )
-        return cls(
-            start.task,
-            model=model,
-            root=root if root is not None else start.root,
-            toolset=chosen,
-            policy=policy,
-            limits=limits_from(start.settings),
-            keep_observations=int(start.settings.get("keep_observations", 5)),
-            sample=start.sample,
-            session_id=start.session,
-            settings=settings,
-            documents=documents,
-            _resume=(path, events),
-        )
+        except BaseException:
+            handle.close()
+            raise
 
     # -- public state -----------------------------------------------------------
 
@@ -265,8 +295,12 @@ class Session:
 
     # -- decisions: synchronous, from any thread; the driver acts on them -------------------
 
-    def decide(self, decision: Decision) -> Proposal | None:
+    def decide(self, decision: Decision, step: int | Step | None = None) -> Proposal | None:
         """Answer the pending proposal.
+
+        ``step``: the step the decision was made on (the card a person clicked), or its
+        number: refused (RuntimeError), nothing decided, when another one waits by then (step
+        numbers repeat across branches: a ``Step`` names one exactly).
 
         ``Approve()`` commits it as staged, ``Veto(reason)`` refuses it (the reason goes
         to the model), ``Edit(arguments)`` re-stages the call with new arguments and
@@ -275,20 +309,24 @@ class Session:
         returns that proposal; when it does not validate (half an edit can break the
         syntax) nothing is decided and the step still waits.
         """
+        if not isinstance(decision, (Approve, Veto, Edit, ApproveHunks)):
+            raise TypeError(
+                "decide takes Approve(), Edit(arguments), Veto(reason) or ApproveHunks(indices), "
+                f"not {decision!r}"
+            )
+        if isinstance(step, Step):
+            target = self._require_waiting(step.number, step)
+        else:
+            target = self._require_waiting(step)
         if isinstance(decision, Approve):
-            self._record(decision)
+            self._record(decision, target)
             return None
         if isinstance(decision, Veto):
-            self._record(Veto(decision.reason or DEFAULT_VETO_REASON))
+            self._record(Veto(decision.reason or DEFAULT_VETO_REASON), target)
             return None
         if isinstance(decision, Edit):
-            return self._edit(decision.arguments)
-        if isinstance(decision, ApproveHunks):
-            return self._select_hunks(decision)
-        raise TypeError(
-            "decide takes Approve(), Edit(arguments), Veto(reason) or ApproveHunks(indices), "
-            f"not {decision!r}"
-        )
+            return self._edit(decision.arguments, target)
+        return self._select_hunks(decision, target)
 
     def approve(self) -> None:
         self.decide(Approve())
@@ -326,16 +364,34 @@ class Session:
         self._end(reason)
 
     def undo(self) -> Observation:
-        """Undo the last commit (a user action, recorded and reported to the model)."""
-        obs = self.runtime.undo()
-        self._emit(
-            ev.Undone(ok=obs.ok, message=obs.output, commit_id=obs.commit_id), len(self.steps)
-        )
-        self._listeners.publish(Undone(obs.ok, obs.output))
-        if obs.ok:
-            self.guards.finish.undo(len(self.steps))
-            self._note(f"(The user undid the last commit: {obs.output})")
+        """Undo the last commit (a user action, recorded and reported to the model).
+
+        After the session's end too: the log records it all the same (``LogBusy``, nothing
+        restored, when another session object holds the log now).
+        """
+        with self._logging():
+            obs = self.runtime.undo()
+            self._emit(
+                ev.Undone(ok=obs.ok, message=obs.output, commit_id=obs.commit_id), len(self.steps)
+            )
+            self._listeners.publish(Undone(obs.ok, obs.output))
+            if obs.ok:
+                self.guards.finish.undo(len(self.steps))
+                self._note(f"(The user undid the last commit: {obs.output})")
         return obs
+
+    @contextlib.contextmanager
+    def _logging(self) -> Iterator[None]:
+        """The log open for what happens inside, if the session has ended (then closed
+        again): what a person does after the end is recorded like the rest."""
+        reopened = self.done and not self.log.is_open
+        if reopened:
+            self.log.reopen()  # LogBusy: another session object holds it; nothing was done
+        try:
+            yield
+        finally:
+            if reopened and self.done:
+                self.log.close()
 
     # -- a session that lasts: conversation, next tasks, rewind -------------------------------
 
@@ -363,7 +419,11 @@ class Session:
         self._said(text.strip())
 
     def _said(self, text: str) -> None:
-        self._emit(ev.UserMessage(text=text, source="user"), len(self.steps))
+        # Said from a thread just as the session ended: logged all the same, so a resumed or
+        # continued session reads it. (Another session object holding the log by then: the
+        # message stays in this one's memory only.)
+        with contextlib.suppress(LogError), self._logging():
+            self._emit(ev.UserMessage(text=text, source="user"), len(self.steps))
 
     def continue_task(self, task: str) -> None:
         """Give an ended session its next task: same workspace, same log, context carried over.
@@ -406,15 +466,18 @@ class Session:
             )
         path = branch_events(self.log.events, self.branch)
         undone = {e.commit_id for e in path if isinstance(e, ev.Undone) and e.ok}
-        commits = [
-            e.commit_id
+        later = [
+            e
             for e in path
-            if isinstance(e, ev.Committed)
-            and e.ok
-            and e.commit_id
-            and e.step > step
-            and e.commit_id not in undone
+            if isinstance(e, ev.Committed) and e.ok and e.step > step and e.commit_id not in undone
         ]
+        if any(not e.commit_id for e in later):
+            nameless = next(e for e in later if not e.commit_id)
+            raise RewindError(
+                f"nothing was rewound: the log cannot name the commit of step {nameless.step} "
+                "(it was written by an older version or edited), so it cannot be undone"
+            )
+        commits = [e.commit_id for e in later if e.commit_id]
         ran = {e.call_id: e for e in path if isinstance(e, ev.ToolProposed)}
         not_undone = [
             f"step {e.step}: {ran[e.call_id].summary or e.tool}"
@@ -425,10 +488,34 @@ class Session:
             and ran[e.call_id].kind == "command"
             and e.exit_code is not None
         ]
-        obs = self.runtime.undo_commits(commits)
-        if not obs.ok:
-            assert obs.error is not None
-            raise RewindError(f"nothing was rewound: {obs.error.message}")
+        # The log first: a rewind it cannot record must not change a file (LogBusy).
+        with self._logging():
+            obs = self.runtime.undo_commits(commits)
+            if not obs.ok and not self._rewound_already(later, path, obs):
+                assert obs.error is not None
+                raise RewindError(f"nothing was rewound: {obs.error.message}")
+            return self._rewound(step, path, commits, not_undone)
+
+    def _rewound_already(
+        self, later: list[ev.Committed], path: list[ev.Event], obs: Observation
+    ) -> bool:
+        """Whether the files already hold what the rewind would restore: a crash came after
+        its transaction, before its event (the transaction dropped the undo records)."""
+        if obs.error is None or obs.error.code not in (COMMIT_GONE, STALE_FILE) or not later:
+            return False
+        staged = {e.call_id: e for e in path if isinstance(e, ev.DiffStaged)}
+        first: dict[str, str | None] = {}  # path -> its sha256 before the first later commit
+        for commit in later:
+            diff = staged.get(commit.call_id)
+            if diff is None:
+                return False
+            for where in diff.paths:
+                first.setdefault(where, diff.base.get(where))
+        return all(self._disk_sha(where) == sha for where, sha in first.items())
+
+    def _rewound(
+        self, step: int, path: list[ev.Event], commits: list[str], not_undone: list[str]
+    ) -> Rewound:
         self._generation += 1  # a model turn or staging begun before this is dropped
         for task in (self._model_task, self._condensing):
             if task is not None and not task.done():
@@ -445,7 +532,7 @@ class Session:
         self.steps = self.steps[:step]
         parent = self.branch
         self.branch = self.log.branch = max(branches(self.log.events)) + 1
-        self._reopen()
+        self._reopen()  # the log is open already (``_logging``)
         self._emit(
             ev.Rewound(
                 to_step=step,
@@ -463,8 +550,9 @@ class Session:
         self.state = State.THINKING
         self.end_reason = None
         self.summary = None
-        self.pending = None
-        self._decision = None
+        with self._lock:
+            self.pending = None
+            self._decision = None
         self.queue = []
         self._turns_without_tool = 0
         self._stop_after_commit = None
@@ -499,6 +587,15 @@ class Session:
         self.summary = state.summary
         recovered: list[str] = []
         if state.ended is None:
+            # The calls left without an outcome are staged again (or recovered) as the steps
+            # they were: their numbers are theirs again.
+            again = {call.id for call, _ in state.unfinished}
+            while (
+                self.steps
+                and self.steps[-1].call.id in again
+                and self.steps[-1].observation is None
+            ):
+                self.steps.pop()
             decided = {
                 e.call_id
                 for e in branch_events(events, self.branch)
@@ -547,7 +644,12 @@ class Session:
             f"({', '.join(staged.paths)}); it was not applied again"
         )
         step.observation = Observation(True, text)
-        self._emit(ev.Committed(call_id=call.id, ok=True, paths=staged.paths), step.number)
+        # Named, so that a rewind undoes it like any other (its undo record says which).
+        commit_id = self.runtime.find_commit(staged.base, staged.after)
+        self._emit(
+            ev.Committed(call_id=call.id, ok=True, commit_id=commit_id, paths=staged.paths),
+            step.number,
+        )
         self._emit(
             ev.Observed(
                 call_id=call.id,
@@ -823,7 +925,8 @@ class Session:
 
     def _ask(self, step: Step) -> None:
         """``step`` waits for a decision: every listener is told so, in the same place."""
-        self.pending = step
+        with self._lock:
+            self.pending = step
         self.state = State.PROPOSED
         self._listeners.publish(NeedsDecision(step))
 
@@ -1011,36 +1114,38 @@ class Session:
             self._finish_session("policy_error")
             raise PolicyError(message) from exc
 
-    def _record(self, decision: Approve | Veto | _Selected) -> None:
-        step = self._require_waiting()
-        self._decision = decision
+    def _record(self, decision: Approve | Veto | _Selected, step: Step) -> None:
+        with self._lock:  # the step may have been rewound or stopped away meanwhile
+            self._require_waiting(step.number, step)
+            self._decision = decision
         self._listeners.answered(step)
         self._listeners.wake()
 
-    def _edit(self, arguments: dict[str, Any] | str) -> Proposal:
-        step = self._require_waiting()
+    def _edit(self, arguments: dict[str, Any] | str, step: Step) -> Proposal:
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
-        self._emit(
-            ev.UserDecision(call_id=step.call.id, decision="edit", arguments=raw), step.number
-        )
-        step.call = ToolCall(step.call.id, step.call.name, raw)
+        call = ToolCall(step.call.id, step.call.name, raw)
+        proposal = self.runtime.propose(call.name, raw)  # may take a while: nothing changes yet
+        with self._lock:
+            self._require_waiting(step.number, step)
+            self._emit(
+                ev.UserDecision(call_id=step.call.id, decision="edit", arguments=raw), step.number
+            )
+            step.call, step.proposal = call, proposal
+            step.edits += 1
+            # An edit that does not validate still waits: the user may edit again.
+            self._record_proposal(step, edited=True)
         self._listeners.answered(step)
-        step.proposal = self.runtime.propose(step.call.name, raw)
-        step.edits += 1
-        # An edit that does not validate still waits: the user may edit again.
-        self._record_proposal(step, edited=True)
         self._ask(step)
         return step.proposal
 
-    def _select_hunks(self, decision: ApproveHunks) -> Proposal:
-        step = self._require_waiting()
+    def _select_hunks(self, decision: ApproveHunks, step: Step) -> Proposal:
         selected = self.runtime.select_hunks(step.proposal, decision.hunks)
         every = isinstance(selected, WriteProposal) and not selected.declined
         if selected.ok and every:  # every hunk: that is an approval
-            self._record(Approve())
+            self._record(Approve(), step)
         elif selected.ok:
             note = declined_note(step.proposal, decision.hunks, decision.reason)
-            self._record(_Selected(selected, tuple(decision.hunks), decision.reason, note))
+            self._record(_Selected(selected, tuple(decision.hunks), decision.reason, note), step)
         return selected
 
     def _require_pending(self) -> Step:
@@ -1048,15 +1153,32 @@ class Session:
             raise RuntimeError("no proposal is waiting for a decision")
         return self.pending
 
-    def _require_waiting(self) -> Step:
-        """The pending step, if nothing has been decided about it yet: one decision each."""
-        step = self._require_pending()
-        if self._decision is not None:
-            raise RuntimeError(
-                f"step {step.number} is already decided ({type(self._decision).__name__}); "
-                "the next decision is for the next proposal"
-            )
-        return step
+    def _require_waiting(self, number: int | None = None, step: Step | None = None) -> Step:
+        """The pending step, if nothing has been decided about it yet: one decision each.
+
+        ``number`` / ``step``: the step the decision is for, which must be the one waiting.
+        """
+        with self._lock:
+            pending = self.pending
+            if pending is None and number is None:
+                raise RuntimeError("no proposal is waiting for a decision")
+            if pending is None or (step is not None and pending is not step):
+                which = f"step {number}" if number is not None else "the proposal"
+                raise RuntimeError(
+                    f"{which} no longer waits for a decision (the session was stopped, rewound "
+                    "or moved on); nothing was decided"
+                )
+            if number is not None and pending.number != number:
+                raise RuntimeError(
+                    f"step {pending.number} waits for a decision, not step {number}: nothing "
+                    "was decided"
+                )
+            if self._decision is not None:
+                raise RuntimeError(
+                    f"step {pending.number} is already decided ({type(self._decision).__name__}); "
+                    "the next decision is for the next proposal"
+                )
+            return pending
 
     def _record_proposal(self, step: Step, edited: bool = False) -> None:
         for event in proposal_events(step, edited):
@@ -1114,8 +1236,9 @@ class Session:
             return
         self.state = State.DONE
         self.end_reason = reason
-        self.pending = None
-        self._decision = None
+        with self._lock:
+            self.pending = None
+            self._decision = None
         self._emit(
             ev.SessionEnd(
                 reason=reason,
@@ -1132,8 +1255,9 @@ class Session:
         self._listeners.publish(ModelText(piece))
 
     def _emit(self, event: ev.Event, step: int = 0) -> ev.Event:
-        emitted = self.log.emit(event, step)
-        self._feed.apply(emitted)
+        with self._lock:  # the log's order is the context's order, whichever thread emits
+            emitted = self.log.emit(event, step)
+            self._feed.apply(emitted)
         if self._listeners:
             found = self.steps[step - 1] if 0 < step <= len(self.steps) else None
             update = update_for(emitted, found, self.summary)

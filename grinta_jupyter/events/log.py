@@ -9,7 +9,14 @@ says why in ``error``; the session then ends with reason ``log_write_failed``.
 While a session has its log open, it holds an exclusive advisory lock on it
 (``flock``): a second process (or a second session object) cannot append to a
 log that a live session writes (``LogBusy``). The lock goes with the process,
-so a killed kernel's log can be resumed at once.
+so a killed kernel's log can be resumed at once. Resuming takes the lock
+before it reads the log (``claim``) and keeps it, so nothing is appended
+between what it read and what it writes.
+
+``emit`` may be called from any thread: sequence numbers are given under a
+lock, so every event has its own, in the order of the lines. A text the log's
+encoding cannot hold (a lone surrogate from a broken stream) is written with
+JSON escapes, read back exactly.
 
 A log is read back with ``read_events``, or, for a path a person gave, with
 ``read_log``: a path that is missing, not a file, unreadable, empty, or not a
@@ -25,6 +32,7 @@ import json
 import os
 import re
 import stat
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -58,9 +66,11 @@ class EventLog:
         session: str,
         secrets: Secrets | None = None,
         earlier: list[Event] | None = None,
+        claimed: IO[str] | None = None,
     ):
         """``earlier``: the events already in the file at ``path`` (a resumed session's),
-        which the new ones follow: their sequence numbers and times go on from them."""
+        which the new ones follow: their sequence numbers and times go on from them;
+        ``claimed``: the file, already open and locked (``claim``)."""
         self.path = path
         self.session = session
         self.events: list[Event] = list(earlier or ())
@@ -69,33 +79,31 @@ class EventLog:
         last_t = self.events[-1].t if self.events else 0.0
         self._started = time.monotonic() - last_t
         self._secrets = secrets if secrets is not None else Secrets.from_env()
-        self._file: IO[str] | None = None
+        self._file: IO[str] | None = claimed
+        self._lock = threading.RLock()  # seq numbers, the list and the file move together
         self.reopen()
 
     def reopen(self) -> None:
         """Open the file for appending (again, once closed: a session that goes on).
 
         Raises ``LogBusy`` when another live session holds the log."""
-        if self.path is None or self._file is not None or self.error is not None:
-            return
-        try:
-            self._file = _open_private(self.path)
-        except OSError as exc:
-            self.error = f"cannot open the event log {self.path}: {exc.strerror or exc}"
-            return
-        try:
-            fcntl.flock(self._file.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            self._file.close()
-            self._file = None
-            raise LogBusy(
-                f"{self.path} is the log of a session that is still running (in this or another "
-                "process); stop that session first"
-            ) from None
-        except OSError:  # a file system without locks: go on unlocked
-            pass
+        with self._lock:
+            if self.path is None or self._file is not None or self.error is not None:
+                return
+            try:
+                self._file = claim(self.path)
+            except OSError as exc:
+                self.error = f"cannot open the event log {self.path}: {exc.strerror or exc}"
+
+    @property
+    def is_open(self) -> bool:
+        return self._file is not None
 
     def emit(self, event: Event, step: int = 0) -> Event:
+        with self._lock:
+            return self._emit(event, step)
+
+    def _emit(self, event: Event, step: int) -> Event:
         event.seq = len(self.events) + 1
         event.ts = time.time()
         event.t = round(time.monotonic() - self._started, 4)
@@ -113,7 +121,10 @@ class EventLog:
         self.events.append(event)
         if self._file is not None:
             try:
-                self._file.write(json.dumps(redacted, ensure_ascii=False) + "\n")
+                try:
+                    self._file.write(json.dumps(redacted, ensure_ascii=False) + "\n")
+                except UnicodeEncodeError:  # a lone surrogate: escaped, read back the same
+                    self._file.write(json.dumps(redacted) + "\n")
                 self._file.flush()
             except OSError as exc:
                 self.error = f"writing the event log {self.path} failed: {exc.strerror or exc}"
@@ -121,7 +132,8 @@ class EventLog:
         return event
 
     def close(self) -> None:
-        self._close_quietly()
+        with self._lock:
+            self._close_quietly()
 
     def _close_quietly(self) -> None:
         if self._file is not None:
@@ -151,11 +163,32 @@ def check_idle(path: Path) -> None:
         os.close(fd)
 
 
-def _open_private(path: Path) -> IO[str]:
-    """``path`` opened for appending, created 0600 in folders created 0700."""
+LOCK_WAIT = 0.5  # seconds to wait for the lock: another process may be probing it (clean)
+
+
+def claim(path: Path) -> IO[str]:
+    """``path`` opened for appending (created 0600 in folders created 0700) and locked.
+
+    Raises ``LogBusy`` when a live session holds it, OSError when it cannot be opened.
+    """
     private.make_dirs(path.parent)
     fd = private.open_file(path, os.O_WRONLY | os.O_APPEND)
-    return os.fdopen(fd, "a", encoding="utf-8")
+    handle = os.fdopen(fd, "a", encoding="utf-8")
+    deadline = time.monotonic() + LOCK_WAIT
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                handle.close()
+                raise LogBusy(
+                    f"{path} is the log of a session that is still running (in this or another "
+                    "process); stop that session first"
+                ) from None
+            time.sleep(0.01)
+        except OSError:  # a file system without locks: go on unlocked
+            return handle
 
 
 def read_events(source: str | os.PathLike[str] | Iterable[Event | dict[str, Any]]) -> list[Event]:

@@ -652,6 +652,7 @@ def rewind(view: NotebookSession, text: str) -> None:
     step) is its one line, and nothing changed.
     """
     from grinta_jupyter.agent.session import RewindError
+    from grinta_jupyter.events.log import LogError
 
     try:
         number = int(text.strip())
@@ -663,7 +664,7 @@ def rewind(view: NotebookSession, text: str) -> None:
     was_done = session.done
     try:
         update = session.rewind(number)
-    except RewindError as exc:
+    except (RewindError, LogError) as exc:  # LogError: another session holds its log now
         raise MagicUsageError(f"not rewound: {exc}", usage=False) from None
     print(visible(rewind_line(update), keep_newlines=False))
     if was_done:

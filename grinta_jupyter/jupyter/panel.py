@@ -354,11 +354,12 @@ class SessionPanel:
             # Re-staging reads and validates files: off the kernel's event loop, so the
             # Stop button and every other widget keep working meanwhile.
             card.status = "staging…"
-            staging = loop.run_in_executor(None, self.session.decide, decision)
+            # For this step only: another may wait by the time the executor runs it.
+            staging = loop.run_in_executor(None, self.session.decide, decision, step)
             staging.add_done_callback(lambda done: self._decided(card, step, decision, done))
             return
         try:
-            proposal = self.session.decide(decision)
+            proposal = self.session.decide(decision, step)
         except (RuntimeError, TypeError, ValueError) as exc:
             card.status = self.secrets.redact(f"not decided: {exc}")
             return

@@ -40,7 +40,11 @@ for them and the journal folder at once; no target byte changes. A fault
 after it leaves the journal for the next recovery to finish (CommitError with
 ``decided``). A journal folder loses its manifest last, an undo record first,
 so a crash while deleting one leaves nothing that looks damaged. Undo is one
-more commit, of the backups, with the same locks, checks and path walk.
+more commit, of the backups, with the same locks, checks and path walk; its
+manifest names the undo records it consumes (``undoes``; a rewind's several:
+``consumes``), which are dropped once its files are in place, by the commit or
+by the recovery that finishes it, so no crash leaves a record that would
+restore again what is already restored.
 
 Targets are reached only through folder descriptors opened one component at a
 time from the root with ``O_NOFOLLOW|O_DIRECTORY`` (``mkdir``, ``open``,
@@ -179,6 +183,10 @@ class Manifest:
     keep_undo: bool
     undoes: str | None  # the undo record this transaction consumes (an undo's)
     files: tuple[ManifestFile, ...]
+    # More undo records it consumes (a rewind's): dropped once the files are in place, by
+    # the commit or by the recovery that finishes it, so a crash cannot leave them to restore
+    # again what is already restored.
+    consumes: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -186,6 +194,7 @@ class Manifest:
             entry["new_dirs"] = list(entry["new_dirs"])
             entry["folder"] = None if entry["folder"] is None else list(entry["folder"])
         data["files"] = list(data["files"])
+        data["consumes"] = list(data["consumes"])
         return data
 
 
@@ -218,8 +227,20 @@ def parse_manifest(data: object, name: str) -> Manifest:
     undoes = data.get("undoes")
     if undoes is not None and not _plain_name(undoes):
         raise damaged("undoes is not a record name")
+    consumes = data.get("consumes", [])
+    if not isinstance(consumes, list) or not all(_plain_name(name) for name in consumes):
+        raise damaged("consumes is not a list of record names")
     files = tuple(_parse_file(entry, damaged) for entry in data["files"])
-    return Manifest(data["id"], data["label"], state, float(created), keep_undo, undoes, files)
+    return Manifest(
+        data["id"],
+        data["label"],
+        state,
+        float(created),
+        keep_undo,
+        undoes,
+        files,
+        tuple(consumes),
+    )
 
 
 def _parse_file(entry: object, damaged: Callable[[str], DamagedJournal]) -> ManifestFile:
@@ -307,9 +328,12 @@ class Journal:
         keep_undo: bool = True,
         undoes: str | None = None,
         hook: StepHook = None,
+        consumes: tuple[str, ...] = (),
     ) -> CommitRecord:
         """Write every file in ``writes`` or none of them.
 
+        ``undoes`` and ``consumes`` name undo records this commit replaces: they are dropped
+        once it is in place (by the recovery that finishes it, after a crash).
         Raises StaleError or ReadOnlyError (nothing written) and CommitError.
         """
         step = hook or _no_step
@@ -319,6 +343,7 @@ class Journal:
         try:
             modes = [self._check(tree, write).mode for write in writes]
             manifest = self._manifest(txid, label, writes, modes, tree, keep_undo, undoes)
+            manifest = replace(manifest, consumes=consumes)
             own_lock = self._begin(txid)
             try:
                 return self._prepare_and_decide(manifest, writes, tree, step)
@@ -612,8 +637,8 @@ class Journal:
         # (the journal folder stays, and the next recovery moves it on).
         with contextlib.suppress(OSError):
             private.make_dir(self.undo_dir)  # a real folder, never a link to elsewhere
-            if manifest.undoes:
-                _remove(self.undo_dir / manifest.undoes, manifest_first=True)
+            for consumed in filter(None, (manifest.undoes, *manifest.consumes)):
+                _remove(self.undo_dir / consumed, manifest_first=True)
             if manifest.keep_undo:
                 (folder / _OWN_LOCK).unlink(missing_ok=True)
                 destination = self.undo_dir / manifest.id
@@ -673,9 +698,29 @@ class Journal:
                 writes.append(FileWrite(entry.path, found.data, old, prune))
         return writes
 
-    def undo_many(self, records: list[CommitRecord], label: str) -> CommitRecord:
+    def find(self, files: dict[str, tuple[str | None, str | None]]) -> CommitRecord | None:
+        """The newest commit that can be undone whose files went exactly from the first to
+        the second sha256 of ``files`` (None: absent), if one is kept.
+
+        A session names by this a commit that landed before the crash that lost its id.
+        """
+        for record in reversed(self.history()):
+            if record.folder is None or sorted(record.files) != sorted(files):
+                continue
+            try:
+                manifest = _load_manifest(record.folder)
+            except (OSError, DamagedJournal):
+                continue
+            if all(files[e.path] == (e.old_sha, e.new_sha) for e in manifest.files):
+                return record
+        return None
+
+    def undo_many(
+        self, records: list[CommitRecord], label: str, hook: StepHook = None
+    ) -> CommitRecord:
         """Restore the files of ``records`` (oldest first) to their bytes before the first of
-        them, as one atomic transaction, and drop their undo records.
+        them, as one atomic transaction, which drops their undo records (``consumes``: a
+        crash leaves the files and the records consistent, all-old or all-new).
 
         Refused (StaleError, nothing written) when a file no longer holds what the last of
         them wrote, or when it changed between two of them (something else wrote it then:
@@ -711,11 +756,8 @@ class Journal:
                 old = self._backup(folder, first) if first.backup else None
                 prune = first.new_dirs if old is None else ()
                 writes.append(FileWrite(path, found_now.data, old, prune))
-        done = self.commit(writes, label, keep_undo=False)
-        for record in records:  # consumed: a later undo must not restore them again
-            if record.folder is not None:
-                _remove(record.folder, manifest_first=True)
-        return done
+        consumed = tuple(record.id for record in records)
+        return self.commit(writes, label, keep_undo=False, hook=hook, consumes=consumed)
 
     def _backup(self, folder: Path, entry: ManifestFile) -> bytes:
         damaged = DamagedJournal(

@@ -291,7 +291,15 @@ class Runtime:
             True, f"undid {record.label}: restored {', '.join(record.files)}", commit_id=record.id
         )
 
-    def undo_commits(self, commit_ids: list[str]) -> Observation:
+    def find_commit(self, base: dict[str, str | None], after: dict[str, str | None]) -> str | None:
+        """The id of the kept commit that took these files from ``base`` to ``after``
+        (sha256 per path, None: absent): the newest such, or None."""
+        if set(base) != set(after):
+            return None
+        record = self.journal.find({path: (base[path], after[path]) for path in base})
+        return record.id if record is not None else None
+
+    def undo_commits(self, commit_ids: list[str], hook: StepHook = None) -> Observation:
         """Restore the files of these commits (any order) to before the first of them, byte
         for byte, in one atomic transaction; refused (STALE_FILE, COMMIT_GONE), nothing
         restored, when a file changed outside them since or a commit's undo record is gone."""
@@ -313,7 +321,7 @@ class Runtime:
         if unsaved is not None:
             return Observation.failure(unsaved)
         try:
-            done = self.journal.undo_many(records, f"undo {len(records)} commits")
+            done = self.journal.undo_many(records, f"undo {len(records)} commits", hook=hook)
         except StaleError as exc:
             return Observation.failure(
                 ToolError(
