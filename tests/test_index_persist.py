@@ -6,6 +6,7 @@ the one under ``.grinta/index/`` that ``SymbolIndex(..., persist=True)`` keeps.
 
 from __future__ import annotations
 
+import marshal
 import os
 import subprocess
 import sys
@@ -86,10 +87,10 @@ def test_recent_files_are_hashed_again_even_with_an_unchanged_stamp(tree: Path) 
     """A file changed within RACY_NS of its stamp is marked racy in the store, so a
     same-size edit in the same clock tick (identical stamp) cannot be served stale."""
     saved(tree)
-    payload, status = index_store.load(tree, index_store.fingerprint())
-    assert status == "loaded"
-    files, _ = payload
-    assert files["main.py"][3] is True  # just written: racy
+    snapshot, status = index_store.load(tree, index_store.fingerprint())
+    assert snapshot is not None and status == "loaded"
+    assert snapshot.racy[snapshot.paths.index("main.py")] is True  # just written: racy
+    assert snapshot.settle()
 
 
 @pytest.fixture(params=["watched", "stat'ed"])
@@ -173,14 +174,27 @@ def test_an_unwritable_store_is_reported_not_raised(tree: Path) -> None:
 
 
 WRITER = """
-import sys
+import marshal, sys
+from array import array
 from pathlib import Path
-from grinta_jupyter.code import index_store, tree_watch
+from grinta_jupyter.code import index_store
 root, tag = Path(sys.argv[1]), sys.argv[2]
 fingerprint = index_store.fingerprint()
+paths = [f"{tag}{j}.py" for j in range(2000)]
 for i in range(40):
-    files = {f"{tag}{j}.py": ((i, j, 0, 0), b"d", b"", False) for j in range(2000)}
-    assert index_store.save(root, fingerprint, (files, {tag: {}})) == "saved"
+    snapshot = index_store.Snapshot(
+        paths=paths,
+        stamps=[(i, j, 0, 0) for j in range(2000)],
+        digests=[bytes(32)] * 2000,
+        racy=[False] * 2000,
+        rows=[marshal.dumps([(tag, tag, "function", "python", j, j, 0, 1, j, "", "")])
+              for j in range(2000)],
+        names=[tag],
+        name_starts=array("i", [0, 2000]),
+        posting_files=array("i", range(2000)),
+        posting_rows=array("i", [0] * 2000),
+    )
+    assert index_store.save(root, fingerprint, snapshot) == "saved"
 """
 
 
@@ -193,12 +207,13 @@ def test_concurrent_writers_never_leave_a_mixed_store(tmp_path: Path) -> None:
     fingerprint = index_store.fingerprint()
     seen = set()
     while any(w.poll() is None for w in writers):
-        payload, status = index_store.load(tmp_path, fingerprint)
+        snapshot, status = index_store.load(tmp_path, fingerprint)
         assert status in ("loaded", "absent")
-        if payload is not None:
-            files, by_name = payload
-            (tag,) = by_name
-            assert len(files) == 2000 and all(path.startswith(tag) for path in files)
+        if snapshot is not None:
+            assert snapshot.settle()
+            (tag,) = snapshot.names
+            assert len(snapshot.paths) == 2000 and all(p.startswith(tag) for p in snapshot.paths)
+            assert all(marshal.loads(rows)[0][0] == tag for rows in snapshot.rows)
             seen.add(tag)
     assert [w.wait() for w in writers] == [0, 0]
     assert os.listdir(tmp_path / ".grinta" / "index") == ["symbols.bin"]  # no temp files left
@@ -268,8 +283,8 @@ def test_a_store_written_by_someone_else_is_never_read(
     """A .grinta/ that came with a clone or an archive: marshal never sees its bytes."""
     saved(tree)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("another-user")))
-    payload, status = index_store.load(tree, index_store.fingerprint())
-    assert (payload, status) == (None, "corrupt or not written here")
+    snapshot, status = index_store.load(tree, index_store.fingerprint())
+    assert (snapshot, status) == (None, "corrupt or not written here")
     second = index(tree)
     assert second.refresh() == 3, "built cold"
     assert names(second, "alpha") == ["main.py::alpha"]

@@ -16,7 +16,11 @@ lookup. Nothing stale is served:
   watch (another OS, a network file system, a limit reached) every full ``refresh``
   stats every listed file.
 - With ``persist=True`` the index is saved under ``.grinta/index/`` (``index_store``)
-  and the next session starts from it, after one listing and one stat per file.
+  and the next session starts from it: it reads the store's small head (stamps,
+  digests, the name table packed), starts the watch, lists the tree and stats every
+  file while a thread reads and checks the store's rows; nothing is served before
+  both are done (``_rescan``, ``_settle``). Names and rows are unpacked when first
+  asked for.
 - A cold session's first ``resolve`` of a plain name parses only the files whose
   bytes contain the name and finishes the index in a background thread; anything
   that needs the whole index (suggestions, ``search``, ``symbols``, a full
@@ -36,6 +40,7 @@ Addresses:
 from __future__ import annotations
 
 import atexit
+import bisect
 import difflib
 import heapq
 import marshal
@@ -45,6 +50,7 @@ import stat as stat_module
 import threading
 import time
 import weakref
+from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -190,7 +196,7 @@ class _File:
 
     stamp: Stamp
     digest: bytes
-    blob: bytes  # marshal.dumps of the symbol rows
+    blob: bytes | memoryview  # marshal.dumps of the symbol rows (a view into a loaded store)
     racy: bool  # changed close to when it was stamped: hashed again at the next check
     decoded: list[Row] | None = None
     built: list[Symbol] | None = None
@@ -204,6 +210,125 @@ class _File:
         if self.built is None:
             self.built = [Symbol(r[0], r[1], r[2], path, *r[3:]) for r in self.rows()]
         return self.built
+
+
+class _NameTable:
+    """name -> path -> positions of the symbols with that name in that file's rows.
+
+    After a load the store's names stay packed (a sorted list, and postings into the
+    store's list of paths) and each is unpacked when first asked for: a 10,000-file
+    index has about 120,000 names, and a table of them all would cost more than the
+    rest of a warm start. Packed entries only ever name files unchanged since the
+    load: dropping a file unpacks every name it had.
+    """
+
+    def __init__(self) -> None:
+        # Names unpacked or added this session; an empty entry is a packed name now gone.
+        self._table: dict[str, dict[str, list[int]]] = {}
+        self._stored: index_store.Snapshot | None = None
+        self._packed: list[str] = []  # the store's names, sorted
+        self._count = 0
+
+    @classmethod
+    def packed(cls, snapshot: index_store.Snapshot) -> _NameTable:
+        table = cls()
+        table._stored, table._packed = snapshot, snapshot.names
+        table._count = len(snapshot.names)
+        return table
+
+    def __len__(self) -> int:
+        return self._count
+
+    def __iter__(self) -> Iterator[str]:
+        """The names (a copy: looking names up while iterating is fine)."""
+        names = [name for name, by_path in self._table.items() if by_path]
+        names.extend(name for name in self._packed if name not in self._table)
+        return iter(names)
+
+    def get(self, name: str) -> dict[str, list[int]]:
+        """The paths with symbols named ``name`` and their positions (empty if none)."""
+        entry = self._table.get(name)
+        if entry is None:
+            k = self._find(name)
+            if k < 0:
+                return {}
+            entry = self._table[name] = self._unpack(k)
+        return entry
+
+    def _find(self, name: str) -> int:
+        k = bisect.bisect_left(self._packed, name)
+        return k if k < len(self._packed) and self._packed[k] == name else -1
+
+    def _unpack(self, k: int) -> dict[str, list[int]]:
+        stored = self._stored
+        assert stored is not None
+        by_path: dict[str, list[int]] = {}
+        paths, files, rows = stored.paths, stored.posting_files, stored.posting_rows
+        for j in range(stored.name_starts[k], stored.name_starts[k + 1]):
+            by_path.setdefault(paths[files[j]], []).append(rows[j])
+        return by_path
+
+    def add(self, name: str, path: str, position: int) -> bool:
+        """Note symbol ``position`` of ``path``'s rows; True when the name is new."""
+        by_path = self.get(name)
+        if by_path:
+            by_path.setdefault(path, []).append(position)
+            return False
+        self._table[name] = {path: [position]}
+        self._count += 1
+        return True
+
+    def discard(self, name: str, path: str) -> bool:
+        """Forget ``path``'s symbols named ``name``; True when no symbol has the name now."""
+        by_path = self.get(name)
+        if by_path.pop(path, None) is None or by_path:
+            return False
+        self._count -= 1
+        if self._find(name) < 0:
+            del self._table[name]
+        return True
+
+    def pack(self, order: dict[str, int]) -> tuple[list[str], array[int], array[int], array[int]]:
+        """The table as a store keeps it (names sorted), with paths numbered as in ``order``.
+
+        Runs of names still packed are copied whole (a save after a few edits must not
+        walk 120,000 names one by one).
+        """
+        names: list[str] = []
+        starts, files, rows = array("i", [0]), array("i"), array("i")
+        stored = self._stored
+        renumber: list[int] = []
+        if stored is not None:
+            renumber = [order.get(path, -1) for path in stored.paths]
+            if renumber == list(range(len(renumber))):
+                renumber = []  # no file came or went: the numbers hold
+
+        def copy(first: int, last: int) -> None:
+            """Packed names ``first`` to ``last`` (excluded), untouched this session."""
+            if first >= last or stored is None:
+                return
+            begin, end = stored.name_starts[first], stored.name_starts[last]
+            shift = len(files) - begin
+            names.extend(self._packed[first:last])
+            starts.extend(array("i", [s + shift for s in stored.name_starts[first + 1 : last + 1]]))
+            found = stored.posting_files[begin:end]
+            files.extend(array("i", [renumber[f] for f in found]) if renumber else found)
+            rows.extend(stored.posting_rows[begin:end])
+
+        k = 0
+        for name in sorted(self._table):
+            at = bisect.bisect_left(self._packed, name, k)
+            copy(k, at)
+            k = at + 1 if at < len(self._packed) and self._packed[at] == name else at
+            by_path = self._table[name]
+            if by_path:  # (empty: a packed name now gone)
+                names.append(name)
+                for path, positions in by_path.items():
+                    files.extend([order[path]] * len(positions))
+                    rows.extend(positions)
+                starts.append(len(files))
+        copy(k, len(self._packed))
+        return names, starts, files, rows
 
 
 class SymbolIndex:
@@ -226,12 +351,12 @@ class SymbolIndex:
     ) -> None:
         self.root = Path(root)
         self._root_str = str(self.root)
+        self._root_prefix = os.path.join(self._root_str, "")  # joined by hand in the stat walk
         self._list_files = list_files or (lambda: walk_files(self.root))
         self._workers = workers if workers is not None else _cpu_count()
         self._parallel_min_bytes = parallel_min_bytes
         self._files: dict[str, _File] = {}
-        # name -> path -> positions of the symbols with that name in that file's rows
-        self._by_name: dict[str, dict[str, list[int]]] = {}
+        self._by_name = _NameTable()
         # spelling fragment (lower-case first two / last three characters) -> names,
         # so suggestions run difflib over hundreds of names, not the whole index
         # (None until first needed after a load: rebuilt from the names then)
@@ -249,6 +374,7 @@ class SymbolIndex:
         self._building: threading.Thread | None = None
         self._persist = persist
         self._fingerprint = b""
+        self._loading: index_store.Snapshot | None = None  # a load whose rows are still read
         self._dirty = False
         self._saved_at = 0.0  # time.monotonic() of the last save
         self.store_status = "not used" if not persist else "not loaded"
@@ -274,6 +400,7 @@ class SymbolIndex:
             self._wait_built()
         with self._lock:
             if paths is not None:
+                self._settle()
                 wanted = {_normalize_path(p) for p in paths}
                 for path in {p for p in wanted if not _has_symbols(p)}:
                     self._drop(path)
@@ -304,16 +431,25 @@ class SymbolIndex:
         return any(path.rpartition("/")[2] == ".gitignore" for path in changes.files)
 
     def _rescan(self, force: set[str]) -> int:
-        """List and stat every file; parse new ones, changed ones and those in ``force``."""
+        """List and stat every file; parse new ones, changed ones and those in ``force``.
+
+        Right after a load this stat walk is what proves the loaded files fresh, and it
+        runs while the store's rows are still being read and checked (``_settle``).
+        """
         if self._watch is None:
             self._start_watch()  # before listing: nothing between the two goes unseen
         wanted = {_normalize_path(p) for p in self._list_files() if _has_symbols(p)}
-        for gone in set(self._files) - wanted:
-            self._drop(gone)
         self._listed = wanted
-        self._built = True
         self._linked = set()
-        return self._check(wanted, force)
+        now = time.time_ns()
+        todo, vanished = self._stale(wanted, force)
+        if not self._settle():  # the store's rows did not check out: every file is new
+            todo, vanished = self._stale(wanted, force)
+        for path in (set(self._files) - wanted) | vanished:
+            self._drop(path)
+        parsed = self._parse(todo, now)
+        self._built = True  # only now: after a failure above, the next call rescans
+        return parsed
 
     def _start_watch(self) -> None:
         if time.monotonic() < self._watch_retry_at:
@@ -330,11 +466,20 @@ class SymbolIndex:
     def _check(self, wanted: set[str], force: set[str]) -> int:
         """Parse the paths in ``wanted`` whose stamp changed, racy ones and those in ``force``."""
         now = time.time_ns()
+        todo, vanished = self._stale(wanted, force)
+        for path in vanished:
+            self._drop(path)
+        return self._parse(todo, now)
+
+    def _stale(self, wanted: set[str], force: set[str]) -> tuple[list[tuple[str, Stamp]], set[str]]:
+        """The paths in ``wanted`` to parse (stamp changed, racy, in ``force``) with their
+        stamps, and those gone; changes nothing but ``_linked``."""
         todo: list[tuple[str, Stamp]] = []
-        for path in sorted(wanted):
+        vanished: set[str] = set()
+        for path in wanted:
             stamp = self._stat(path)
             if stamp is None:
-                self._drop(path)
+                vanished.add(path)
                 continue
             known = self._files.get(path)
             if (
@@ -345,13 +490,14 @@ class SymbolIndex:
                 or path in self._linked
             ):
                 todo.append((path, stamp))
-        return self._parse(todo, now)
+        todo.sort()  # parsed in path order (sorting only these is cheaper than all)
+        return todo, vanished
 
     def _stat(self, path: str) -> Stamp | None:
         """The file's stamp; a symbolic link is noted in ``_linked`` (its target can
         change without an event under the link's folder, so it is always hashed).
         Callers pass paths with symbol support only."""
-        full = os.path.join(self._root_str, path)
+        full = self._root_prefix + path
         try:
             st = os.lstat(full)
             if stat_module.S_ISLNK(st.st_mode):
@@ -404,13 +550,9 @@ class SymbolIndex:
     def _add(self, path: str, known: _File) -> None:
         self._files[path] = known
         for i, row in enumerate(known.rows()):
-            by_path = self._by_name.get(row[0])
-            if by_path is None:
-                by_path = self._by_name[row[0]] = {}
-                if self._by_fragment is not None:
-                    for fragment in _fragments(row[0]):
-                        self._by_fragment.setdefault(fragment, set()).add(row[0])
-            by_path.setdefault(path, []).append(i)
+            if self._by_name.add(row[0], path, i) and self._by_fragment is not None:
+                for fragment in _fragments(row[0]):
+                    self._by_fragment.setdefault(fragment, set()).add(row[0])
 
     def _drop(self, path: str) -> None:
         known = self._files.pop(path, None)
@@ -418,12 +560,8 @@ class SymbolIndex:
             return
         self._dirty = True
         for name in {row[0] for row in known.rows()}:
-            by_path = self._by_name.get(name)
-            if by_path is not None:
-                by_path.pop(path, None)
-                if not by_path:
-                    del self._by_name[name]
-                    self._forget_fragments(name)
+            if self._by_name.discard(name, path):
+                self._forget_fragments(name)
 
     def _forget_fragments(self, name: str) -> None:
         if self._by_fragment is None:
@@ -438,30 +576,63 @@ class SymbolIndex:
     # --- persisting -------------------------------------------------------------
 
     def _load(self) -> None:
-        """Start from the stored index, if there is a good one (the rescan then checks it)."""
+        """Start from the stored index, if there is a good one (the rescan then checks it;
+        the store's rows are still being read until ``_settle``)."""
         if self._fingerprint:
             return  # tried once already this session
         self._fingerprint = index_store.fingerprint()
-        payload, self.store_status = index_store.load(self.root, self._fingerprint)
-        if payload is None:
-            return
-        try:
-            files, by_name = payload
-            loaded = {path: _File(*entry) for path, entry in files.items()}
-        except (TypeError, ValueError):
-            self.store_status = "corrupt"
-            return
-        if not isinstance(by_name, dict):
-            self.store_status = "corrupt"
-            return
-        self._files, self._by_name, self._by_fragment = loaded, by_name, None
+        with index_store.collector_paused():
+            stored, self.store_status = index_store.load(self.root, self._fingerprint)
+            if stored is None:
+                return
+            # Rows come with ``_settle`` (b"" meanwhile: decoding it would fail loudly).
+            self._files = {
+                path: _File(stamp, digest, b"", racy)
+                for path, stamp, digest, racy in zip(
+                    stored.paths, stored.stamps, stored.digests, stored.racy, strict=True
+                )
+            }
+        self._by_name, self._by_fragment = _NameTable.packed(stored), None
+        self._loading = stored
         self._dirty = False
+        self._saved_at = time.monotonic()  # changes seen now are saved later, not at once
+
+    def _settle(self) -> bool:
+        """Finish a load: wait for the store's rows (read and checked in a thread since
+        ``_load``) and hand them to the loaded files. False when they did not check out:
+        then nothing loaded is kept. Until this runs, loaded files are only stat'ed."""
+        stored, self._loading = self._loading, None
+        if stored is None:
+            return True
+        if stored.settle():
+            for path, blob in zip(stored.paths, stored.rows, strict=True):
+                self._files[path].blob = blob
+            return True
+        self._files, self._by_name, self._by_fragment = {}, _NameTable(), {}
+        self.store_status = "corrupt or not written here"
+        return False
 
     def _save(self) -> None:
-        files = {p: (f.stamp, f.digest, f.blob, f.racy) for p, f in self._files.items()}
+        self._settle()
+        paths = sorted(self._files)
+        names, starts, postings, positions = self._by_name.pack(
+            {path: i for i, path in enumerate(paths)}
+        )
+        files = [self._files[path] for path in paths]
+        snapshot = index_store.Snapshot(
+            paths=paths,
+            stamps=[f.stamp for f in files],
+            digests=[f.digest for f in files],
+            racy=[f.racy for f in files],
+            rows=[f.blob for f in files],
+            names=names,
+            name_starts=starts,
+            posting_files=postings,
+            posting_rows=positions,
+        )
         if not self._fingerprint:
             self._fingerprint = index_store.fingerprint()
-        self.store_status = index_store.save(self.root, self._fingerprint, (files, self._by_name))
+        self.store_status = index_store.save(self.root, self._fingerprint, snapshot)
         self._saved_at = time.monotonic()
         self._dirty = False
 
@@ -541,7 +712,7 @@ class SymbolIndex:
             self._ensure_built()
         if not qualname:
             return Resolution(address, [], [])
-        by_path = self._by_name.get(name, {})
+        by_path = self._by_name.get(name)
         if path is not None:
             candidates = self._at(path, by_path.get(path, []))
         else:
@@ -661,7 +832,7 @@ class SymbolIndex:
             if len(pool) < 5 and len(self._by_name) <= _FULL_SCAN_NAMES:
                 pool = set(self._by_name)
         for candidate in _closest(name, list(pool), lambda n: n):
-            for p, indexes in sorted(self._by_name.get(candidate, {}).items()):
+            for p, indexes in sorted(self._by_name.get(candidate).items()):
                 if path is None or p == path:
                     found.extend(s for s in self._at(p, indexes) if s not in found)
         return found[:5]
@@ -675,7 +846,7 @@ class SymbolIndex:
         """Symbols directly inside the symbols that ``container`` names."""
         owners = [
             s
-            for p, indexes in self._by_name.get(container.rpartition(".")[2], {}).items()
+            for p, indexes in self._by_name.get(container.rpartition(".")[2]).items()
             if path is None or p == path
             for s in self._at(p, indexes)
             if s.qualname == container or s.qualname.endswith("." + container)
@@ -715,7 +886,7 @@ class SymbolIndex:
             needle = qualname.lower()
             dotted = "." in needle
             ranked: list[tuple[int, str, int, Symbol]] = []
-            for name, by_path in self._by_name.items():
+            for name in self._by_name:
                 lowered = name.lower()
                 if not dotted:
                     if name == qualname:
@@ -734,7 +905,7 @@ class SymbolIndex:
                     continue
                 else:
                     rank = -1
-                for p, indexes in by_path.items():
+                for p, indexes in self._by_name.get(name).items():
                     if path is not None and p != path:
                         continue
                     for symbol in self._at(p, indexes):
@@ -756,7 +927,7 @@ class SymbolIndex:
                 for name in difflib.get_close_matches(
                     qualname, _near_length(pool, qualname), n=limit, cutoff=0.7
                 ):
-                    for p, indexes in self._by_name[name].items():
+                    for p, indexes in self._by_name.get(name).items():
                         if path is None or p == path:
                             ranked.extend((4, p, s.start_line, s) for s in self._at(p, indexes))
             ranked.sort(key=lambda item: item[:3])
