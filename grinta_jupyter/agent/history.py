@@ -209,6 +209,7 @@ class Rebuilt:
     unfinished: list[tuple[ToolCall, str]] = field(default_factory=list)  # no outcome yet
     staged: dict[str, ev.DiffStaged] = field(default_factory=dict)  # call id -> its last diff
     proposed: dict[str, ev.ToolProposed] = field(default_factory=dict)  # call id -> its last
+    approved: set[str] = field(default_factory=set)  # calls of the last reply approved
     summary: str | None = None
 
 
@@ -289,12 +290,22 @@ def rebuild(
     # The steps of the last reply's calls, by call id (models may reuse ids across replies).
     current: dict[str, Step] = {}
     for event in events:
+        if isinstance(event, ev.ModelReplied) and not all(
+            {"id", "name", "arguments"} <= set(c) for c in event.tool_calls
+        ):
+            raise LogError(f"the log's model reply (event {event.seq}) has a malformed tool call")
         state.feed.apply(event)
         if isinstance(event, ev.ModelReplied):
             state.totals.add(Usage(event.prompt_tokens, event.completion_tokens, event.cost))
             calls = [ToolCall(c["id"], c["name"], c["arguments"]) for c in event.tool_calls]
             state.unfinished = [(c, event.text if i == 0 else "") for i, c in enumerate(calls)]
             current = {}
+            # Models reuse call ids across replies ("call_0"): what an earlier call of the same
+            # id staged or was decided is not this one's.
+            for c in calls:
+                state.staged.pop(c.id, None)
+                state.proposed.pop(c.id, None)
+            state.approved = set()
         elif isinstance(event, ev.ToolProposed):
             _proposed(state, current, event)
         elif isinstance(event, ev.DiffStaged):
@@ -305,6 +316,8 @@ def rebuild(
         elif isinstance(event, ev.UserDecision) and event.decision == "veto":
             if event.call_id in current:
                 current[event.call_id].decision = "veto"
+        elif isinstance(event, ev.UserDecision) and event.decision in ("approve", "auto"):
+            state.approved.add(event.call_id)
         elif isinstance(event, ev.Observed):
             _observed(state, event, current.get(event.call_id))
         elif isinstance(event, ev.FinishAttempt) and not event.accepted:
@@ -345,7 +358,10 @@ def _proposed(state: Rebuilt, current: dict[str, Step], event: ev.ToolProposed) 
 
 
 def _observed(state: Rebuilt, event: ev.Observed, step: Step | None) -> None:
-    state.unfinished = [(c, t) for c, t in state.unfinished if c.id != event.call_id]
+    # The first call of that id only: a reply may give two calls one id.
+    first = next((i for i, (c, _) in enumerate(state.unfinished) if c.id == event.call_id), None)
+    if first is not None:
+        del state.unfinished[first]
     if step is None or step.observation is not None:
         return  # a result for a call never staged here (a foreign line): nothing to count
     error = _error(event.code)

@@ -13,7 +13,8 @@ log must finish in the replay.
 A rewound session is replayed one branch at a time, as the straight line of
 steps that branch saw (``history.branch_events``): its parent's steps up to
 the step it was rewound to, then its own. By default the branch the log ended
-on.
+on. A rewind to the step that was waiting (it dropped that step) is made again
+there; other rewinds are not replayed (the branch's line never had the undone steps).
 
 Where it runs: ``root`` when given (a workspace in the session's starting
 state: it is changed by the replay; the files that are not as the session
@@ -48,7 +49,7 @@ from grinta_jupyter.agent.condense import SUMMARY_MARK
 from grinta_jupyter.agent.guards import Limits
 from grinta_jupyter.agent.models.base import ModelError, ModelReply
 from grinta_jupyter.agent.models.replay import ReplayModel
-from grinta_jupyter.agent.session import Session
+from grinta_jupyter.agent.session import RewindError, Session
 from grinta_jupyter.agent.updates import Approve, ApproveHunks, Edit, NeedsDecision, Veto
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import LogError, read_log
@@ -122,12 +123,15 @@ def replay(
     else:
         root = _workspace(Path(log), events, start, where)
     decisions: dict[StepKey, list[ev.UserDecision]] = {}
+    rewinds: set[StepKey] = set()  # steps a rewind dropped while they waited
     task = 1
     for e in path:
         if isinstance(e, ev.TaskStarted):
             task = e.number
         elif isinstance(e, ev.UserDecision):
             decisions.setdefault((task, e.step), []).append(e)
+        elif isinstance(e, ev.Rewound):
+            rewinds.add((task, e.to_step))
     session = Session(
         start.task,
         model=model,
@@ -142,6 +146,14 @@ def replay(
 
     def decide(update: NeedsDecision, task: int) -> None:
         queue = decisions.get((task, update.step.number), [])
+        if not queue and (task, update.step.number) in rewinds:
+            # Rewound to this very step while it waited: the step is dropped, as it was then.
+            rewinds.discard((task, update.step.number))
+            try:
+                session.rewind(update.step.number)
+            except (RewindError, LogError) as exc:
+                session.stop(f"replay: the recorded rewind was refused: {exc}")
+            return
         if not queue:
             session.stop("replay: the log has no decision for this step")
             return

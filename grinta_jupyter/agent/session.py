@@ -384,9 +384,11 @@ class Session:
     def _logging(self) -> Iterator[None]:
         """The log open for what happens inside, if the session has ended (then closed
         again): what a person does after the end is recorded like the rest."""
+        if self.log.error is not None:  # what cannot be recorded is not done
+            raise LogError(f"nothing was done: {self.log.error}")
         reopened = self.done and not self.log.is_open
         if reopened:
-            self.log.reopen()  # LogBusy: another session object holds it; nothing was done
+            self.log.reopen()  # LogError (LogBusy...): the log cannot take it; nothing was done
         try:
             yield
         finally:
@@ -465,11 +467,18 @@ class Session:
                 f"{len(self.steps)})"
             )
         path = branch_events(self.log.events, self.branch)
-        undone = {e.commit_id for e in path if isinstance(e, ev.Undone) and e.ok}
-        later = [
+        # Undone on any branch (an undo before an earlier rewind is off this branch's path):
+        # commit ids are the journal's, unique, and an undone commit stays undone.
+        undone = {e.commit_id for e in self.log.events if isinstance(e, ev.Undone) and e.ok}
+        staged_here = {e.call_id for e in path if isinstance(e, ev.ToolProposed)}
+        later = [  # this branch's own commits (a hand-edited line cannot name another's)
             e
             for e in path
-            if isinstance(e, ev.Committed) and e.ok and e.step > step and e.commit_id not in undone
+            if isinstance(e, ev.Committed)
+            and e.ok
+            and e.step > step
+            and e.commit_id not in undone
+            and e.call_id in staged_here
         ]
         if any(not e.commit_id for e in later):
             nameless = next(e for e in later if not e.commit_id)
@@ -596,11 +605,7 @@ class Session:
                 and self.steps[-1].observation is None
             ):
                 self.steps.pop()
-            decided = {
-                e.call_id
-                for e in branch_events(events, self.branch)
-                if isinstance(e, ev.UserDecision) and e.decision in ("approve", "auto")
-            }
+            decided = state.approved
             for call, text in state.unfinished:
                 staged = state.staged.get(call.id)
                 if staged is not None and call.id in decided and self._landed(staged):

@@ -11,7 +11,10 @@ While a session has its log open, it holds an exclusive advisory lock on it
 log that a live session writes (``LogBusy``). The lock goes with the process,
 so a killed kernel's log can be resumed at once. Resuming takes the lock
 before it reads the log (``claim``) and keeps it, so nothing is appended
-between what it read and what it writes.
+between what it read and what it writes. A closed log is opened again
+(``reopen``: a next task, a rewind or an undo after the end) only if the file
+is still the one it closed, as it left it; one deleted meanwhile is written
+again whole from memory.
 
 ``emit`` may be called from any thread: sequence numbers are given under a
 lock, so every event has its own, in the order of the lines. A text the log's
@@ -81,19 +84,57 @@ class EventLog:
         self._secrets = secrets if secrets is not None else Secrets.from_env()
         self._file: IO[str] | None = claimed
         self._lock = threading.RLock()  # seq numbers, the list and the file move together
-        self.reopen()
+        self._written = len(self.events)  # how many of ``events`` the file holds
+        # The file as this log left it when it closed it (device, inode, size): a reopen
+        # appends only to that very file.
+        self._left: tuple[int, int, int] | None = None
+        if claimed is None:
+            self._open_first()
+
+    def _open_first(self) -> None:
+        if self.path is None:
+            return
+        try:
+            self._file = claim(self.path)
+        except OSError as exc:
+            self.error = f"cannot open the event log {self.path}: {exc.strerror or exc}"
 
     def reopen(self) -> None:
-        """Open the file for appending (again, once closed: a session that goes on).
+        """Open the file again, once closed, for a session that goes on; the events logged
+        meanwhile (in memory only) are written first.
 
-        Raises ``LogBusy`` when another live session holds the log."""
+        Raises ``LogError``, nothing written, when it cannot be opened, or when the file is
+        no longer the one this log closed (replaced, appended to by another session object,
+        a symlink now): appending would make a log that cannot be resumed. A log that was
+        deleted is written again whole from memory. ``LogBusy`` when another live session
+        holds it."""
         with self._lock:
             if self.path is None or self._file is not None or self.error is not None:
                 return
             try:
-                self._file = claim(self.path)
+                handle = claim(self.path)
+            except LogBusy:
+                raise
             except OSError as exc:
-                self.error = f"cannot open the event log {self.path}: {exc.strerror or exc}"
+                raise LogError(
+                    f"cannot open the event log {self.path} again: {exc.strerror or exc}"
+                ) from None
+            found = os.fstat(handle.fileno())
+            if found.st_size == 0:
+                self._written = 0  # deleted (or emptied) meanwhile: written again whole
+            elif self._left != (found.st_dev, found.st_ino, found.st_size):
+                handle.close()
+                raise LogError(
+                    f"the event log {self.path} was replaced or written by someone else since "
+                    "this session closed it: resume it from its log instead (Session.resume, "
+                    "%grinta resume)"
+                )
+            self._file = handle
+            for event in self.events[self._written :]:
+                self._write(self._redacted(event.model_dump(mode="json")))
+                if self._file is None:
+                    return
+            self._written = len(self.events)
 
     @property
     def is_open(self) -> bool:
@@ -111,8 +152,7 @@ class EventLog:
         event.step = step
         event.branch = self.branch
         data = event.model_dump(mode="json")
-        # Redact string values, never keys or the event type, so the line still parses.
-        redacted = {k: v if k == "type" else self._secrets.redact_data(v) for k, v in data.items()}
+        redacted = self._redacted(data)
         if redacted != data:
             # If it no longer parses, the event stays in memory as it was; the file gets the
             # redacted line either way.
@@ -120,16 +160,27 @@ class EventLog:
                 event = parse_event(redacted)
         self.events.append(event)
         if self._file is not None:
-            try:
-                try:
-                    self._file.write(json.dumps(redacted, ensure_ascii=False) + "\n")
-                except UnicodeEncodeError:  # a lone surrogate: escaped, read back the same
-                    self._file.write(json.dumps(redacted) + "\n")
-                self._file.flush()
-            except OSError as exc:
-                self.error = f"writing the event log {self.path} failed: {exc.strerror or exc}"
-                self._close_quietly()
+            self._write(redacted)
+            if self._file is not None:
+                self._written = len(self.events)
         return event
+
+    def _redacted(self, data: dict[str, Any]) -> dict[str, Any]:
+        """An event's line: string values redacted (never keys or the event type, so the
+        line still parses)."""
+        return {k: v if k == "type" else self._secrets.redact_data(v) for k, v in data.items()}
+
+    def _write(self, line: dict[str, Any]) -> None:
+        assert self._file is not None
+        try:
+            try:
+                self._file.write(json.dumps(line, ensure_ascii=False) + "\n")
+            except UnicodeEncodeError:  # a lone surrogate: escaped, read back the same
+                self._file.write(json.dumps(line) + "\n")
+            self._file.flush()
+        except OSError as exc:
+            self.error = f"writing the event log {self.path} failed: {exc.strerror or exc}"
+            self._close_quietly()
 
     def close(self) -> None:
         with self._lock:
@@ -137,6 +188,12 @@ class EventLog:
 
     def _close_quietly(self) -> None:
         if self._file is not None:
+            try:
+                self._file.flush()
+                found = os.fstat(self._file.fileno())
+                self._left = (found.st_dev, found.st_ino, found.st_size)
+            except OSError:
+                self._left = None
             try:
                 self._file.close()
             except OSError as exc:  # the buffered tail could not be written
