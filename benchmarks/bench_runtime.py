@@ -1,7 +1,8 @@
 """propose+commit latency of every edit tool on real files of several sizes.
 
-Run: ``python benchmarks/bench_runtime.py [--repeats N] [--pause S]`` (not a test;
-prints figures). ``--pause 0.1`` leaves a tenth of a second between calls, as the
+Run: ``python benchmarks/bench_runtime.py [--repeats N] [--pause S] [--files LABEL]
+[--tools NAME]`` (not a test; prints figures; ``--files py 2896`` or ``--tools create``
+keep the rows whose label or name contains the text). ``--pause 0.1`` leaves a tenth of a second between calls, as the
 model's turn does in a session: a commit re-indexes the file it wrote in a thread,
 which then has time to finish; back to back (the default), the next call shares the
 machine with it.
@@ -12,7 +13,9 @@ edits land in real code with real decorators, docstrings and nesting. Each
 tool and file gets a fresh workspace whose symbol index is built first (as in
 a session, where ``search`` and ``read`` build it, so every commit pays for
 keeping it current); one warm-up call precedes the timed ones. A sample is
-``propose`` plus ``commit``.
+``propose`` plus ``commit``: its wall time (p50, p95), and the CPU time of the
+calling thread (``cpu p50``), which other processes on the machine inflate much
+less; the load average is printed at the start and the end.
 
 The edits:
 
@@ -30,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import shutil
 import statistics
 import sys
@@ -186,23 +190,27 @@ def measure(
     make_call: Callable[[Workspace, int], Call],
     repeats: int,
     pause: float = 0.0,
-):
-    """Milliseconds per propose+commit, after one warm-up call; ``pause`` seconds between
-    calls (untimed) stand for the model's turn that separates two edits in a session."""
+) -> tuple[list[float], list[float]]:
+    """Milliseconds per propose+commit (wall, and the calling thread's CPU), after one warm-up
+    call; ``pause`` seconds between calls (untimed) stand for the model's turn that separates
+    two edits in a session."""
     ws = Workspace(source, name)
     try:
-        samples = []
+        samples: list[float] = []
+        cpu_samples: list[float] = []  # this thread's CPU time: what other processes do not inflate
         for k in range(repeats + 1):
             time.sleep(pause)
             tool, args = make_call(ws, k)  # built outside the timed region
-            start = time.perf_counter()
+            start, start_cpu = time.perf_counter(), time.thread_time()
             proposal = ws.runtime.propose(tool, args)
             observation = ws.runtime.commit(proposal)
             elapsed = (time.perf_counter() - start) * 1000
+            cpu = (time.thread_time() - start_cpu) * 1000
             assert observation.ok, f"{tool} on {name}: {observation.output}"
             if k:  # k == 0 is the warm-up
                 samples.append(elapsed)
-        return samples
+                cpu_samples.append(cpu)
+        return samples, cpu_samples
     finally:
         ws.close()
 
@@ -221,26 +229,38 @@ def main() -> None:
         help="seconds between calls (a model turn: what a commit leaves to a background "
         "thread, re-indexing the written file, is done by then); 0: back to back",
     )
+    parser.add_argument("--files", default="", help="only files whose label contains this")
+    parser.add_argument("--tools", default="", help="only tools whose name contains this")
     options = parser.parse_args()
     repeats, pause = options.repeats, options.pause
-    print(f"pause between calls: {pause} s")
-    print(f"{'file':<10} {'tool':<26} {'p50 ms':>8} {'p95 ms':>8}")
+    print(f"pause between calls: {pause} s; load average {os.getloadavg()[0]:.2f}")
+    print(f"{'file':<10} {'tool':<26} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8}")
     results: dict[tuple[str, str], tuple[float, float]] = {}
     for label, source, name in FILES:
         for tool, make_call in TOOLS:
-            samples = measure(source, name, make_call, repeats, pause)
+            if options.files not in label or options.tools not in tool:
+                continue
+            samples, cpu = measure(source, name, make_call, repeats, pause)
             results[label, tool] = statistics.median(samples), p95(samples)
-            print(f"{label:<10} {tool:<26} {results[label, tool][0]:8.1f} {p95(samples):8.1f}")
+            print(
+                f"{label:<10} {tool:<26} {results[label, tool][0]:8.1f} {p95(samples):8.1f} "
+                f"{statistics.median(cpu):8.1f}"
+            )
             sys.stdout.flush()
+    print(f"load average at the end: {os.getloadavg()[0]:.2f}")
     report_goals(results)
 
 
 def report_goals(results: dict[tuple[str, str], tuple[float, float]]) -> None:
     print()
     for label, source, _ in FILES:
+        if (label, "replace_string") not in results:
+            continue
         lines = source.read_text().count("\n")
         base = results[label, "replace_string"][1]
         for tool, _ in TOOLS:
+            if (label, tool) not in results:
+                continue
             tool_p95 = results[label, tool][1]
             if tool.startswith("edit_symbols"):
                 ok = tool_p95 <= GOAL_RATIO * base

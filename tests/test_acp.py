@@ -375,8 +375,10 @@ def test_load_session_replays_and_resumes_a_step_that_waited_when_the_agent_died
             # Some SDK versions hand notifications to the client from a queue: the reply to
             # load_session may come before the replayed updates are all handled.
             await until(
-                lambda: any(isinstance(u, ToolCallStart) for u in second.updates)
-                and "One edit." in second.text(),
+                lambda: (
+                    any(isinstance(u, ToolCallStart) for u in second.updates)
+                    and "One edit." in second.text()
+                ),
                 "the replayed conversation",
             )
             replayed = list(second.updates)

@@ -41,9 +41,9 @@ class Parses:
         def parser_for(language: str) -> Any:
             return _CountingParser(real_parser_for(language), self)
 
-        def compile_text(text: str, path: str) -> validation.FirstError:
+        def compile_text(text: str, path: str, flags: int = 0) -> validation.FirstError:
             self.count("compile", text)
-            return real_compile(text, path)
+            return real_compile(text, path, flags)
 
         def ast_parse(source: Any, *args: Any, **kwargs: Any) -> ast.Module:
             self.count("ast", source)
@@ -149,6 +149,25 @@ def test_large_file_compiles_only_the_touched_definitions(
     second = rt.propose("edit_symbols", {"edits": [{**edit, "new_source": body.format(2)}]})
     assert second.ok, second.error
     assert parses.counts == Counter({"tree-sitter incremental": 1})  # the kept tree serves
+
+
+def test_the_index_takes_a_committed_symbol_edit_s_definitions_from_its_tree(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Re-indexing a file just committed from a symbol edit parses nothing: the edit's kept
+    tree gives its definitions, the same as a fresh parse of the file on disk."""
+    rt, name, size = _workspace(tmp_path, "tarfile.py")
+    edit = {"symbol": f"{name}::TarInfo.get_info", "action": "replace"}
+    body = "def get_info(self):\n    return dict(name=self.name)  # v1\n"
+    proposal = rt.propose("edit_symbols", {"edits": [{**edit, "new_source": body}]})
+    assert proposal.ok, proposal.error
+    parses = Parses(monkeypatch, size)
+    assert rt.commit(proposal).ok
+    rt.symbols.refresh([name])
+    assert parses.counts["tree-sitter"] == 0, parses.counts
+    on_disk = (tmp_path / "ws" / name).read_bytes()
+    monkeypatch.setattr(edits, "_LAST_TREE", edits._TreeCache())  # a fresh parse, to compare
+    assert rt.symbols.symbols(name) == symbols.extract_symbols(name, on_disk)
 
 
 def test_kept_tree_gives_what_a_fresh_parse_gives(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -31,6 +31,7 @@ import ast
 import re
 import threading
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
@@ -42,6 +43,8 @@ from grinta_jupyter.runtime.validation import added_error
 
 if TYPE_CHECKING:
     import tree_sitter
+
+_Located = list[tuple[Symbol, "tree_sitter.Node"]]
 
 
 class SymbolEditError(Exception):
@@ -62,7 +65,7 @@ def replace_symbol(source: str, symbol: Symbol, new_source: str) -> str:
     target = _locate(text, symbol)
     new = _model_text(new_source, symbol.language)
     region = text.region(target)
-    body = reindent(new, region.indent, text.unit)
+    body = reindent(new, region.indent, lambda: text.unit)
     if not region.full_start:
         body = body[len(region.indent) :]
     ends_line = region.full_end and text.source[: region.end].endswith("\n")
@@ -117,7 +120,7 @@ def insert_symbol(
     target = _locate(text, anchor)
     new = _model_text(new_source, anchor.language)
     region = text.region(target)
-    lines = text.newline_join(reindent(new, region.indent, text.unit)) + text.newline
+    lines = text.newline_join(reindent(new, region.indent, lambda: text.unit)) + text.newline
     gap = _gap(text, target, new)
     # Inserts take whole lines: before the anchor's first line or after its last.
     if where == "before":
@@ -145,7 +148,7 @@ def append_to(source: str, container: Symbol | None, new_source: str, language: 
     return _validated(text, _append_into(text, target.node, target, new))
 
 
-def reindent(new_source: str, indent: str, unit: str | None = None) -> str:
+def reindent(new_source: str, indent: str, unit: str | Callable[[], str] | None = None) -> str:
     """``new_source`` moved to depth ``indent``: dedented first, relative indentation kept.
 
     Leading whitespace follows the target: with a tab ``indent`` (or ``unit``)
@@ -153,19 +156,27 @@ def reindent(new_source: str, indent: str, unit: str | None = None) -> str:
     target, tabs become ``unit`` (default four spaces). Whitespace-only lines
     keep what lies beyond the common margin (so a definition re-sent as it is
     comes back byte for byte). Returns text with ``\\n`` newlines and no
-    trailing newline.
+    trailing newline. ``unit`` may be a function giving it, called only when
+    the result depends on it (a top-level target, or tab-indented text for a
+    space-indented one): measuring a large file's unit costs milliseconds.
     """
     lines = new_source.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     while lines and not lines[0].strip():
         lines.pop(0)
     while lines and not lines[-1].strip():
         lines.pop()
-    to_tabs = "\t" in indent or (not indent and unit == "\t")
-    to_spaces = (bool(indent) and not to_tabs) or (not indent and unit not in (None, "\t"))
+    fixed = unit
+
+    def unit_of() -> str | None:
+        return fixed() if callable(fixed) else fixed
+
+    to_tabs = "\t" in indent or (not indent and unit_of() == "\t")
+    to_spaces = (bool(indent) and not to_tabs) or (not indent and unit_of() not in (None, "\t"))
     # Convert only text indented the other way throughout; mixed text is left
     # as it is (it was most likely copied from the file).
     if to_spaces and not any(line.startswith(" ") for line in lines if line.strip()):
-        space_unit = unit if unit and "\t" not in unit else "    "
+        known = unit_of()
+        space_unit = known if known and "\t" not in known else "    "
         lines = [_tabs_to_spaces(line, space_unit) for line in lines]
     margins = [_leading(line) for line in lines if line.strip()]
     common = margins[0] if margins else ""
@@ -204,7 +215,7 @@ def reindent(new_source: str, indent: str, unit: str | None = None) -> str:
 
 
 def _append_to_file(text: _Text, new: str) -> str:
-    body = text.newline_join(reindent(new, "", text.unit)) + text.newline
+    body = text.newline_join(reindent(new, "", lambda: text.unit)) + text.newline
     head = text.source.rstrip(" \t\r\n")
     if not head:
         return body
@@ -230,7 +241,7 @@ def _append_python(text: _Text, target: _Target, new: str) -> str:
     end = text.line_end(text.char(target.symbol.end_byte))
     members = [s for s in target.siblings if s.container == target.symbol.qualname]
     gap = _gap(text, _Target(members[-1], None, target.siblings, []), new) if members else 1
-    body = text.newline_join(reindent(new, member_indent, text.unit)) + text.newline
+    body = text.newline_join(reindent(new, member_indent, lambda: text.unit)) + text.newline
     prefix = "" if text.source[:end].endswith("\n") else text.newline
     return text.source[:end] + prefix + text.newline * gap + body + text.source[end:]
 
@@ -251,7 +262,7 @@ def _append_into(text: _Text, node: tree_sitter.Node, target: _Target, new: str)
     if target.symbol.start_byte <= node.start_byte:
         owner_indent = text.indent_of(text.char(target.symbol.start_byte))
     member_indent = _member_indent(text, node, closer) or (owner_indent + text.unit)
-    body = text.newline_join(reindent(new, member_indent, text.unit)) + text.newline
+    body = text.newline_join(reindent(new, member_indent, lambda: text.unit)) + text.newline
     if text.source[close_line:close_at].strip():
         # `class A {}` on one line: open it up.
         inserted = text.newline + body + owner_indent
@@ -320,10 +331,10 @@ def _append_method(text: _Text, target: _Target, new: str, language: str) -> str
         top = _top_level(anchor_node)
         if top is not None and top.end_byte > anchor_symbol.end_byte:  # inside `type ( ... )`
             end = text.line_end(text.char(top.end_byte - 1))
-            body = text.newline_join(reindent(new, "", text.unit)) + text.newline
+            body = text.newline_join(reindent(new, "", lambda: text.unit)) + text.newline
             return text.source[:end] + text.newline + body + text.source[end:]
     region = text.region(anchor)
-    lines = text.newline_join(reindent(new, "", text.unit)) + text.newline
+    lines = text.newline_join(reindent(new, "", lambda: text.unit)) + text.newline
     prefix = "" if text.source[: region.end].endswith("\n") else text.newline
     return text.source[: region.end] + prefix + text.newline + lines + text.source[region.end :]
 
@@ -472,8 +483,12 @@ class _Text:
 
 def _locate(text: _Text, symbol: Symbol) -> _Target:
     """Find ``symbol`` again in the current text; refuse when it is gone or ambiguous."""
-    known = _LAST_TREE.get(symbol.path, symbol.language, text.encoded)
-    text.tree, located = locate_nodes(symbol.path, text.encoded, symbol.language, known)
+    ready = _LAST_TREE.take(symbol.path, symbol.language, text.encoded)
+    if ready is not None:  # located after the last commit, off the model's path
+        text.tree, located = ready
+    else:
+        known = _LAST_TREE.get(symbol.path, symbol.language, text.encoded)
+        text.tree, located = locate_nodes(symbol.path, text.encoded, symbol.language, known)
     fresh = [s for s, _ in located]
     same = [(s, node) for s, node in located if s.qualname == symbol.qualname]
     exact = [(s, n) for s, n in same if s.def_line == symbol.def_line and s.kind == symbol.kind]
@@ -533,6 +548,9 @@ class _TreeCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._last: tuple[str, str, bytes, tree_sitter.Tree] | None = None
+        # That text's symbols, located on a tree of their own by ``locate`` (the symbol
+        # index re-reading the file after the commit): handed to the next edit, once.
+        self._located: tuple[str, str, bytes, tree_sitter.Tree, _Located] | None = None
 
     def get(self, path: str, language: str, source: bytes) -> tree_sitter.Tree | None:
         with self._lock:
@@ -540,6 +558,31 @@ class _TreeCache:
             if last is None or last[:3] != (path, language, source):
                 return None
             return last[3].copy()
+
+    def locate(self, path: str, language: str, source: bytes) -> list[Symbol] | None:
+        """The symbols of ``source`` when it is the kept text (else None), kept for ``take``."""
+        tree = self.get(path, language, source)
+        if tree is None:
+            return None
+        located_tree, located = locate_nodes(path, source, language, tree)
+        if located_tree is None:
+            return None
+        with self._lock:
+            last = self._last
+            if last is not None and last[:3] == (path, language, source):
+                self._located = (path, language, source, located_tree, located)
+        return [symbol for symbol, _ in located]
+
+    def take(
+        self, path: str, language: str, source: bytes
+    ) -> tuple[tree_sitter.Tree, _Located] | None:
+        """What ``locate`` found in ``source`` (its tree and nodes, for one caller), or None."""
+        with self._lock:
+            found = self._located
+            if found is None or found[:3] != (path, language, source):
+                return None
+            self._located = None
+            return found[3], found[4]
 
     def keep(
         self, path: str, language: str, old: bytes, tree: tree_sitter.Tree, result: str
@@ -558,9 +601,29 @@ class _TreeCache:
         parsed = parser_for(language).parse(new, edited)
         with self._lock:
             self._last = (path, language, new, parsed)
+            self._located = None
 
 
 _LAST_TREE = _TreeCache()
+
+
+def kept_tree(path: str, language: str, source: bytes) -> tree_sitter.Tree | None:
+    """A copy of the tree of the last edit's result, when ``source`` is exactly that text.
+
+    The symbol index may re-read a file it just saw committed from it (``locate_nodes``
+    takes a tree) instead of parsing the whole file again.
+    """
+    return _LAST_TREE.get(path, language, source)
+
+
+def result_symbols(path: str, language: str, source: bytes) -> list[Symbol] | None:
+    """The symbols of the last edit's result, when ``source`` is exactly that text, else None.
+
+    They are located on the kept tree (no parse), and kept for the next edit of that
+    text, which then needs no location of its own: the symbol index calls this when it
+    re-reads a file just committed, in its thread, during the model's next turn.
+    """
+    return _LAST_TREE.locate(path, language, source)
 
 
 def _changed_bytes(old: bytes, new: bytes) -> tuple[int, int, int]:

@@ -84,10 +84,8 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
                 removed += ai2 - ai1
             if tag in ("replace", "insert"):
                 body.extend(_lines("+", b_mid[bj1:bj2]))
-                added.extend(
-                    (start + bj1 + k + 1, line.removesuffix("\n").removesuffix("\r"))
-                    for k, line in enumerate(b_mid[bj1:bj2])
-                )
+                numbers = range(start + bj1 + 1, start + bj2 + 1)
+                added.extend(zip(numbers, _bare(b_mid[bj1:bj2]), strict=True))
         head = f"@@ -{_range(start + i1, i2 - i1)} +{_range(start + j1, j2 - j1)} @@"
         if section is not None:
             head += section(b if new is not None else a, start + (j1 if new is not None else i1))
@@ -400,14 +398,28 @@ def _header_path(raw: str, prefix: str) -> str | None:
 
 
 def common_affixes(a: list[str], b: list[str]) -> tuple[int, int]:
-    """How many lines ``a`` and ``b`` share at the start, and then at the end."""
-    prefix = 0
+    """How many lines ``a`` and ``b`` share at the start, and then at the end.
+
+    Lines are compared a slice at a time (in C), in steps that double while they
+    match and halve, down to one line, once they do not.
+    """
     limit = min(len(a), len(b))
-    while prefix < limit and a[prefix] == b[prefix]:
-        prefix += 1
-    suffix = 0
-    while suffix < limit - prefix and a[-1 - suffix] == b[-1 - suffix]:
-        suffix += 1
+    prefix, step = 0, 16
+    while step:
+        end = prefix + step
+        if end <= limit and a[prefix:end] == b[prefix:end]:
+            prefix, step = end, min(step * 2, 4096)
+        else:
+            step //= 2
+    room = limit - prefix  # the suffix may not overlap the prefix
+    n, m = len(a), len(b)
+    suffix, step = 0, 16
+    while step:
+        end = suffix + step
+        if end <= room and a[n - end : n - suffix] == b[m - end : m - suffix]:
+            suffix, step = end, min(step * 2, 4096)
+        else:
+            step //= 2
     return prefix, suffix
 
 
@@ -417,7 +429,26 @@ def _range(start: int, length: int) -> str:
     return f"{first}" if length == 1 else f"{first},{length}"
 
 
+def _bare(lines: list[str]) -> list[str]:
+    """``lines`` (from ``split_keepends``) without their ``\n`` and then one ``\r``."""
+    joined = "".join(lines)
+    if not joined or "\r" in joined:
+        return [line.removesuffix("\n").removesuffix("\r") for line in lines]
+    # Only the last line may lack its "\n": splitting the whole at "\n" gives the same.
+    bare = joined.split("\n")
+    if joined.endswith("\n"):
+        bare.pop()
+    return bare
+
+
 def _lines(mark: str, lines: list[str]) -> list[str]:
+    """The rows of ``lines`` (from ``split_keepends``) marked ``mark``."""
+    if lines and lines[-1].endswith("\n"):
+        joined = "".join(lines)
+        if "\r" not in joined:  # no CRLF to show as a line end: mark every line in C
+            rows = (mark + joined.replace("\n", "\n" + mark)).split("\n")
+            rows.pop()  # the mark after the last newline
+            return rows
     out = []
     for line in lines:
         if line.endswith("\n"):  # a CRLF ending is shown as a line end, not as a "\r"

@@ -69,6 +69,9 @@ _TAG = re.compile(r"^(?:todo|fixme|xxx|note|hack)\b\s*[:\-]?\s*", re.IGNORECASE)
 # Without a comment marker, only a line led and closed by an ellipsis ("...existing code...",
 # "... rest of file ..."); not JS spread (...rest,) and no quotes (print('...'), test data).
 _ELLIPSIS_LINE = re.compile(r"^(?:\.{3,}|…)(?:\s[^\"'`]*|[^\"'`]*(?:\.{3,}|…))$")
+# The first character of every placeholder line: that of an opener in _OPENERS, of a
+# bracketed line (_BRACKETED) or of an ellipsis line (_ELLIPSIS_LINE).
+_MAY_OPEN = frozenset("#/{<(-;%*[.…")
 # Every placeholder has one of these; most lines are rejected by this one search.
 _HINT = re.compile(
     r"\.\.\.|…|⋯|rest|remainder|unchanged|same|omitted|elided|snip|existing|remaining|previous"
@@ -77,6 +80,18 @@ _HINT = re.compile(
     r"|\bas is\b|\bas it was\b",
     re.IGNORECASE,
 )
+# _HINT for ASCII text: there IGNORECASE matches a letter's other case only, so matching the
+# lowercased text finds the same, four times faster (no case folding on every try).
+_HINT_LOWER = re.compile(_HINT.pattern.lower())
+
+
+def _has_hint(text: str) -> bool:
+    """``_HINT.search(text)``, faster on ASCII text."""
+    if text.isascii():
+        return _HINT_LOWER.search(text.lower()) is not None
+    return _HINT.search(text) is not None
+
+
 _NOUNS = (
     r"(?:code|codes|file|files|function|functions|funcs?|class|classes|methods?|"
     r"implementations?|impl|modules?|body|bodies|content|contents|logic|lines?|imports?|tests?|"
@@ -145,7 +160,16 @@ def _placeholder(line: str, prose: bool) -> str | None:
     """ "marked" for a placeholder with an ellipsis or brackets, "claim" for a comment that
     only says code is elsewhere ("# rest of file"), None for anything else."""
     stripped = line.strip()
-    if not stripped or len(stripped) > 120 or not _HINT.search(stripped):
+    # A placeholder opens with a comment marker, a bracket or an ellipsis (_classify returns
+    # None otherwise): testing that first spares most lines of code the _HINT search.
+    if not stripped or stripped[0] not in _MAY_OPEN:
+        return None
+    return _classify(stripped, prose)
+
+
+def _classify(stripped: str, prose: bool) -> str | None:
+    """``_placeholder`` of a stripped, non-empty line, without the first-character test."""
+    if len(stripped) > 120 or not _has_hint(stripped):
         return None
     bracketed = bool(_BRACKETED.match(stripped))
     match = _COMMENT_LINE.match(stripped)

@@ -9,7 +9,9 @@ parsers; every other language with a tree-sitter grammar by its ERROR and
 MISSING nodes. Results are cached by text, so a tool that checks its result
 while staging (``edit_symbols``) and the runtime's check before commit parse
 it once; in a Python file of 1,000 lines or more, an edit of a file known to
-compile compiles only the top-level definitions it touched.
+compile compiles only the definitions it touched (top-level ones, or the
+members of one top-level class), with the file's ``__future__`` features
+(``_python_region_ok`` says when that is trusted).
 
 JSON is strict: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
 ``json.loads`` accepts) are errors, and so is a key repeated in one object
@@ -22,7 +24,9 @@ adds no error tree-sitter can see. Suffixes are matched ignoring case
 """
 
 from __future__ import annotations
+import __future__
 
+import ast
 import hashlib
 import json
 import re
@@ -47,11 +51,11 @@ else:  # pragma: no cover - exercised on 3.10 only
 FirstError = tuple[int, str] | None
 
 
-def _python(text: str, path: str) -> FirstError:
+def _python(text: str, path: str, flags: int = 0) -> FirstError:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
-            compile(text, path, "exec", dont_inherit=True)
+            compile(text, path, "exec", flags, dont_inherit=True)
     except SyntaxError as exc:
         return exc.lineno or 1, exc.msg
     except ValueError as exc:  # e.g. source with NUL bytes
@@ -198,17 +202,27 @@ def _yaml(text: str, path: str) -> FirstError:
 # Below this many lines compiling the whole file is fast enough.
 REGION_MIN_LINES = 1_000
 _TOP_LEVEL_START = ("def ", "class ", "async def ", "@")
+_FUTURE_LINES = 100  # __future__ imports open a file
+_CLASS_HEADER = re.compile(r"class[ \t]+([^\W\d]\w*)[^'\"#]*:\s*$")
 
 
 @lru_cache(maxsize=16)  # a tool checks while staging; the runtime again before commit
 def _python_region_ok(path: str, old_text: str, new_text: str) -> bool:
-    """Fast path for large Python files: compile only the top-level definitions an edit touched.
+    """Fast path for large Python files: compile only the definitions an edit touched.
 
     The region runs from the last column-0 ``def``/``class``/decorator line
-    before the change to the next one after it. It is trusted only when the
-    same region of the old text also compiles on its own (so its boundaries
-    are real statement boundaries, not lines inside a string) and the whole
-    old file compiled. Any doubt falls back to compiling the whole file.
+    before the change to the next one after it. In a top-level class whose
+    header is one line, it narrows to the class body: from the last definition
+    at the body's indentation before the change to the next one (or the next
+    column-0 one) after it, compiled under a ``class`` line of the same name,
+    so names are mangled as in the file. A region is trusted only when the
+    same region of the old text also compiles on its own (so its edges are
+    real statement boundaries, not lines inside a string) and the whole old
+    file compiled; both are compiled with the file's ``__future__`` features.
+    A ``global`` or ``nonlocal`` statement that could share a module or class
+    body with the region (they make statements of that body before them, or
+    annotated anywhere, errors), a ``__future__`` import not read for certain,
+    or any other doubt falls back to compiling the whole file.
     """
     old_lines = old_text.splitlines(keepends=True)
     new_lines = new_text.splitlines(keepends=True)
@@ -219,21 +233,43 @@ def _python_region_ok(path: str, old_text: str, new_text: str) -> bool:
         and first_error(path, old_text, "python") is not None
     ):
         return False
+    flags = _future_flags(new_text, new_lines)
+    if flags is None:
+        return False
     prefix, suffix = common_affixes(old_lines, new_lines)
-    start = min(prefix, len(new_lines) - 1)  # an edit may cut the end of the file
+    first = min(prefix, len(new_lines) - 1)  # an edit may cut the end of the file
+    changed_end = len(new_lines) - suffix
+    start = first
     while start > 0 and not new_lines[start].startswith(_TOP_LEVEL_START):
         start -= 1
     # Decorators belong to the definition below them.
     while start > 0 and new_lines[start - 1].startswith("@"):
         start -= 1
-    new_end = len(new_lines) - suffix
+    new_end = changed_end
     while new_end < len(new_lines) and not new_lines[new_end].startswith(_TOP_LEVEL_START):
         new_end += 1
+    if not (_starts_line(new_lines, start) and _starts_line(new_lines, new_end)):
+        return False  # an edge after a form feed or a U+2028 that splitlines cut at
+    header = footer = ""
+    inner = _class_body_region(new_lines, start, first, changed_end, new_end)
+    if inner is not None:
+        header, start, cut_end = inner
+        if cut_end < new_end:
+            # The file goes on with a definition at the body's indentation: so must the region
+            # (an edit that ends the class early leaves that definition unexpectedly indented).
+            line = new_lines[cut_end]
+            footer = line[: len(line) - len(line.lstrip(" \t"))] + "pass\n"
+        new_end = cut_end
+        shared_from = 0  # the class body holds statements before the region
+    else:
+        shared_from = sum(map(len, new_lines[:start]))  # module statements: a class is whole
+    if _declares(new_text, shared_from):
+        return False
     old_end = new_end - len(new_lines) + len(old_lines)
     if "__future__" in "".join(new_lines[start:new_end]):
         return False  # future imports are only legal at the top of the whole file
     ok = all(
-        _python("".join(lines[start:end]), path) is None
+        _python(header + "".join(lines[start:end]) + footer, path, flags) is None
         for lines, end in ((old_lines, old_end), (new_lines, new_end))
     )
     if ok:  # the next edit of this file starts from a text known to compile
@@ -241,6 +277,104 @@ def _python_region_ok(path: str, old_text: str, new_text: str) -> bool:
         while len(_KNOWN_VALID) > 256:
             _KNOWN_VALID.popitem(last=False)
     return ok
+
+
+def _class_body_region(
+    lines: list[str], start: int, first: int, changed_end: int, end: int
+) -> tuple[str, int, int] | None:
+    """(a ``class`` line, start, end) of the part of a class body an edit touched, or None.
+
+    ``start:end`` is the top-level region of the edit, whose lines ``first:changed_end``
+    changed. It is cut only when it is a class with a one-line header (no string or
+    comment on it) and no line between that header and the cut starts at column 0.
+    """
+    head = start
+    while head < first and lines[head].startswith("@"):
+        head += 1
+    name = _CLASS_HEADER.match(lines[head]) if head < first else None
+    line = lines[head]
+    if name is None or line.count("(") != line.count(")") or line.count("[") != line.count("]"):
+        return None
+    body = head + 1  # the first statement of the body sets its indentation
+    while body < first and (not lines[body].strip() or lines[body].lstrip().startswith("#")):
+        body += 1
+    indent = lines[body][: len(lines[body]) - len(lines[body].lstrip(" \t"))]
+    if body >= first or not indent:
+        return None
+    cut = first
+    while cut >= body and not _member_starts(lines[cut], indent):
+        cut -= 1
+    while cut - 1 >= body and lines[cut - 1].startswith(indent + "@"):
+        cut -= 1
+    if cut < body or any(
+        line[:1] not in ("", " ", "\t", "\n", "\r") for line in lines[head + 1 : cut]
+    ):
+        return None  # no definition to start from, or the class may have ended before it
+    cut_end = changed_end
+    while cut_end < end and (cut_end <= cut or not _member_starts(lines[cut_end], indent)):
+        cut_end += 1
+    if not (_starts_line(lines, cut) and _starts_line(lines, cut_end)):
+        return None
+    return f"class {name.group(1)}:\n", cut, cut_end
+
+
+def _starts_line(lines: list[str], index: int) -> bool:
+    """True when line ``index`` starts a line for Python too: the one before it ends with a
+    newline (``splitlines`` also cuts at form feeds, U+2028 and others, which Python does not)."""
+    return index == 0 or index >= len(lines) or lines[index - 1].endswith(("\n", "\r"))
+
+
+def _member_starts(line: str, indent: str) -> bool:
+    """True when ``line`` starts a definition (or its decorator) at exactly ``indent``."""
+    return line.startswith(indent) and line.startswith(_TOP_LEVEL_START, len(indent))
+
+
+def _declares(text: str, start: int) -> bool:
+    """True when ``text[start:]`` may hold a global or nonlocal statement: the keyword opens
+    a line or follows a ``;`` or a ``:`` (in a string or comment too: a doubt is enough)."""
+    for keyword in ("global", "nonlocal"):
+        at = text.find(keyword, start)  # str.find: a regex with \b would scan ten times slower
+        while at >= 0:
+            end = at + len(keyword)
+            before = at
+            while before > 0 and text[before - 1] in " \t\f":
+                before -= 1
+            opens = before == 0 or text[before - 1] in "\n\r;:"
+            if opens and not ("a" + text[end : end + 1]).isidentifier():
+                return True
+            at = text.find(keyword, end)
+    return False
+
+
+def _future_flags(text: str, lines: list[str]) -> int | None:
+    """The compiler flags of the file's ``__future__`` imports (None: not known for certain).
+
+    Every mention of ``__future__`` must lie in the first lines, and those lines must parse
+    on their own: the imports are read from their syntax tree, so one quoted in a docstring
+    is not taken for real.
+    """
+    if "__future__" not in text:
+        return 0
+    mentions = [i for i, line in enumerate(lines[:_FUTURE_LINES]) if "__future__" in line]
+    if not mentions or text.count("__future__") != sum(
+        lines[i].count("__future__") for i in mentions
+    ):
+        return None
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            tree = ast.parse("".join(lines[: mentions[-1] + 1]))
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+    flags = 0
+    for statement in tree.body:
+        if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+            for alias in statement.names:
+                flag = getattr(getattr(__future__, alias.name, None), "compiler_flag", None)
+                if not isinstance(flag, int):
+                    return None
+                flags |= flag
+    return flags
 
 
 _KNOWN_VALID: OrderedDict[bytes, None] = OrderedDict()
