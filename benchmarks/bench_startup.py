@@ -12,10 +12,12 @@ Prints, each measured in fresh processes:
   ``%load_ext`` ("cold") and after a pause that lets the background warming finish
   ("paused"), for a first call that needs no symbol index (``read`` a path) and one
   that does (``read`` a symbol: the whole workspace is indexed first). With the
-  pause it also prints when the warming thread ended.
+  pause it also prints when the warming thread ended, and when its phases ended
+  (``imports``: grinta's modules, the schemas, the token encoding; ``model``:
+  litellm imported and rehearsed).
 
 Goals (issue 13): ``%load_ext`` under 50 ms; at most 1.5 s to the first card.
-Run: python benchmarks/bench_startup.py [--runs N] [--files N] [--pause S]
+Run: python benchmarks/bench_startup.py [--runs N] [--files N] [--pause S] [--only cold|paused]
 """
 
 from __future__ import annotations
@@ -66,13 +68,14 @@ get_ipython().run_line_magic("load_ext", "grinta_jupyter")
 print((_time.perf_counter() - _start) * 1000)
 """
 
-# How long the warming thread runs on after the load_ext cell (nothing printed without one).
+# How long the warming thread runs on after the load_ext cell (nothing printed without one),
+# and when its phases ended after it started (an older grinta records none).
 WAIT_FOR_WARMING = """
-import time as _time, grinta_jupyter as _g
+import json as _json, time as _time, grinta_jupyter as _g
 _start = _time.perf_counter()
 if getattr(_g, "_warming", None) is not None:
     _g._warming.join({timeout})
-    print(_time.perf_counter() - _start)
+    print(_json.dumps([_time.perf_counter() - _start, getattr(_g, "_warming_times", {{}})]))
 """
 
 # The first card: a second listener on the session's stream notes when it comes.
@@ -173,11 +176,12 @@ def first_card(
         }
         with running_kernel(root, env) as kc:
             load = float(execute(kc, KERNEL_LOAD).strip().splitlines()[-1])
-            warmed = None
+            warmed, phases = None, {}
             if pause:
                 started = time.monotonic()
                 done = execute(kc, WAIT_FOR_WARMING.format(timeout=pause)).strip()
-                warmed = float(done) if done else None  # None: no warming thread
+                if done:  # else no warming thread
+                    warmed, phases = json.loads(done)
                 time.sleep(max(0.0, pause - (time.monotonic() - started)))
             out = execute(kc, KERNEL_START.format(task="read the target function"), timeout=120)
         result: dict[str, Any] = json.loads(
@@ -185,6 +189,7 @@ def first_card(
         )
         result["load"] = load
         result["warmed"] = warmed
+        result["phases"] = phases
         return result
 
 
@@ -198,6 +203,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=2, help="kernels per figure")
     parser.add_argument("--files", type=int, default=1000, help="files in the workspace")
     parser.add_argument("--pause", type=float, default=20.0, help="seconds after %%load_ext")
+    parser.add_argument(
+        "--only", choices=("cold", "paused"), help="measure %%grinta only cold or only paused"
+    )
     args = parser.parse_args()
     print(f"load: {os.getloadavg()[0]:.2f} {os.getloadavg()[1]:.2f}; repo {REPO}")
 
@@ -214,7 +222,8 @@ def main() -> None:
     print(f"workspace: {len(files) + 1} files, {size / 1e6:.1f} MB of site-packages .py")
     kernel_loads: list[float] = []
     for label, arguments in FIRST_CALLS.items():
-        for pause in (0.0, args.pause):
+        pauses = {"cold": (0.0,), "paused": (args.pause,)}.get(args.only or "", (0.0, args.pause))
+        for pause in pauses:
             results = [first_card(files, arguments, pause) for _ in range(args.runs)]
             kernel_loads += [r["load"] for r in results]
             when = "cold" if pause == 0 else f"paused {pause:g} s"
@@ -227,6 +236,10 @@ def main() -> None:
             warmed = [r["warmed"] for r in results if r["warmed"] is not None]
             if warmed:
                 print(row("    warming ended after the load_ext cell", warmed, "s"))
+            for phase in ("imports", "model"):
+                ended = [r["phases"][phase] for r in results if phase in r["phases"]]
+                if ended:
+                    print(row(f"      its phase {phase!r} ended after it started", ended, "s"))
     print(row("%load_ext in a real kernel", kernel_loads))
 
 

@@ -7,7 +7,11 @@ extension hooks. Everything else is imported on first use.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import threading
+import time
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
@@ -34,9 +38,14 @@ def load_ipython_extension(ipython: Any) -> None:
 
 
 # The background warming: started at most once per process; ``_imported`` is set when its
-# imports of grinta's own modules are over (done or failed), see ``settle``.
+# imports of grinta's own modules are over (done or failed), see ``settle``; ``_warmed``
+# when the whole warming is over (litellm included), see ``settle_warming``.
 _warming: threading.Thread | None = None
 _imported = threading.Event()
+_warmed = threading.Event()
+# When each phase of the warming ended, in seconds after it started (for
+# benchmarks/bench_startup.py): "imports", then "model".
+_warming_times: dict[str, float] = {}
 
 
 def _start_warming() -> None:
@@ -49,15 +58,41 @@ def _start_warming() -> None:
 def _warm() -> None:
     """The warming thread. Warming only saves time: whatever fails here is left to fail
     again, with its own error, where it is really needed, so nothing is reported here."""
+    started = time.perf_counter()
     try:
-        from grinta_jupyter.jupyter.controller import warm_imports, warm_model
+        with _collector_paused():
+            try:
+                from grinta_jupyter.jupyter.controller import warm_imports, warm_model
 
-        warm_imports()
-    except Exception:
-        return
+                warm_imports()
+            except Exception:
+                return
+            finally:
+                _warming_times["imports"] = time.perf_counter() - started
+                _imported.set()
+            warm_model()
+            _warming_times["model"] = time.perf_counter() - started
     finally:
-        _imported.set()
-    warm_model()
+        _warmed.set()
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """No full garbage collection while the warming imports (seconds).
+
+    Importing litellm creates about a million objects that live as long as the kernel;
+    each full pass of the collector walks all of them, and the import would start a
+    few, together about a tenth of its time. Young objects are still collected as
+    usual; the first full pass after the warming walks the heap once.
+    """
+    paused = (*gc.get_threshold()[:2], 1_000_000_000)
+    saved = gc.get_threshold()
+    gc.set_threshold(*paused)
+    try:
+        yield
+    finally:
+        if gc.get_threshold() == paused:  # unless someone set thresholds of their own meanwhile
+            gc.set_threshold(*saved)
 
 
 def settle(timeout: float = 60.0) -> None:
@@ -69,6 +104,17 @@ def settle(timeout: float = 60.0) -> None:
     """
     if _warming is not None and _warming is not threading.current_thread():
         _imported.wait(timeout)
+
+
+def settle_warming(timeout: float = 60.0) -> None:
+    """Wait until the warming thread has ended, litellm imported (at once if none runs).
+
+    Work that competes with the warming for the processor and is not needed before the
+    model's first answer (indexing the workspace) waits for it: the first card comes
+    after that answer, which needs litellm.
+    """
+    if _warming is not None and _warming is not threading.current_thread():
+        _warmed.wait(timeout)
 
 
 def current() -> Any:

@@ -16,15 +16,18 @@ from pathlib import Path
 from typing import Any
 
 from tests.kernels import execute, running_kernel
+from tests.openai_server import OpenAIServer, text_reply
 
 REPO = Path(__file__).resolve().parent.parent
 HEAVY = ("litellm", "libcst", "tree_sitter", "nbformat", "tiktoken", "ipywidgets", "pydantic")
 
 
-def run_python(code: str, tmp_path: Path, pythonpath: str = "") -> subprocess.CompletedProcess[str]:
+def run_python(
+    code: str, tmp_path: Path, pythonpath: str = "", args: list[str] | None = None
+) -> subprocess.CompletedProcess[str]:
     paths = [p for p in (pythonpath, str(REPO)) if p]
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
+        [sys.executable, "-c", textwrap.dedent(code), *(args or [])],
         capture_output=True,
         text=True,
         timeout=120,
@@ -69,8 +72,9 @@ def test_load_ext_in_a_kernel_leaves_the_heavy_work_to_the_warming_thread(tmp_pa
     # While this thread holds the import lock no other thread can import anything:
     # what is in sys.modules when load_ext returns was imported by load_ext itself.
     load = f"""
-        import _imp, json, sys
+        import _imp, gc, json, sys
         import grinta_jupyter.jupyter.magics
+        thresholds = gc.get_threshold()
         _imp.acquire_lock()
         try:
             get_ipython().run_line_magic("load_ext", "grinta_jupyter")
@@ -88,6 +92,7 @@ def test_load_ext_in_a_kernel_leaves_the_heavy_work_to_the_warming_thread(tmp_pa
             "litellm": litellm_model._litellm is not None,
             "encoding": tokens._encoding.cache_info().currsize,
             "imported": [m for m in {HEAVY!r} if m in sys.modules],
+            "collector": gc.get_threshold() == thresholds and gc.isenabled(),
         }}))
         """
     with running_kernel(tmp_path) as kc:
@@ -96,6 +101,8 @@ def test_load_ext_in_a_kernel_leaves_the_heavy_work_to_the_warming_thread(tmp_pa
     assert loaded == {"heavy": [], "warming": True}
     # ... and the thread did warm: litellm set up, the token encoding loaded.
     assert after["litellm"] and after["encoding"] == 1
+    # The collector's full passes, paused while warming imported, run as before.
+    assert after["collector"]
     assert {"litellm", "pydantic", "ipywidgets", "tree_sitter"} <= set(after["imported"])
 
 
@@ -118,6 +125,31 @@ def test_a_warming_failure_is_silent_and_the_real_error_comes_when_needed(tmp_pa
         assert (
             execute(kc, textwrap.dedent(call)).strip() == "the real error: litellm is broken here"
         )
+
+
+def test_a_first_call_that_waits_for_litellm_is_not_kept_waiting_for_a_rehearsal(
+    tmp_path: Path,
+) -> None:
+    # A real call that asked for litellm first loads what a rehearsal would load: the
+    # warming then only imports. Without such a call the warming rehearses.
+    code = """
+        import asyncio, sys
+        from grinta_jupyter.agent.models import LiteLLMModel, litellm_model
+        if sys.argv[1] == "call":
+            model = LiteLLMModel("openai/x", api_base=sys.argv[2], api_key="k")
+            reply = asyncio.run(model.complete([{"role": "user", "content": "hi"}], []))
+            print(reply.text, end=" ")
+        print(litellm_model.warm())
+        """
+    with OpenAIServer() as server:
+        server.queue(text_reply("hello"))
+        called = run_python(code, tmp_path, args=["call", server.url])
+        alone = run_python(code, tmp_path, args=["alone"])
+    assert called.returncode == 0, called.stderr
+    assert called.stdout.strip() == "hello False"
+    assert alone.returncode == 0, alone.stderr
+    assert alone.stdout.strip() == "True"
+    assert len(server.requests) == 1  # a rehearsal sends nothing
 
 
 def test_warming_in_a_kernel_prints_nothing_and_the_session_works(tmp_path: Path) -> None:

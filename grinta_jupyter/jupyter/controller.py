@@ -468,12 +468,26 @@ def _warm_symbols(session: Session) -> None:
     needs it meanwhile waits for this build instead of starting its own.
     """
     runtime = session.runtime
+    # The model's first answer needs litellm, which the warming may still be importing:
+    # an index built meanwhile (worker processes, the kernel's own thread) would slow
+    # the import down on a small machine, and the first card with it.
+    wait_for_litellm = _uses_litellm(session)
 
     def build() -> None:
+        if wait_for_litellm:
+            from grinta_jupyter import settle_warming
+
+            settle_warming()
         with contextlib.suppress(Exception):  # a proposal that needs the index reports it
             runtime.symbols  # noqa: B018  (building it is the point)
 
     threading.Thread(target=build, name="grinta-index", daemon=True).start()
+
+
+def _uses_litellm(session: Session) -> bool:
+    from grinta_jupyter.agent.models.litellm_model import LiteLLMModel
+
+    return isinstance(session.model, LiteLLMModel)
 
 
 def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:

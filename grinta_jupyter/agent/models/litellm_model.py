@@ -308,6 +308,9 @@ class LiteLLMModel:
 # makes a first call wait for ``warm`` to finish rather than import beside it.
 _litellm: Any = None
 _setting_up = threading.RLock()
+# Set once a real call has asked for litellm: a rehearsal not yet begun is then skipped,
+# the call loading what it would load, without waiting for it first.
+_call_waiting = threading.Event()
 
 # litellm's lists of logging callbacks: a rehearsal (``warm``) would be logged as a call.
 _CALLBACK_LISTS = (
@@ -330,6 +333,7 @@ async def _load_litellm() -> Any:
     import ends: only an import ``_import_litellm`` finished counts.
     """
     if _litellm is None:
+        _call_waiting.set()
         return await asyncio.to_thread(_import_litellm)
     return _litellm
 
@@ -347,21 +351,25 @@ def _import_litellm() -> Any:
     return _litellm
 
 
-def warm() -> None:
+def warm() -> bool:
     """Import litellm and load what its first call loads; call it from a background thread.
 
     litellm's first completion spends seconds on lazy imports and a token
     encoding. A rehearsal with a canned answer (``mock_response``: nothing is
     sent anywhere, on an event loop of this thread's own) loads them ahead. It is
-    skipped when litellm has logging callbacks, which would record it as a call.
-    A first real call waits for all of it (``_setting_up``): two threads importing
-    litellm's lazily imported modules at once could see them half-initialised.
+    skipped when litellm has logging callbacks, which would record it as a call,
+    and when a real call already waits for litellm: the call loads the same, and
+    sooner than after a rehearsal. A first real call waits for the import and a
+    rehearsal under way (``_setting_up``): two threads importing litellm's lazily
+    imported modules at once could see them half-initialised. Returns whether it
+    rehearsed.
     """
     with _setting_up:
         litellm = _import_litellm()
-        if any(getattr(litellm, name, None) for name in _CALLBACK_LISTS):
-            return
+        if _call_waiting.is_set() or any(getattr(litellm, n, None) for n in _CALLBACK_LISTS):
+            return False
         asyncio.run(_rehearse(litellm))
+        return True
 
 
 async def _rehearse(litellm: Any) -> None:
