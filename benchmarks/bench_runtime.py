@@ -73,6 +73,7 @@ class Workspace:
         self.tmp = tempfile.TemporaryDirectory(prefix="bench-runtime-")
         self.root = Path(self.tmp.name)
         self.name = name
+        self.source = source
         shutil.copyfile(source, self.root / name)
         self.runtime = Runtime(self.root)
         outline = self.runtime.call("read", {"path": name, "outline": True})
@@ -90,8 +91,14 @@ class Workspace:
 
     def pick(self, k: int, fresh: bool = False) -> Symbol:
         choices = self.functions()
-        if fresh:
-            choices = [s for s in choices if s.qualname not in self.used]
+        if not choices:  # deleted them all (a small file, many repeats): start it over
+            shutil.copyfile(self.source, self.root / self.name)
+            self.runtime.symbols.refresh([self.name])
+            self.used.clear()
+            choices = self.functions()
+        unused = [s for s in choices if s.qualname not in self.used]
+        if fresh and unused:  # a small file runs out of fresh ones: any that is still there
+            choices = unused
         symbol = choices[(k * 7) % len(choices)]
         self.used.add(symbol.qualname)
         return symbol
