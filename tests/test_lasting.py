@@ -22,13 +22,17 @@ NEW = {"path": "pkg/extra.py", "content": "X = 1\n"}
 TESTS = "python -m pytest -q -p no:cacheprovider"
 
 
-@pytest.fixture
-def ws(ws: Path) -> Path:
+def with_a_test(ws: Path) -> Path:
     """The shared small workspace, with a test the finish guard accepts as a real run."""
     (ws / "test_core.py").write_text(
         "from pkg.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
     )
     return ws
+
+
+@pytest.fixture
+def ws(ws: Path) -> Path:
+    return with_a_test(ws)
 
 
 def contents(messages: list[dict]) -> str:
@@ -229,10 +233,13 @@ def test_a_resumed_proposal_on_changed_files_is_stale_and_asks_even_in_auto(ws: 
     assert proposed[-1].restaged and proposed[-1].stale
 
 
-def test_a_commit_that_landed_before_the_crash_is_not_made_again(ws: Path) -> None:
+def crash_after_decision(ws: Path) -> Path:
+    """A session whose commit landed, killed after the decision was logged and the commit
+    landed, before the commit's event was written; its log."""
     model = ScriptedModel([reply("", call("replace_string", **ADD))])
     session = until_decision(Session("swap", model=model, root=ws))
     log = session.log_path
+    assert log is not None
     session.approve()
 
     async def commit_only() -> None:
@@ -242,11 +249,15 @@ def test_a_commit_that_landed_before_the_crash_is_not_made_again(ws: Path) -> No
 
     asyncio.run(commit_only())
     assert "return b + a" in (ws / "pkg" / "core.py").read_text()
-    # The crash came after the decision was logged and the commit landed, before its event.
     lines = log.read_text().splitlines(keepends=True)
     decided = next(i for i, line in enumerate(lines) if '"user_decision"' in line)
     session.log.close()
     log.write_text("".join(lines[: decided + 1]))
+    return log
+
+
+def test_a_commit_that_landed_before_the_crash_is_not_made_again(ws: Path) -> None:
+    log = crash_after_decision(ws)
     resumed = Session.resume(log, model=ScriptedModel([reply("", call("finish", summary="x"))]))
     assert resumed.queue == []
     assert resumed.steps[-1].observation is not None and resumed.steps[-1].observation.ok

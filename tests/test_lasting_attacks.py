@@ -3,7 +3,6 @@ and resume. Each test failed before its fix (see docs/session.md, "What resume r
 
 from __future__ import annotations
 
-import asyncio
 import json
 import subprocess
 import sys
@@ -15,44 +14,17 @@ import pytest
 from grinta_jupyter.agent.history import rebuild
 from grinta_jupyter.agent.models import ScriptedModel, call, reply
 from grinta_jupyter.agent.session import RewindError, Session
-from grinta_jupyter.agent.updates import Approve, ApproveHunks, NeedsDecision
+from grinta_jupyter.agent.step import Step
+from grinta_jupyter.agent.updates import Approve, ApproveHunks
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import LogBusy, LogError, read_events
 from tests.conftest import drive, snapshot, until_decision
-
-ADD = {"path": "pkg/core.py", "old_string": "return a + b", "new_string": "return b + a"}
-SUB = {"path": "pkg/core.py", "old_string": "return a - b", "new_string": "return -(b - a)"}
-NEW = {"path": "pkg/extra.py", "content": "X = 1\n"}
-TESTS = "python -m pytest -q -p no:cacheprovider"
+from tests.test_lasting import ADD, NEW, SUB, TESTS, crash_after_decision, with_a_test
 
 
 @pytest.fixture
 def ws(ws: Path) -> Path:
-    (ws / "test_core.py").write_text(
-        "from pkg.core import add\n\n\ndef test_add():\n    assert add(1, 2) == 3\n"
-    )
-    return ws
-
-
-def _crash_after_decision(ws: Path) -> Path:
-    """A session whose commit landed, killed before the commit's event was written."""
-    model = ScriptedModel([reply("", call("replace_string", **ADD))])
-    session = until_decision(Session("swap", model=model, root=ws))
-    log = session.log_path
-    assert log is not None
-    session.approve()
-
-    async def commit_only() -> None:
-        async for update in session.updates():
-            if not isinstance(update, NeedsDecision):
-                return
-
-    asyncio.run(commit_only())
-    lines = log.read_text().splitlines(keepends=True)
-    decided = next(i for i, line in enumerate(lines) if '"user_decision"' in line)
-    session.log.close()
-    log.write_text("".join(lines[: decided + 1]))
-    return log
+    return with_a_test(ws)
 
 
 # -- 1. a commit recovered on resume is named, so a rewind undoes it ---------------------------
@@ -60,7 +32,7 @@ def _crash_after_decision(ws: Path) -> Path:
 
 def test_a_commit_recovered_on_resume_is_undone_by_a_rewind(ws: Path) -> None:
     before = snapshot(ws)
-    log = _crash_after_decision(ws)
+    log = crash_after_decision(ws)
     resumed = Session.resume(log, model=ScriptedModel([]))
     committed = [e for e in resumed.log.events if isinstance(e, ev.Committed)]
     assert committed and committed[-1].commit_id, "the recovered commit is named"
@@ -69,7 +41,7 @@ def test_a_commit_recovered_on_resume_is_undone_by_a_rewind(ws: Path) -> None:
 
 
 def test_a_rewind_refuses_a_commit_it_cannot_name(ws: Path) -> None:
-    log = _crash_after_decision(ws)
+    log = crash_after_decision(ws)
     resumed = Session.resume(log, model=ScriptedModel([]))
     resumed.log.close()
     # A log whose commit event lost its id (an older version, a hand edit).
@@ -165,7 +137,9 @@ def test_an_undo_after_the_end_is_logged_and_resume_can_still_rewind(ws: Path) -
 # -- 6. a decision made for one proposal never lands on another --------------------------------
 
 
-def test_a_decision_for_a_proposal_rewound_away_is_refused(ws: Path) -> None:
+def _second_step_waits(ws: Path) -> tuple[Session, Step | None]:
+    """A session whose first write is committed and whose second waits (the same write
+    comes again after a rewind to step 1)."""
     model = ScriptedModel(
         [
             reply("", call("replace_string", **ADD)),
@@ -176,7 +150,11 @@ def test_a_decision_for_a_proposal_rewound_away_is_refused(ws: Path) -> None:
     session = until_decision(Session("two", model=model, root=ws))
     session.approve()
     session = until_decision(session)
-    old = session.pending
+    return session, session.pending
+
+
+def test_a_decision_for_a_proposal_rewound_away_is_refused(ws: Path) -> None:
+    session, old = _second_step_waits(ws)
     assert old is not None and old.number == 2
     session.rewind(1)
     session = until_decision(session)
@@ -194,17 +172,7 @@ def test_a_decision_for_a_proposal_rewound_away_is_refused(ws: Path) -> None:
 def test_hunks_staged_in_a_thread_across_a_rewind_do_not_land_on_the_next_proposal(
     ws: Path,
 ) -> None:
-    model = ScriptedModel(
-        [
-            reply("", call("replace_string", **ADD)),
-            reply("", call("replace_string", **SUB)),
-            reply("", call("replace_string", **SUB)),
-        ]
-    )
-    session = until_decision(Session("two", model=model, root=ws))
-    session.approve()
-    session = until_decision(session)
-    old = session.pending
+    session, old = _second_step_waits(ws)
     assert old is not None
     staging = threading.Event()
     go_on = threading.Event()

@@ -18,10 +18,7 @@ from grinta_jupyter.agent.updates import NeedsDecision
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import LogError, read_events
 from tests.conftest import snapshot, until_decision
-
-ADD = {"path": "pkg/core.py", "old_string": "return a + b", "new_string": "return b + a"}
-SUB = {"path": "pkg/core.py", "old_string": "return a - b", "new_string": "return -(b - a)"}
-NEW = {"path": "pkg/extra.py", "content": "X = 1\n"}
+from tests.test_lasting import ADD, NEW, SUB
 
 
 def _as(call_id: str, tool_call: ToolCall) -> ToolCall:
