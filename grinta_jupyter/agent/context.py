@@ -227,6 +227,9 @@ class _Renderer:
         # The messages rendered last turn and not folded, by id (each is held, so its id
         # is not reused): the message, its digest text and its token piece (``_piece``).
         self.pieces: dict[int, tuple[dict[str, Any], str, int | None]] = {}
+        # The last message's token piece when it ends the request (it is counted again with
+        # ``_BETWEEN`` once another follows): the same message is not counted twice a turn.
+        self.end: tuple[dict[str, Any], int | None] | None = None
         self._fold({"role": "system", "content": context.system})
 
     def fits(self, context: Context) -> bool:
@@ -295,7 +298,10 @@ class _Renderer:
 
     def _tokens(self, messages: list[dict[str, Any]], rendered: list[dict[str, Any]]) -> int:
         pieces = [self.pieces[id(m)][2] for m in rendered[:-1]]
-        pieces.append(_piece_tokens(rendered[-1], _END))
+        last = rendered[-1]
+        if self.end is None or self.end[0] is not last:
+            self.end = (last, _piece_tokens(last, _END))
+        pieces.append(self.end[1])
         if self.tokens is None or None in pieces:
             return _count(json.dumps(messages, separators=(",", ":")))
         return self.tokens + sum(p for p in pieces if p is not None)
