@@ -30,7 +30,6 @@ ends to show as is.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import re
@@ -201,25 +200,6 @@ class EventLog:
             self._file = None
 
 
-def check_idle(path: Path) -> None:
-    """Raise ``LogBusy`` when a live session holds the log at ``path`` (see ``EventLog``)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return  # read_log says what is wrong with it
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        raise LogBusy(
-            f"{path} is the log of a session that is still running (in this or another "
-            "process); stop that session first"
-        ) from None
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 LOCK_WAIT = 0.5  # seconds to wait for the lock: another process may be probing it (clean)
 
 
@@ -231,21 +211,17 @@ def claim(path: Path) -> IO[str]:
     private.make_dirs(path.parent)
     fd = private.open_file(path, os.O_WRONLY | os.O_APPEND)
     handle = os.fdopen(fd, "a", encoding="utf-8")
-    deadline = time.monotonic() + LOCK_WAIT
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return handle
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                handle.close()
-                raise LogBusy(
-                    f"{path} is the log of a session that is still running (in this or another "
-                    "process); stop that session first"
-                ) from None
-            time.sleep(0.01)
-        except OSError:  # a file system without locks: go on unlocked
-            return handle
+    try:
+        locked = private.lock(fd, LOCK_WAIT)
+    except OSError:  # a file system without locks: go on unlocked
+        return handle
+    if not locked:
+        handle.close()
+        raise LogBusy(
+            f"{path} is the log of a session that is still running (in this or another "
+            "process); stop that session first"
+        )
+    return handle
 
 
 def read_events(source: str | os.PathLike[str] | Iterable[Event | dict[str, Any]]) -> list[Event]:

@@ -35,7 +35,7 @@ import io
 import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 Operator = Literal[
     "comparison",
@@ -45,14 +45,7 @@ Operator = Literal[
     "dropped_return",
     "swapped_arguments",
 ]
-OPERATORS: tuple[Operator, ...] = (
-    "comparison",
-    "off_by_one",
-    "operator",
-    "dropped_branch",
-    "dropped_return",
-    "swapped_arguments",
-)
+OPERATORS: tuple[Operator, ...] = get_args(Operator)
 
 # Boundary shifts and negations: the bugs people write, not arbitrary swaps.
 _COMPARISONS: dict[type[ast.cmpop], str] = {

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import fcntl
 import os
 import stat
+import time
 from pathlib import Path
 
 from grinta_jupyter.runtime.tree import write_fd
@@ -104,3 +106,19 @@ def write_file(path: Path, data: bytes, *, durable: bool) -> None:
             os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def lock(fd: int, wait: float) -> bool:
+    """Take an exclusive ``flock`` on ``fd``, waiting up to ``wait`` seconds (0: not at all);
+    False when another holder keeps it that long. OSError: a file system without locks."""
+    deadline = time.monotonic() + wait
+    delay = 0.0005
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.02)

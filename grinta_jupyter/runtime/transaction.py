@@ -483,7 +483,7 @@ class Journal:
     def _workspace_lock(self) -> Iterator[None]:
         fd = private.open_file(self.lock_path, os.O_RDWR)
         try:
-            if not _flock(fd, self.lock_wait):
+            if not private.lock(fd, self.lock_wait):
                 raise CommitError(
                     ".grinta/lock",
                     TimeoutError(
@@ -523,7 +523,7 @@ class Journal:
         except OSError as exc:
             return [f"recovery skipped: {self.lock_path} cannot be opened ({exc.strerror})"]
         try:
-            return self._recover_orphans() if _flock(fd, 0) else []
+            return self._recover_orphans() if private.lock(fd, 0) else []
         finally:
             os.close(fd)
 
@@ -557,7 +557,7 @@ class Journal:
         except FileNotFoundError:
             fd = None  # its owner died before making the lock, or after dropping it
         try:
-            if fd is not None and not _flock(fd, 0):
+            if fd is not None and not private.lock(fd, 0):
                 return None  # a commit in progress in a live process
             return self._recover_one(folder)
         finally:
@@ -900,21 +900,6 @@ def _faults(what: str, *, decided: bool = False) -> Iterator[None]:
         raise
     except OSError as exc:
         raise CommitError(what, exc, decided=decided) from exc
-
-
-def _flock(fd: int, wait: float) -> bool:
-    """Take an exclusive flock on ``fd``, waiting up to ``wait`` seconds; False if not."""
-    deadline = time.monotonic() + wait
-    delay = 0.0005
-    while True:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return True
-        except BlockingIOError:
-            if time.monotonic() >= deadline:
-                return False
-        time.sleep(delay)
-        delay = min(delay * 2, 0.02)
 
 
 def _fsync_dir(directory: Path) -> None:
