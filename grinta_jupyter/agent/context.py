@@ -17,7 +17,7 @@ import hashlib
 import json
 import secrets as _random
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Literal
 
 from grinta_jupyter.runtime.secrets import Secrets
@@ -79,6 +79,11 @@ class Context:
     condensed: Record | None = None
     budget: int | None = None  # the token budget of the last ``plan_condensation``
     _renderer: _Renderer | None = field(default=None, init=False, repr=False, compare=False)
+    # The last request and what it was rendered from (the renderer, the history's length and
+    # its last message): the condensation check and the turn's request share one rendering.
+    _last: tuple[_Renderer, int, object, Request] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @classmethod
     def start(
@@ -176,7 +181,17 @@ class Context:
         """
         if self._renderer is None or not self._renderer.fits(self):
             self._renderer = _Renderer(self)
-        return self._renderer.render(self)
+        renderer, length = self._renderer, len(self.history)
+        last = self.history[-1] if self.history else None
+        if self._last is not None:
+            was, was_length, was_last, request = self._last
+            if was is renderer and was_length == length and was_last is last:
+                # Nothing was added since (the history only grows); a list of its own, as a
+                # rendering gives: a caller may change it.
+                return replace(request, messages=list(request.messages))
+        request = renderer.render(self)
+        self._last = (renderer, length, last, replace(request, messages=list(request.messages)))
+        return request
 
 
 @dataclass(frozen=True)
