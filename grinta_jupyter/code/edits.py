@@ -95,7 +95,7 @@ def delete_symbol(source: str, symbol: Symbol) -> str:
         start = before
     result = text.source[:start] + text.source[end:]
     if symbol.language == "python":
-        if text.breaks(result) is None:
+        if not (text.clean and _alone_in_block(target)) and text.breaks(result) is None:
             return text.remember(result)
         # The definition was the only statement of its block: keep the block valid.
         result = (
@@ -507,6 +507,22 @@ def _locate(text: _Text, symbol: Symbol) -> _Target:
     return _Target(found, node, fresh, located)
 
 
+def _alone_in_block(target: _Target) -> bool:
+    """Whether the definition is the only statement of its block (comments aside), so that
+    deleting it would leave the block empty."""
+    node = target.node
+    if node is None:
+        return False
+    if node.parent is not None and node.parent.type == "decorated_definition":
+        node = node.parent
+    block = node.parent
+    return (
+        block is not None
+        and block.type == "block"
+        and all(c.id == node.id or c.type == "comment" for c in block.named_children)
+    )
+
+
 def _model_text(new_source: str, language: str) -> str:
     if not new_source.strip():
         raise SymbolEditError(
@@ -541,13 +557,19 @@ class _TreeCache:
 
     A model edits a file, the edit is committed, and the next edit starts from
     that very text; re-parsing it incrementally from the previous tree costs a
-    millisecond where a fresh parse of a large file costs tens. Served trees
-    are copies (a tree may be read by one thread at a time).
+    millisecond where a fresh parse of a large file costs tens. That parse waits
+    until someone asks for the tree (the symbol index re-reading the committed
+    file, in its thread, or the next edit): a proposal does not pay for it, nor a
+    vetoed one at all. Served trees are copies (a tree may be read by one thread
+    at a time).
     """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._last: tuple[str, str, bytes, tree_sitter.Tree] | None = None
+        # (path, language, text, its tree: None until parsed from ``_pending``)
+        self._last: tuple[str, str, bytes, tree_sitter.Tree | None] | None = None
+        # The previous text's tree and that text, which the next parse starts from.
+        self._pending: tuple[tree_sitter.Tree, bytes] | None = None
         # That text's symbols, located on a tree of their own by ``locate`` (the symbol
         # index re-reading the file after the commit): handed to the next edit, once.
         self._located: tuple[str, str, bytes, tree_sitter.Tree, _Located] | None = None
@@ -557,7 +579,12 @@ class _TreeCache:
             last = self._last
             if last is None or last[:3] != (path, language, source):
                 return None
-            return last[3].copy()
+            tree = last[3]
+            if tree is None:
+                assert self._pending is not None
+                tree = _reparse(language, *self._pending, source)
+                self._last, self._pending = (path, language, source, tree), None
+            return tree.copy()
 
     def locate(self, path: str, language: str, source: bytes) -> list[Symbol] | None:
         """The symbols of ``source`` when it is the kept text (else None), kept for ``take``."""
@@ -587,21 +614,26 @@ class _TreeCache:
     def keep(
         self, path: str, language: str, old: bytes, tree: tree_sitter.Tree, result: str
     ) -> None:
+        """Keep ``result`` (an edit of ``old``, whose tree is ``tree``) for the next edit."""
         new = result.encode("utf-8", "surrogatepass")
-        start, old_end, new_end = _changed_bytes(old, new)
-        edited = tree.copy()
-        edited.edit(
-            start,
-            old_end,
-            new_end,
-            _point(old, start),
-            _point(old, old_end),
-            _point(new, new_end),
-        )
-        parsed = parser_for(language).parse(new, edited)
         with self._lock:
-            self._last = (path, language, new, parsed)
+            self._last = (path, language, new, None)
+            self._pending = (tree.copy(), old)
             self._located = None
+
+
+def _reparse(language: str, tree: tree_sitter.Tree, old: bytes, new: bytes) -> tree_sitter.Tree:
+    """The tree of ``new``, parsed incrementally from ``tree`` (that of ``old``)."""
+    start, old_end, new_end = _changed_bytes(old, new)
+    tree.edit(
+        start,
+        old_end,
+        new_end,
+        _point(old, start),
+        _point(old, old_end),
+        _point(new, new_end),
+    )
+    return parser_for(language).parse(new, tree)
 
 
 _LAST_TREE = _TreeCache()

@@ -211,7 +211,7 @@ def check_placeholder(
     prose = is_prose(path) if path else False
     added = dict(added_lines)
     in_strings: set[int] | None = None
-    for line_no, line in added_lines:
+    for line_no, line in _may_open(added_lines):
         kind = _placeholder(line, prose)
         if kind is None or line.strip() in old_text:
             continue
@@ -228,6 +228,27 @@ def check_placeholder(
             line=line_no,
         )
     return None
+
+
+# A line whose first character after its leading whitespace is in _MAY_OPEN (``\s`` is what
+# ``str.strip`` strips; added lines hold no newline).
+_MAY_OPEN_LINE = re.compile(r"^[^\S\n]*[#/{<(\-;%*\[.…]", re.MULTILINE)
+
+
+def _may_open(added_lines: Sequence[tuple[int, str]]) -> Sequence[tuple[int, str]]:
+    """The added lines ``_placeholder`` can call placeholders (the first character test), found
+    by one search over them all instead of a call per line: a new file of thousands of lines
+    has a few hundred comments."""
+    if len(added_lines) < 64 or any("\n" in line for _, line in added_lines):
+        return added_lines
+    text = "\n".join(line for _, line in added_lines)
+    found: list[tuple[int, str]] = []
+    index = position = 0
+    for match in _MAY_OPEN_LINE.finditer(text):
+        index += text.count("\n", position, match.start())
+        position = match.start()
+        found.append(added_lines[index])
+    return found
 
 
 def _string_lines(source: str) -> set[int]:
@@ -461,8 +482,14 @@ def _regex_may_start(text: str, i: int) -> bool:
 _SCANNED = 200_000
 
 
-def check_serialized(added: str, path: str = "") -> ToolError | None:
-    """CONTENT_SERIALIZED when ``added`` looks like JSON-escaped code."""
+def check_serialized(added: str, path: str = "", compiled: bool = False) -> ToolError | None:
+    """CONTENT_SERIALIZED when ``added`` looks like JSON-escaped code.
+
+    ``compiled``: ``added`` is part of a Python file that compiles, where an escape outside
+    strings can only be in a comment: unless a line has a backslash after a ``#``, nothing is
+    scanned for escapes (a whole file sent as one JSON string, or as one comment line holding
+    escaped code, is still refused).
+    """
     literal = _json_string_literal(added)
     if literal is not None:
         return ToolError(
@@ -470,6 +497,8 @@ def check_serialized(added: str, path: str = "") -> ToolError | None:
             f"the new text is one JSON string literal (quotes included) holding {literal} "
             "lines; send the text itself, with real newlines and no surrounding quotes",
         )
+    if compiled and not any(_escape_after_hash(line) for line in added.split("\n")):
+        return None
     prose = bool(path) and is_prose(path)
     # In shell code \" outside quotes is an ordinary escaped quote (echo \"$x\").
     quotes = not (path and _is_shell(path))
@@ -488,6 +517,12 @@ def check_serialized(added: str, path: str = "") -> ToolError | None:
             "code; send real newlines and quotes",
         )
     return None
+
+
+def _escape_after_hash(line: str) -> bool:
+    """A backslash after a ``#`` on ``line`` (where a Python comment can hold an escape)."""
+    hash_at = line.find("#")
+    return hash_at >= 0 and line.find("\\", hash_at) >= 0
 
 
 _SHELL_SUFFIXES = frozenset({".sh", ".bash", ".zsh", ".ksh", ".fish", ".mk", ".bat", ".cmd",

@@ -642,8 +642,9 @@ class Journal:
             if manifest.keep_undo:
                 (folder / _OWN_LOCK).unlink(missing_ok=True)
                 destination = self.undo_dir / manifest.id
+                # Not fsynced: lost to a power cut, the move leaves a decided journal, which
+                # the next recovery rolls forward again (its renames are durable) and moves.
                 os.replace(folder, destination)
-                _fsync_dir(self.undo_dir)
                 record.folder = destination
                 self._prune()
             else:

@@ -239,19 +239,26 @@ def _python_region_ok(path: str, old_text: str, new_text: str) -> bool:
     prefix, suffix = common_affixes(old_lines, new_lines)
     first = min(prefix, len(new_lines) - 1)  # an edit may cut the end of the file
     changed_end = len(new_lines) - suffix
+    delta = len(old_lines) - len(new_lines)  # old line = new line + delta, from changed_end on
+    # The region starts where a definition starts in the old text and in the new one (they
+    # differ from ``first`` on), decorators included.
     start = first
-    while start > 0 and not new_lines[start].startswith(_TOP_LEVEL_START):
+    while start > 0 and not _starts_both(old_lines, new_lines, start, ""):
         start -= 1
-    # Decorators belong to the definition below them.
     while start > 0 and new_lines[start - 1].startswith("@"):
         start -= 1
-    new_end = changed_end
-    while new_end < len(new_lines) and not new_lines[new_end].startswith(_TOP_LEVEL_START):
-        new_end += 1
+    new_end = _next_member(new_lines, start, max(changed_end, start), len(new_lines), "")
+    if _blank(old_lines, start, new_end + delta):
+        # Nothing of the old text in the region (an insertion between definitions) would leave
+        # its edges unproven: take in the next definition, or else the one before.
+        if new_end < len(new_lines):
+            new_end = _next_member(new_lines, new_end, new_end, len(new_lines), "")
+        else:
+            start = _previous_member(new_lines, start, 0, "")
     if not (_starts_line(new_lines, start) and _starts_line(new_lines, new_end)):
         return False  # an edge after a form feed or a U+2028 that splitlines cut at
     header = footer = ""
-    inner = _class_body_region(new_lines, start, first, changed_end, new_end)
+    inner = _class_body_region(old_lines, new_lines, start, first, changed_end, new_end)
     if inner is not None:
         header, start, cut_end = inner
         if cut_end < new_end:
@@ -265,7 +272,7 @@ def _python_region_ok(path: str, old_text: str, new_text: str) -> bool:
         shared_from = sum(map(len, new_lines[:start]))  # module statements: a class is whole
     if _declares(new_text, shared_from):
         return False
-    old_end = new_end - len(new_lines) + len(old_lines)
+    old_end = new_end + delta
     if "__future__" in "".join(new_lines[start:new_end]):
         return False  # future imports are only legal at the top of the whole file
     ok = all(
@@ -280,13 +287,17 @@ def _python_region_ok(path: str, old_text: str, new_text: str) -> bool:
 
 
 def _class_body_region(
-    lines: list[str], start: int, first: int, changed_end: int, end: int
+    old_lines: list[str], lines: list[str], start: int, first: int, changed_end: int, end: int
 ) -> tuple[str, int, int] | None:
     """(a ``class`` line, start, end) of the part of a class body an edit touched, or None.
 
     ``start:end`` is the top-level region of the edit, whose lines ``first:changed_end``
-    changed. It is cut only when it is a class with a one-line header (no string or
-    comment on it) and no line between that header and the cut starts at column 0.
+    changed (``old_lines`` before it). It is cut only when it is a class with a one-line
+    header (no string or comment on it) and no line between that header and the cut starts
+    at column 0. The cut starts where a member starts in the old text and in the new one; it
+    ends before the next member after the change (never between a decorator and its
+    ``def``); when the old text has nothing but blank lines in it, it takes in the next
+    member, or else the one before, so the old region still proves its edges.
     """
     head = start
     while head < first and lines[head].startswith("@"):
@@ -302,20 +313,59 @@ def _class_body_region(
     if body >= first or not indent:
         return None
     cut = first
-    while cut >= body and not _member_starts(lines[cut], indent):
+    while cut >= body and not _starts_both(old_lines, lines, cut, indent):
         cut -= 1
     while cut - 1 >= body and lines[cut - 1].startswith(indent + "@"):
         cut -= 1
-    if cut < body or any(
-        line[:1] not in ("", " ", "\t", "\n", "\r") for line in lines[head + 1 : cut]
-    ):
-        return None  # no definition to start from, or the class may have ended before it
-    cut_end = changed_end
-    while cut_end < end and (cut_end <= cut or not _member_starts(lines[cut_end], indent)):
-        cut_end += 1
+    if cut < body:
+        return None  # no definition to start from
+    cut_end = _next_member(lines, cut, max(changed_end, cut), end, indent)
+    delta = len(old_lines) - len(lines)
+    if _blank(old_lines, cut, cut_end + delta):
+        if cut_end < end:
+            cut_end = _next_member(lines, cut_end, cut_end, end, indent)
+        else:
+            cut = _previous_member(lines, cut, body, indent)
+    if any(line[:1] not in ("", " ", "\t", "\n", "\r") for line in lines[head + 1 : cut]):
+        return None  # the class may have ended before the cut
     if not (_starts_line(lines, cut) and _starts_line(lines, cut_end)):
         return None
     return f"class {name.group(1)}:\n", cut, cut_end
+
+
+def _next_member(lines: list[str], at: int, after: int, limit: int, indent: str) -> int:
+    """The first line from ``after`` on that starts a definition at ``indent`` (or ``limit``),
+    past the decorators and the ``def`` or ``class`` line of the one starting at ``at``."""
+    own = at
+    while own < limit and lines[own].startswith(indent + "@"):
+        own += 1
+    end = max(after, own + 1 if own < limit and _member_starts(lines[own], indent) else own)
+    while end < limit and not _member_starts(lines[end], indent):
+        end += 1
+    return min(end, limit)
+
+
+def _previous_member(lines: list[str], at: int, floor: int, indent: str) -> int:
+    """The first line (decorators included) of the definition at ``indent`` before line
+    ``at``, or ``at`` when there is none from ``floor`` on."""
+    i = at - 1
+    while i >= floor and not _member_starts(lines[i], indent):
+        i -= 1
+    while i - 1 >= floor and lines[i - 1].startswith(indent + "@"):
+        i -= 1
+    return i if i >= floor else at
+
+
+def _starts_both(old_lines: list[str], new_lines: list[str], i: int, indent: str) -> bool:
+    """Line ``i`` starts a definition at ``indent`` in the new text and in the old one (or
+    the old text ends before it)."""
+    return _member_starts(new_lines[i], indent) and (
+        i >= len(old_lines) or _member_starts(old_lines[i], indent)
+    )
+
+
+def _blank(lines: list[str], start: int, end: int) -> bool:
+    return all(not line.strip() for line in lines[start:end])
 
 
 def _starts_line(lines: list[str], index: int) -> bool:
@@ -424,6 +474,14 @@ def _first_error(language: str | None, path: str, text: str) -> FirstError:
     return (lines[0], "syntax error") if lines else None
 
 
+def compiles(path: str, text: str) -> bool:
+    """Whether ``path`` is a Python file and ``text`` compiles (as the region path or the
+    whole-file check found: after ``check_syntax`` of the same text, nothing compiles again)."""
+    if language_of(path) != "python":
+        return False
+    return _fingerprint(path, text) in _KNOWN_VALID or first_error(path, text, "python") is None
+
+
 def error_count(path: str, text: str, language: str | None = None) -> int:
     """How many error regions tree-sitter finds (0 when there is no grammar)."""
     language = language or language_of(path)
@@ -454,12 +512,23 @@ def added_error(
     new_error = first_error(path, new_text, language)
     if new_error is None:
         return None
-    old_error = first_error(path, old_text, language) if old_text is not None else None
+    if old_text is None:
+        return new_error
+    old_error = _old_error(path, old_text, language)
     if old_error is not None and error_count(path, new_text, language) <= error_count(
         path, old_text or "", language
     ):
         return None  # already broken, and not worse
     return new_error
+
+
+def _old_error(path: str, old_text: str, language: str | None = None) -> FirstError:
+    """``first_error`` of the text an edit started from, without compiling a Python text the
+    region path already saw compile."""
+    language = language or language_of(path)
+    if language == "python" and _fingerprint(path, old_text) in _KNOWN_VALID:
+        return None
+    return first_error(path, old_text, language)
 
 
 def check_syntax(path: str, old_text: str | None, new_text: str) -> ToolError | None:
@@ -468,7 +537,7 @@ def check_syntax(path: str, old_text: str | None, new_text: str) -> ToolError | 
     if new_error is None:
         return None
     line, message = new_error
-    old_broken = old_text is not None and first_error(path, old_text) is not None
+    old_broken = old_text is not None and _old_error(path, old_text) is not None
     kind = PurePosixPath(path).suffix or "file"
     verb = "adds errors to" if old_broken else "makes"
     return ToolError(

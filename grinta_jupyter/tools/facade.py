@@ -79,7 +79,7 @@ from grinta_jupyter.runtime.transaction import (
     StaleError,
     StepHook,
 )
-from grinta_jupyter.runtime.validation import check_syntax
+from grinta_jupyter.runtime.validation import check_syntax, compiles
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools import get_toolset
 from grinta_jupyter.tools.base import (
@@ -543,10 +543,12 @@ class Runtime:
             return ToolError(NO_CHANGE, "the edit would not change any file")
         for change in changes:
             added = change.added
+            syntax = self._check_file(change)  # first: a Python file that compiles is scanned less
+            compiled = syntax is None and compiles(change.path, change.after or "")
             error = (
-                check_serialized("\n".join(line for _, line in added), change.path)
+                check_serialized("\n".join(line for _, line in added), change.path, compiled)
                 or check_placeholder(added, change.before or "", change.path, change.after or "")
-                or self._check_file(change)
+                or syntax
             )
             if error is not None:
                 message = (
