@@ -24,6 +24,7 @@ from grinta_jupyter import Runtime
 from grinta_jupyter.code import edits, symbols
 from grinta_jupyter.code.edits import delete_symbol, insert_symbol, replace_symbol
 from grinta_jupyter.runtime import validation
+from grinta_jupyter.tools.facade import _REINDEXER
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 
@@ -113,8 +114,11 @@ def test_symbol_replace_parses_the_file_once_and_compiles_it_once(
     # The result's tree is parsed when first asked for, off the proposal's path.
     assert parses.counts == Counter({"tree-sitter": 1, "compile": 1})
     assert rt.commit(proposal).ok
-    rt.symbols.refresh([name])  # the index re-reads the file (if its thread has not yet)
-    assert parses.counts == Counter({"tree-sitter": 1, "compile": 1, "tree-sitter incremental": 1})
+    _REINDEXER.wait()  # what the commit left to the thread: the index re-reads the file from
+    # the kept tree, and the file's layout is learnt for the next edit (one ``ast`` parse)
+    assert parses.counts == Counter(
+        {"tree-sitter": 1, "compile": 1, "tree-sitter incremental": 1, "ast": 1}
+    )
     assert (
         "def _process_class(cls, init, repr, eq, order, unsafe_hash, frozen,  # changed"
         in (tmp_path / "ws" / name).read_text()
@@ -147,7 +151,7 @@ def test_large_file_compiles_only_the_touched_definitions(
     body = "def get_info(self):\n    return dict(name=self.name)  # v{}\n"
     first = rt.propose("edit_symbols", {"edits": [{**edit, "new_source": body.format(1)}]})
     assert rt.commit(first).ok  # the first edit learns that the file compiles
-    rt.symbols.refresh([name])  # the commit re-indexes the file in a thread: done by now
+    _REINDEXER.wait()  # the commit re-indexed the file and learnt its layout in a thread
     parses.reset()
     second = rt.propose("edit_symbols", {"edits": [{**edit, "new_source": body.format(2)}]})
     assert second.ok, second.error

@@ -27,7 +27,8 @@ from grinta_jupyter import Runtime
 from grinta_jupyter.agent.context import Context, _Renderer
 from grinta_jupyter.code.edits import delete_symbol, insert_symbol, replace_symbol
 from grinta_jupyter.code.symbols import Symbol, extract_symbols
-from grinta_jupyter.runtime import guards, validation
+from grinta_jupyter.runtime import guards, regions
+from grinta_jupyter.tools.facade import _REINDEXER
 from tests.test_edit_speed import Parses
 from tests.test_edit_speed_more import _compiles, _verdict
 
@@ -57,7 +58,7 @@ def _symbol(text: str, qualname: str) -> Symbol:
 
 def test_symbol_edits_at_decorated_members_and_ends_take_the_region_path() -> None:
     old = _decorated_class_file()
-    assert _compiles(old) and old.count("\n") >= validation.REGION_MIN_LINES
+    assert _compiles(old) and old.count("\n") >= regions.REGION_MIN_LINES
     results = {
         "replace a decorated method": replace_symbol(
             old,
@@ -131,7 +132,7 @@ def test_deleting_the_only_member_of_a_class_compiles_no_whole_file(
     rt, path = _workspace(tmp_path, text)
     warm = rt.propose("edit_symbols", {"edits": [{"symbol": "big.py::nti", "action": "delete"}]})
     assert rt.commit(warm).ok  # the first edit learns that the file compiles
-    rt.symbols.refresh(["big.py"])
+    _REINDEXER.wait()  # the layout of the committed text is learnt in the background
     parses = Parses(monkeypatch, len(text) // 2)
     proposal = rt.propose(
         "edit_symbols",
@@ -201,8 +202,11 @@ def test_compiled_python_needs_no_escape_scan_but_comments_are_scanned(
     code = 'PATTERN = "a\\nb"\nPATH = "C:\\\\temp"\n'
     assert guards.check_serialized(code, "a.py", compiled=True) is None
     assert scans == []
-    with_comment = code + "x = 1  # ends with '\\n'\n"
-    assert guards.check_serialized(with_comment, "a.py", compiled=True) is None
+    one_escape = code + "x = 1  # ends with '\\n'\n"
+    assert guards.check_serialized(one_escape, "a.py", compiled=True) is None
+    assert scans == []  # one escape in a comment cannot outnumber the lines, nor pack one
+    packed = code + "x = 1  # was: a = 1\\nb = 2\\nc = 3\n"
+    assert guards.check_serialized(packed, "a.py", compiled=True) is not None
     assert len(scans) == 1
     for module in ("tarfile.py", "argparse.py", "json/decoder.py"):
         text = (STDLIB / module).read_text()
@@ -258,3 +262,98 @@ def test_a_turn_renders_the_request_once(monkeypatch: pytest.MonkeyPatch) -> Non
     assert renders["render"] == 2
     assert third.messages[-1] == {"role": "user", "content": "more"}
     assert third.digest != first.digest
+
+
+def _hostile_file() -> str:
+    """Lines that look like statement starts but are not: code templates in strings, a
+    continued matrix product, blocks after a class that hold definitions."""
+    functions = "".join(f"def f_{i}():\n    return {i}\n\n\n" for i in range(150))
+    methods = "".join(f"    def m_{i}(self):\n        return {i}\n\n" for i in range(150))
+    return (
+        "import sys\n\n\n"
+        + functions
+        + 'HEAD = """\ndef setup():\n    pass\n\nclass T:\n    def x(self):\n        pass\n"""\n\n'
+        + "x = compute(\n    1, 2)\n\n"
+        + "y = a \\\n@ b\ndef g():\n    return 1\n\n\n"
+        + f"class Big:\n    '''Doc.'''\n\n{methods}"
+        + "    @property\n    def p(self):\n        return 1\n\n\n"
+        + "if sys.platform == 'win32':\n    def helper():\n        return 1\nelse:\n"
+        + "    def helper():\n        return 2\n\n\n"
+        + 'TAIL = """\n    def m_0(self):\n        pass\n"""\n'
+        + functions.replace("f_", "h_")
+    )
+
+
+@pytest.mark.parametrize("seed", [21, 22, 23])
+def test_random_edits_of_a_file_full_of_false_starts_match_a_whole_compile(seed: int) -> None:
+    old = _hostile_file()
+    assert _compiles(old)
+    lines = old.splitlines(keepends=True)
+    hot = [i for i, line in enumerate(lines) if line.strip()[:1] in ('"', "@", "x", "y", "i", "e")]
+    hot += [i for i, line in enumerate(lines) if "def " in line and i % 17 == 0]
+    snippets = [
+        "", '"""\n', "    pass\n", "def q():\n", "    def r(self):\n", "@dec\n", "    @dec\n",
+        "else:\n", "    return 3\n", "x = (\n", ")\n", "global G\n", "    global G\n", "\\\n",
+        "class K:\n", "        pass\n", "# comment\n", "    x = 1\n", "z = 1\n", "  y = 2\n",
+    ]  # fmt: skip
+    rng = random.Random(seed)
+    fast = 0
+    for _ in range(90):
+        new = list(lines)
+        k = min(len(new) - 1, max(0, rng.choice(hot) + rng.randint(-1, 2)))
+        roll = rng.random()
+        if roll < 0.4:
+            new.insert(k, rng.choice(snippets))
+        elif roll < 0.7:
+            del new[k : k + rng.randint(1, 3)]
+        else:
+            new[k] = rng.choice(snippets) or new[k]
+        text = "".join(new)
+        accepted, took_region = _verdict(old, text)
+        fast += took_region
+        assert accepted is _compiles(text), (k, new[max(0, k - 2) : k + 3])
+    assert fast > 10
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_a_layout_carried_over_edits_is_the_one_learnt_afresh(seed: int) -> None:
+    """Edit after edit, each proven by its region from the layout the previous one left:
+    every verdict is the whole file's, and every layout carried over equals the layout
+    ``learn`` takes from the compiler's tree of that text."""
+    text = _decorated_class_file() + _hostile_file()
+    regions.forget()
+    regions.learn("big.py", text)
+    rng = random.Random(seed)
+    snippets = [
+        "    def added(self):\n        return 0\n\n", "def added():\n    return 0\n\n\n",
+        "    # a comment\n", "\n", "    @property\n", "class New:\n    x = 1\n\n\n",
+        "    x = 2\n", "x = 2\n", '    """Doc."""\n',
+    ]  # fmt: skip
+    proven = 0
+    for _ in range(60):
+        lines = text.splitlines(keepends=True)
+        k = rng.randrange(len(lines))
+        new = list(lines)
+        roll = rng.random()
+        if roll < 0.5:
+            new.insert(k, rng.choice(snippets))
+        elif roll < 0.8:
+            del new[k : k + rng.randint(1, 6)]
+        else:
+            new[k] = new[k].rstrip("\n") + "  # edited\n"
+        candidate = "".join(new)
+        assert regions.known("big.py", text)
+        fast = regions.region_ok("big.py", text, candidate)
+        if fast:
+            assert _compiles(candidate)
+            carried = regions._layout_of("big.py", candidate)
+            if carried is not None:
+                proven += 1
+                regions.forget()
+                regions.learn("big.py", candidate)
+                assert regions._layout_of("big.py", candidate) == carried
+        if _compiles(candidate):
+            text = candidate
+            if not regions.known("big.py", text):
+                regions.learn("big.py", text)
+    assert proven > 15

@@ -486,9 +486,9 @@ def check_serialized(added: str, path: str = "", compiled: bool = False) -> Tool
     """CONTENT_SERIALIZED when ``added`` looks like JSON-escaped code.
 
     ``compiled``: ``added`` is part of a Python file that compiles, where an escape outside
-    strings can only be in a comment: unless a line has a backslash after a ``#``, nothing is
-    scanned for escapes (a whole file sent as one JSON string, or as one comment line holding
-    escaped code, is still refused).
+    strings can only be in a comment: the scan runs only when the escapes after the lines'
+    ``#`` could be enough to refuse (a whole file sent as one JSON string, or as one comment
+    line holding escaped code, is still refused).
     """
     literal = _json_string_literal(added)
     if literal is not None:
@@ -497,14 +497,14 @@ def check_serialized(added: str, path: str = "", compiled: bool = False) -> Tool
             f"the new text is one JSON string literal (quotes included) holding {literal} "
             "lines; send the text itself, with real newlines and no surrounding quotes",
         )
-    if compiled and not any(_escape_after_hash(line) for line in added.split("\n")):
-        return None
     prose = bool(path) and is_prose(path)
     # In shell code \" outside quotes is an ordinary escaped quote (echo \"$x\").
     quotes = not (path and _is_shell(path))
     # The first _SCANNED characters tell as well as the whole (and bound the cost).
     text = added[:_SCANNED]
     newlines = text.count("\n")
+    if compiled and not _comments_may_refuse(text, newlines):
+        return None
     found = _scan(text, quotes, stop_when_packed=not prose, stop_after=max(1, newlines))
     enough = found.count >= 2 or (found.line_breaks >= 1 and not prose)
     # One line holding escaped lines is serialized even among real lines.
@@ -519,10 +519,25 @@ def check_serialized(added: str, path: str = "", compiled: bool = False) -> Tool
     return None
 
 
-def _escape_after_hash(line: str) -> bool:
-    """A backslash after a ``#`` on ``line`` (where a Python comment can hold an escape)."""
-    hash_at = line.find("#")
-    return hash_at >= 0 and line.find("\\", hash_at) >= 0
+_ESCAPE_PAIR = re.compile(r'\\[nrt"]')  # inside every escape _escape_width finds
+
+
+def _comments_may_refuse(text: str, newlines: int) -> bool:
+    """Whether the escapes in the comments of Python code that compiles could make
+    ``check_serialized`` refuse it: more of them than ``newlines``, or a comment holding two,
+    one of them a line break (a packed line). In such code an escape outside strings can
+    only be in a comment, which starts at or after a line's first ``#``: the escapes counted
+    from there on are at least those the scan would count."""
+    total = 0
+    for line in text.split("\n"):
+        hash_at = line.find("#")
+        if hash_at < 0 or line.find("\\", hash_at) < 0:
+            continue
+        found = _ESCAPE_PAIR.findall(line, hash_at)
+        total += len(found)
+        if total > newlines or (len(found) >= 2 and any(e[1] in "nr" for e in found)):
+            return True
+    return False
 
 
 _SHELL_SUFFIXES = frozenset({".sh", ".bash", ".zsh", ".ksh", ".fish", ".mk", ".bat", ".cmd",

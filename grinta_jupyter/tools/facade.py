@@ -13,17 +13,19 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import json
 import operator
 import os
 import queue
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from grinta_jupyter.runtime import regions
 from grinta_jupyter.runtime.diffs import unified_diff
 from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import (
@@ -252,6 +254,9 @@ class Runtime:
             )
         self._committed.add(proposal.id)
         self._refresh_symbols(proposal.paths)
+        for change in proposal.changes:  # the next edit of a large Python file checks a region
+            if change.after is not None and change.path.endswith((".py", ".pyi")):
+                _REINDEXER.submit(functools.partial(regions.learn, change.path, change.after))
         self._changed(proposal.paths)
         return Observation(
             True, self._write_report(proposal), None, proposal.id, commit_id=record.id
@@ -397,7 +402,7 @@ class Runtime:
         anyway (the file's stamp changed, and a watched tree saw the write).
         """
         if self._symbols is not None:
-            _REINDEXER.submit(self._symbols, list(paths))
+            _REINDEXER.submit(functools.partial(self._symbols.refresh, list(paths)))
 
     # -- building proposals -------------------------------------------------------
 
@@ -702,7 +707,8 @@ def _describe(tool: str, exc: ValidationError) -> str:
 
 
 class _Reindexer:
-    """One daemon thread that re-indexes written files, in the order they were written.
+    """One daemon thread that does what a commit leaves for later, in order: re-indexing
+    the written files, learning the layout of a large Python file for its next edit.
 
     Starting a thread per commit cost the commit itself 5-8 ms: ``Thread.start`` waits
     until the new thread runs, and the new thread keeps the GIL for its first switch
@@ -710,12 +716,12 @@ class _Reindexer:
     """
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[SymbolIndex, list[str]]] = queue.SimpleQueue()
+        self._jobs: queue.Queue[Callable[[], object]] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
 
-    def submit(self, index: SymbolIndex, paths: list[str]) -> None:
-        self._jobs.put((index, paths))
+    def submit(self, job: Callable[[], object]) -> None:
+        self._jobs.put(job)
         with self._lock:  # (again after a fork: the child has no thread)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
@@ -723,13 +729,19 @@ class _Reindexer:
                 )
                 self._thread.start()
 
+    def wait(self) -> None:
+        """Return once every job submitted so far is done (tests and benchmarks)."""
+        self._jobs.join()
+
     def _work(self) -> None:
         while True:
-            index, paths = self._jobs.get()
-            # A failure leaves it to the next read, which re-checks the file anyway.
+            job = self._jobs.get()
+            # A failure leaves it to the next read (which re-checks the file anyway) or to
+            # the next edit (which compiles the whole file).
             with contextlib.suppress(Exception):
-                index.refresh(paths)
-            del index  # a closed session's index is not kept alive by this thread
+                job()
+            del job  # a closed session's index is not kept alive by this thread
+            self._jobs.task_done()
 
 
 _REINDEXER = _Reindexer()
