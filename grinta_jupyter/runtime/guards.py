@@ -231,7 +231,7 @@ def check_placeholder(
 
 
 # A line whose first character after its leading whitespace is in _MAY_OPEN (``\s`` is what
-# ``str.strip`` strips; added lines hold no newline).
+# ``str.strip`` strips).
 _MAY_OPEN_LINE = re.compile(r"^[^\S\n]*[#/{<(\-;%*\[.…]", re.MULTILINE)
 
 
@@ -239,9 +239,11 @@ def _may_open(added_lines: Sequence[tuple[int, str]]) -> Sequence[tuple[int, str
     """The added lines ``_placeholder`` can call placeholders (the first character test), found
     by one search over them all instead of a call per line: a new file of thousands of lines
     has a few hundred comments."""
-    if len(added_lines) < 64 or any("\n" in line for _, line in added_lines):
+    if len(added_lines) < 64:
         return added_lines
     text = "\n".join(line for _, line in added_lines)
+    if text.count("\n") != len(added_lines) - 1:
+        return added_lines  # a line holds a newline: the search's lines are not these
     found: list[tuple[int, str]] = []
     index = position = 0
     for match in _MAY_OPEN_LINE.finditer(text):

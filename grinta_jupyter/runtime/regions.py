@@ -20,12 +20,16 @@ starts:
   standing for them; without code (a member deleted) it is blank lines and comments, and
   the class keeps a member.
 
-What a region cannot see is kept out: the region's own syntax tree is compiled with the
-file's ``__future__`` features and a region mentioning ``__future__`` is not trusted; a
-``global`` or ``nonlocal`` statement in the module's scope or the class's (they make
-statements before them, or annotations anywhere, errors) sends the check to the whole
-file; a text holding a character ``str.splitlines`` breaks lines at and Python does not
-(a form feed, U+2028, ...) is never cut.
+What a region cannot see is kept out: it is compiled with the file's ``__future__``
+features, never starts before the last future import (only the top of a file may hold
+them) and may not add one; a ``global`` or ``nonlocal`` statement in the module's scope or
+the class's (they make statements before them, or annotations anywhere, errors) sends the
+check to the whole file; a line after one ending with a backslash is never taken for a
+statement start, nor a region ending with one trusted (it would join the next line); a
+region that ends a class while members follow is not trusted (the members would become the
+body of its last block); blank lines are spaces and tabs only, and comments are compiled
+too (a NUL in one is an error); a text holding a character ``str.splitlines`` breaks lines
+at and Python does not (a form feed, U+2028, ...) is never cut.
 
 A layout is learnt with ``ast`` (about 30 ms for 3,000 lines): ``learn`` does that after
 a commit, in the runtime's background thread; a region that was proven gives the new
@@ -75,6 +79,7 @@ class Layout:
     starts: tuple[int, ...]  # module-level statements, ascending
     classes: dict[int, _Class]  # by the class statement's start line
     flags: int  # compiler flags of its ``__future__`` imports
+    future_end: int  # the line after its last ``__future__`` import (0: none)
     declares: bool  # a global or nonlocal statement in the module's scope
 
 
@@ -136,8 +141,11 @@ def learn(path: str, text: str) -> None:
     flags = _future_flags(tree)
     if flags is None:
         return
+    future_end = max(
+        (node.end_lineno or 0 for node in tree.body if _is_future_import(node)), default=0
+    )
     starts, classes = _layout(tree.body, lines, 0)
-    _store(path, text, Layout(starts, classes, flags, _declares(tree.body)))
+    _store(path, text, Layout(starts, classes, flags, future_end, _declares(tree.body)))
 
 
 @lru_cache(maxsize=16)  # a tool checks while staging; the runtime again before commit
@@ -163,16 +171,15 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
     a = layout.starts[at] if at >= 0 else 0
     after = bisect.bisect_left(layout.starts, old_end)
     b = layout.starts[after] if after < len(layout.starts) else len(old_lines)
-    old_region, region = old_lines[a:b], new_lines[a : b + delta]
-    if any("__future__" in line for line in (*old_region, *region)):
-        return False  # future imports belong to the top of the file
-    if _code_line(region) is None:
-        body: list[ast.stmt] = []  # blank lines and comments between statements
-    else:
-        tree = _compiled("".join(region), path, layout.flags)
-        if tree is None or _declares(tree.body):
-            return False
-        body = tree.body
+    if a < layout.future_end:
+        return False  # at or before the future imports, which only the top of a file may hold
+    region = new_lines[a : b + delta]
+    if _continued(region):
+        return False
+    tree = _compiled("".join(region), path, layout.flags)
+    if tree is None or _declares(tree.body) or any(map(_is_future_import, tree.body)):
+        return False
+    body = tree.body
     starts, classes = _layout(body, new_lines, a)
     _store(
         path,
@@ -189,6 +196,7 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
                 **{k + delta: c.shifted(delta) for k, c in layout.classes.items() if k >= b},
             },
             layout.flags,
+            layout.future_end,
             False,
         ),
     )
@@ -212,13 +220,13 @@ def _class_region(
     after = bisect.bisect_left(cls.starts, old_end)
     b = cls.starts[after] if after < len(cls.starts) else cls.end
     region = new_lines[a : b + delta]
-    if any("__future__" in line for line in region):
+    if _continued(region):
         return False
     others = a > cls.starts[0] or b < cls.end  # members the class keeps outside the region
     code = _code_line(region)
     members: list[ast.stmt] = []
-    if code is None:
-        if not others:
+    if code is None:  # blank lines and comments (which must compile too: a NUL does not)
+        if not others or _compiled("".join(region), path, layout.flags) is None:
             return False  # the class would be left without a body
     else:
         if not (code.startswith(cls.indent) and not code[len(cls.indent)].isspace()):
@@ -231,8 +239,8 @@ def _class_region(
         (wrapper, *rest) = tree.body
         if not isinstance(wrapper, ast.ClassDef) or _declares(wrapper.body):
             return False
-        if rest:  # the region ends the class (no member follows it): valid, no layout
-            return not _declares(rest)
+        if rest:  # the region ends the class: valid when no member follows it (no layout)
+            return not footer and not _declares(rest)
         members = wrapper.body[:-1] if footer else wrapper.body
     if b < cls.end:
         end = cls.end + delta
@@ -265,6 +273,7 @@ def _class_region(
             tuple(s if s <= start else s + delta for s in layout.starts),
             classes,
             layout.flags,
+            layout.future_end,
             False,
         ),
     )
@@ -298,12 +307,22 @@ def _compiled(text: str, path: str, flags: int) -> ast.Module | None:
 
 
 def _code_line(lines: list[str]) -> str | None:
-    """The first line of ``lines`` that is neither blank nor a comment."""
+    """The first line of ``lines`` that is neither blank nor a comment (blank for Python:
+    spaces and tabs, not the other characters ``str.strip`` strips)."""
     for line in lines:
-        stripped = line.strip()
+        stripped = line.strip(" \t\r\n")
         if stripped and not stripped.startswith("#"):
             return line
     return None
+
+
+def _continued(lines: list[str]) -> bool:
+    """Whether the last of ``lines`` ends with a backslash (it may join the next line)."""
+    return bool(lines) and lines[-1].rstrip("\r\n").endswith("\\")
+
+
+def _is_future_import(node: ast.stmt) -> bool:
+    return isinstance(node, ast.ImportFrom) and node.module == "__future__"
 
 
 def _layout(
@@ -327,6 +346,8 @@ def _members(node: ast.ClassDef, lines: list[str], offset: int) -> _Class | None
     indent = line[: first.col_offset]
     if first.lineno <= node.lineno or not indent or indent.strip(" \t"):
         return None  # a body on the header's line
+    if _start(first, lines, offset, indent) is None:
+        return None  # its first line continues the header's (a backslash)
     assert node.end_lineno is not None
     return _Class(
         node.name, indent, _starts(node.body, lines, offset, indent), node.end_lineno + offset
@@ -352,10 +373,12 @@ def _start(node: ast.stmt, lines: list[str], offset: int, indent: str) -> int | 
     decorators = getattr(node, "decorator_list", None)
     if decorators:  # the "@" is on the decorator's line unless a backslash moved it
         line = decorators[0].lineno - 1 + offset
-        return line if lines[line].startswith(indent + "@") else None
-    line = node.lineno - 1 + offset
-    text = lines[line]
-    return line if node.col_offset == len(indent) and text.startswith(indent) else None
+        starts = lines[line].startswith(indent + "@")
+    else:
+        line = node.lineno - 1 + offset
+        starts = node.col_offset == len(indent) and lines[line].startswith(indent)
+    # A line after one ending with a backslash continues that line's statement.
+    return line if starts and not (line > 0 and _continued(lines[line - 1 : line])) else None
 
 
 def _declares(body: list[ast.stmt]) -> bool:
