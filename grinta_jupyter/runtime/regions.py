@@ -42,6 +42,7 @@ from __future__ import annotations
 import ast
 import bisect
 import hashlib
+import re
 import threading
 import warnings
 from collections import OrderedDict
@@ -57,6 +58,8 @@ REGION_MIN_LINES = 1_000
 # Characters ``str.splitlines`` ends a line at and Python's tokenizer does not.
 _OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 _KEEP = 64  # layouts kept (a session edits a few large files)
+# A coding declaration (PEP 263) in a file's first two lines.
+_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -122,7 +125,13 @@ def _store(path: str, text: str, layout: Layout) -> None:
 
 
 def _cuttable(text: str, lines: list[str]) -> bool:
-    return len(lines) >= REGION_MIN_LINES and not any(c in text for c in _OTHER_BREAKS)
+    """Large, no line break ``splitlines`` and Python disagree on, and no coding declaration
+    (Python reads such a file's bytes by it: ``validation`` compiles those, whole)."""
+    return (
+        len(lines) >= REGION_MIN_LINES
+        and not any(c in text for c in _OTHER_BREAKS)
+        and not _CODING.search("".join(lines[:2]))
+    )
 
 
 def learn(path: str, text: str) -> None:
@@ -229,8 +238,15 @@ def _class_region(
         if not others or _compiled("".join(region), path, layout.flags) is None:
             return False  # the class would be left without a body
     else:
-        if not (code.startswith(cls.indent) and not code[len(cls.indent)].isspace()):
-            return False  # its first statement is not at the body's indentation
+        rest_of_line = code[len(cls.indent) :]
+        if (
+            not code.startswith(cls.indent)
+            or rest_of_line[:1].isspace()
+            or rest_of_line[:1] == "\\"
+        ):
+            # Not at the body's indentation; or a backslash there, whose line CPython measures
+            # as if its tabs were spaces (the wrapper would take it for the body's indentation).
+            return False
         footer = cls.indent + "pass\n" if b < cls.end else ""
         text = f"class {cls.name}:\n" + "".join(region) + footer
         tree = _compiled(text, path, layout.flags)
@@ -265,7 +281,13 @@ def _class_region(
         for k, c in layout.classes.items()
         if k != start
     }
-    classes[start] = edited
+    # As ``learn`` would: a class keeps its layout while its first member starts its line.
+    if (
+        a > cls.starts[0]
+        or not members
+        or _start(members[0], new_lines, a - 1, cls.indent) is not None
+    ):
+        classes[start] = edited
     _store(
         path,
         new_text,
