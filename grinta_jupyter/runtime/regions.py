@@ -172,10 +172,12 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
     prefix, suffix = common_affixes(old_lines, new_lines)
     first, old_end = prefix, len(old_lines) - suffix  # old lines first:old_end changed
     delta = len(new_lines) - len(old_lines)
-    found = _enclosing_class(layout, first, old_end)
+    found = _enclosing_class(layout, old_lines, first, old_end)
     if found is not None:
-        start, cls = found
-        return _class_region(path, new_text, layout, start, cls, new_lines, first, old_end, delta)
+        start, cls, limit = found
+        return _class_region(
+            path, new_text, layout, start, cls, limit, new_lines, first, old_end, delta
+        )
     at = bisect.bisect_right(layout.starts, first) - 1
     a = layout.starts[at] if at >= 0 else 0
     after = bisect.bisect_left(layout.starts, old_end)
@@ -183,7 +185,7 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
     if a < layout.future_end:
         return False  # at or before the future imports, which only the top of a file may hold
     region = new_lines[a : b + delta]
-    if _continued(region):
+    if _continued(region) or _too_large(region, new_lines):
         return False
     tree = _compiled("".join(region), path, layout.flags)
     if tree is None or _declares(tree.body) or any(map(_is_future_import, tree.body)):
@@ -218,18 +220,20 @@ def _class_region(
     layout: Layout,
     start: int,
     cls: _Class,
+    limit: int,
     new_lines: list[str],
     first: int,
     old_end: int,
     delta: int,
 ) -> bool:
-    """``region_ok`` for a change inside the body of the class starting at line ``start``."""
+    """``region_ok`` for a change inside the body of the class starting at line ``start``
+    (a region of it ends at a member's start or at ``limit``)."""
     at = bisect.bisect_right(cls.starts, first) - 1
     a = cls.starts[at]
     after = bisect.bisect_left(cls.starts, old_end)
-    b = cls.starts[after] if after < len(cls.starts) else cls.end
+    b = cls.starts[after] if after < len(cls.starts) else limit
     region = new_lines[a : b + delta]
-    if _continued(region):
+    if _continued(region) or _too_large(region, new_lines):
         return False
     others = a > cls.starts[0] or b < cls.end  # members the class keeps outside the region
     code = _code_line(region)
@@ -302,16 +306,26 @@ def _class_region(
     return True
 
 
-def _enclosing_class(layout: Layout, first: int, old_end: int) -> tuple[int, _Class] | None:
-    """The class whose body holds old lines ``first:old_end`` (its end included, where an
-    insertion appends to the class), with its start line; None when there is none."""
+def _enclosing_class(
+    layout: Layout, old_lines: list[str], first: int, old_end: int
+) -> tuple[int, _Class, int] | None:
+    """The class whose body holds old lines ``first:old_end``, with its start line and where
+    a region of it may end; None when there is none. Below its last line, up to the next
+    module-level statement, blank lines and comments count as its end too (a member added
+    after the last one lands there)."""
     starts = sorted(layout.classes)
     at = bisect.bisect_right(starts, first) - 1
     if at < 0:
         return None
     cls = layout.classes[starts[at]]
-    if cls.starts and cls.starts[0] <= first and old_end <= cls.end:
-        return starts[at], cls
+    if not (cls.starts and cls.starts[0] <= first):
+        return None
+    if old_end <= cls.end:
+        return starts[at], cls, cls.end
+    after = bisect.bisect_left(layout.starts, old_end)
+    limit = layout.starts[after] if after < len(layout.starts) else len(old_lines)
+    if _code_line(old_lines[cls.end : limit]) is None:
+        return starts[at], cls, limit
     return None
 
 
@@ -341,6 +355,12 @@ def _code_line(lines: list[str]) -> str | None:
 def _continued(lines: list[str]) -> bool:
     """Whether the last of ``lines`` ends with a backslash (it may join the next line)."""
     return bool(lines) and lines[-1].rstrip("\r\n").endswith("\\")
+
+
+def _too_large(region: list[str], lines: list[str]) -> bool:
+    """Whether the region's syntax tree and code would cost more than compiling the whole
+    text (about 2.5 times a compile of the same lines): two edits far apart, say."""
+    return len(region) * 3 > len(lines)
 
 
 def _is_future_import(node: ast.stmt) -> bool:

@@ -255,8 +255,9 @@ class Runtime:
         self._committed.add(proposal.id)
         self._refresh_symbols(proposal.paths)
         for change in proposal.changes:  # the next edit of a large Python file checks a region
-            if change.after is not None and change.path.endswith((".py", ".pyi")):
-                _REINDEXER.submit(functools.partial(regions.learn, change.path, change.after))
+            after = change.after
+            if change.before is not None and after is not None and change.path.endswith(".py"):
+                _REINDEXER.submit(functools.partial(regions.learn, change.path, after))
         self._changed(proposal.paths)
         return Observation(
             True, self._write_report(proposal), None, proposal.id, commit_id=record.id
