@@ -45,20 +45,10 @@ import pytest
 from grinta_jupyter import Runtime
 from grinta_jupyter.runtime import regions
 from grinta_jupyter.tools.facade import _REINDEXER
-from tests.test_edit_speed_more import _verdict
+from tests.test_edit_speed_more import _compiles, _verdict
 
 FUNCTIONS = "".join(f"def f_{i}():\n    return {i}\n\n\n" for i in range(300))
 PAD = "".join(f"def g_{i}():\n    return {i}\n\n\n" for i in range(248))  # 992 lines
-
-
-def _compiles(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "big.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 def _fresh(text: str) -> regions.Layout | None:

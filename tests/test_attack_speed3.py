@@ -349,6 +349,8 @@ def test_a_kept_request_is_the_fresh_rendering(seed: int) -> None:
 
 
 SERIALIZED = [
+    "#!/usr/bin/env python\\nimport os\\n\\n\\ndef main():\\n    return os.getcwd()\\n",
+    "# module\\nimport sys\\nprint(sys.argv)\\nprint(sys.path)\\n",
     "#!/usr/bin/env python\\nprint(1)\n",  # a two-line script: one escape
     "#!/usr/bin/env python\\r\\nimport os\\r\\nprint(os.getcwd())\\r\\n",
     "# module\\\\nimport sys\\\\nprint(sys.argv)\\\\n",  # escaped twice

@@ -168,26 +168,6 @@ def test_a_refusal_does_not_compile_again_what_the_region_path_saw_compile(
     assert path.read_bytes() == before
 
 
-SERIALIZED_PYTHON = [
-    # valid Python (one comment line, or a string), but a whole file sent escaped
-    "#!/usr/bin/env python\\nimport os\\n\\n\\ndef main():\\n    return os.getcwd()\\n",
-    "# module\\nimport sys\\nprint(sys.argv)\\nprint(sys.path)\\n",
-    '"import os\\nprint(os.getcwd())\\nprint(1)\\n"',
-]
-
-
-@pytest.mark.parametrize("content", SERIALIZED_PYTHON)
-def test_a_serialized_file_that_happens_to_compile_is_still_refused(
-    tmp_path: Path, content: str
-) -> None:
-    assert _compiles(content)
-    rt, _ = _workspace(tmp_path, "x = 1\n")
-    proposal = rt.propose("create", {"path": "made.py", "content": content})
-    assert not proposal.ok and proposal.error is not None
-    assert proposal.error.code == "CONTENT_SERIALIZED"
-    assert not (tmp_path / "ws" / "made.py").exists()
-
-
 def test_compiled_python_needs_no_escape_scan_but_comments_are_scanned(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
