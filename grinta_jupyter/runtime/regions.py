@@ -51,7 +51,7 @@ from functools import lru_cache
 
 from grinta_jupyter.runtime.diffs import common_affixes
 
-__all__ = ["REGION_MIN_LINES", "forget", "known", "learn", "region_ok"]
+__all__ = ["REGION_MIN_LINES", "declares_coding", "forget", "known", "learn", "region_ok"]
 
 # Below this many lines compiling the whole file is fast enough.
 REGION_MIN_LINES = 1_000
@@ -130,8 +130,14 @@ def _cuttable(text: str, lines: list[str]) -> bool:
     return (
         len(lines) >= REGION_MIN_LINES
         and not any(c in text for c in _OTHER_BREAKS)
-        and not _CODING.search("".join(lines[:2]))
+        and not declares_coding(text)
     )
+
+
+def declares_coding(text: str) -> bool:
+    """Whether ``text``'s first two lines hold a coding declaration (PEP 263)."""
+    end = text.find("\n", text.find("\n") + 1)
+    return _CODING.search(text, 0, len(text) if end < 0 else end) is not None
 
 
 def learn(path: str, text: str) -> None:

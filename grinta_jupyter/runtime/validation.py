@@ -46,22 +46,12 @@ else:  # pragma: no cover - exercised on 3.10 only
 FirstError = tuple[int, str] | None
 
 
-# A coding declaration (PEP 263), which Python reads in a file's first two lines.
-_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.MULTILINE)
-
-
-def declares_coding(text: str) -> bool:
-    """Whether ``text``'s first two lines hold a coding declaration."""
-    end = text.find("\n", text.find("\n") + 1)
-    return _CODING.search(text, 0, len(text) if end < 0 else end) is not None
-
-
 def _python(text: str, path: str, flags: int = 0) -> FirstError:
     # ``compile`` of a str ignores a coding declaration; Python reads the file by it. Files are
     # written as UTF-8, so those bytes are what to compile when the text declares a coding.
     source: str | bytes = text
     try:
-        if declares_coding(text):
+        if regions.declares_coding(text):
             source = text.encode("utf-8")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
