@@ -40,8 +40,7 @@ def _compiles(text: str) -> bool:
 def _verdict(old: str, new: str) -> tuple[bool, bool]:
     """(the runtime accepts ``new``, it took the region path), from cold caches and with the
     layout of ``old`` learnt, as after a commit."""
-    regions.forget()
-    validation._first_error.cache_clear()
+    validation.forget()
     regions.learn("big.py", old)
     fast = regions.region_ok("big.py", old, new)
     regions.forget()

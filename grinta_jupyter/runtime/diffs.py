@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import itertools
+import operator
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -141,8 +143,11 @@ def _diff_region(
     while ahi > alo and bhi > blo and a[ahi - 1] == b[bhi - 1]:
         ahi, bhi = ahi - 1, bhi - 1
     n, m = ahi - alo, bhi - blo
+    paired = _paired(a, alo, b, blo, n) if n == m and n > _PAIRED_MAX else None
     if n == 0 or m == 0:
         ops.append(("delete" if n else "insert", alo, ahi, blo, bhi))
+    elif paired is not None:
+        ops.extend(paired)
     elif n * m <= cells:
         matcher = difflib.SequenceMatcher(None, a[alo:ahi], b[blo:bhi], autojunk=False)
         ops.extend(
@@ -154,7 +159,8 @@ def _diff_region(
         if anchors:
             i, j = alo, blo
             for ai, bj in anchors:
-                _diff_region(a, i, ai, b, j, bj, ops, depth + 1, cells)
+                if ai > i or bj > j:  # most anchors follow the last one (a run of equal lines)
+                    _diff_region(a, i, ai, b, j, bj, ops, depth + 1, cells)
                 ops.append(("equal", ai, ai + 1, bj, bj + 1))
                 i, j = ai + 1, bj + 1
             _diff_region(a, i, ahi, b, j, bhi, ops, depth + 1, cells)
@@ -172,6 +178,38 @@ def _diff_region(
         else:
             ops.append(("replace", alo, ahi, blo, bhi))
     ops.append(("equal", ahi, end_a, bhi, end_b))
+
+
+# Same-length sides differing in at most this many lines, none of them looking moved by one,
+# are paired line by line (edits far apart that keep the line count: a multiedit's); the
+# matcher or the anchors would take milliseconds to find the same.
+_PAIRED_MAX = 32
+
+
+def _paired(a: list[str], alo: int, b: list[str], blo: int, n: int) -> list[Opcode] | None:
+    """``n`` lines of each side paired, when few differ and none looks shifted (a line equal
+    to the other side's line above or below); else None."""
+    differ = list(
+        itertools.islice(
+            itertools.compress(range(n), map(operator.ne, a[alo : alo + n], b[blo : blo + n])),
+            _PAIRED_MAX + 1,
+        )
+    )
+    if len(differ) > _PAIRED_MAX:
+        return None
+    for k in differ:
+        if k + 1 < n and (a[alo + k + 1] == b[blo + k] or a[alo + k] == b[blo + k + 1]):
+            return None
+    ops: list[Opcode] = []
+    done = 0
+    for k in differ:
+        if k > done:
+            ops.append(("equal", alo + done, alo + k, blo + done, blo + k))
+        ops.append(("replace", alo + k, alo + k + 1, blo + k, blo + k + 1))
+        done = k + 1
+    if done < n:
+        ops.append(("equal", alo + done, alo + n, blo + done, blo + n))
+    return ops
 
 
 def _unique_anchors(

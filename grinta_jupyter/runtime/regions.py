@@ -47,14 +47,31 @@ import threading
 import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, replace
-from functools import lru_cache
 
-from grinta_jupyter.runtime.diffs import common_affixes
+from grinta_jupyter.runtime.diffs import common_affixes, line_opcodes
 
-__all__ = ["REGION_MIN_LINES", "declares_coding", "forget", "known", "learn", "region_ok"]
+__all__ = [
+    "REGION_MAX_LEARN_LINES",
+    "REGION_MIN_LINES",
+    "declares_coding",
+    "fingerprint",
+    "forget",
+    "known",
+    "learn",
+    "region_ok",
+]
 
 # Below this many lines compiling the whole file is fast enough.
 REGION_MIN_LINES = 1_000
+# Above this many, ``learn`` does not parse the file: its tree would hold the GIL (and memory)
+# for longer than the whole-file compile it saves each edit (0.2-0.5 s here at this size).
+REGION_MAX_LEARN_LINES = 50_000
+# Changes at least this many unchanged lines apart are checked one at a time (``_in_steps``)
+# when their one region would exceed ``_STEP_REGION`` lines, up to ``_MAX_STEPS`` of them
+# (each step costs a few passes over the whole text; more cost a whole compile).
+_STEP_GAP = 20
+_STEP_REGION = 200
+_MAX_STEPS = 5
 # Characters ``str.splitlines`` ends a line at and Python's tokenizer does not.
 _OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 _KEEP = 64  # layouts kept (a session edits a few large files)
@@ -86,11 +103,14 @@ class Layout:
     declares: bool  # a global or nonlocal statement in the module's scope
 
 
+# Keyed by fingerprints, not texts: a cache of a few large files' texts would keep megabytes.
 _LAYOUTS: OrderedDict[bytes, Layout] = OrderedDict()
+_ANSWERS: OrderedDict[tuple[bytes, bytes], bool] = OrderedDict()  # region_ok's, by (old, new)
 _LOCK = threading.Lock()
 
 
-def _fingerprint(path: str, text: str) -> bytes:
+def fingerprint(path: str, text: str) -> bytes:
+    """A 16-byte digest of ``path`` and ``text`` (cache keys that do not keep the text)."""
     return hashlib.blake2b(
         f"{path}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16
     ).digest()
@@ -98,18 +118,22 @@ def _fingerprint(path: str, text: str) -> bytes:
 
 def known(path: str, text: str) -> bool:
     """Whether ``text`` (of ``path``) is known to compile, with its layout."""
-    return _layout_of(path, text) is not None
+    return _layout_at(fingerprint(path, text)) is not None
 
 
 def forget() -> None:
-    """Drop every layout (tests start from cold caches)."""
+    """Drop every layout and answer (tests start from cold caches)."""
     with _LOCK:
         _LAYOUTS.clear()
-    region_ok.cache_clear()
+        _ANSWERS.clear()
 
 
 def _layout_of(path: str, text: str) -> Layout | None:
-    key = _fingerprint(path, text)
+    """The layout of ``text`` (of ``path``), when known."""
+    return _layout_at(fingerprint(path, text))
+
+
+def _layout_at(key: bytes) -> Layout | None:
     with _LOCK:
         layout = _LAYOUTS.get(key)
         if layout is not None:
@@ -117,9 +141,9 @@ def _layout_of(path: str, text: str) -> Layout | None:
         return layout
 
 
-def _store(path: str, text: str, layout: Layout) -> None:
+def _store(key: bytes, layout: Layout) -> None:
     with _LOCK:
-        _LAYOUTS[_fingerprint(path, text)] = layout
+        _LAYOUTS[key] = layout
         while len(_LAYOUTS) > _KEEP:
             _LAYOUTS.popitem(last=False)
 
@@ -144,7 +168,7 @@ def learn(path: str, text: str) -> None:
     """Learn the layout of ``text`` if it is a large Python text that compiles (else
     nothing): the next edit of it can then be checked by its region."""
     lines = text.splitlines(keepends=True)
-    if not _cuttable(text, lines) or known(path, text):
+    if not _cuttable(text, lines) or len(lines) > REGION_MAX_LEARN_LINES or known(path, text):
         return
     try:
         with warnings.catch_warnings():
@@ -160,15 +184,35 @@ def learn(path: str, text: str) -> None:
         (node.end_lineno or 0 for node in tree.body if _is_future_import(node)), default=0
     )
     starts, classes = _layout(tree.body, lines, 0)
-    _store(path, text, Layout(starts, classes, flags, future_end, _declares(tree.body)))
+    _store(
+        fingerprint(path, text), Layout(starts, classes, flags, future_end, _declares(tree.body))
+    )
 
 
-@lru_cache(maxsize=16)  # a tool checks while staging; the runtime again before commit
 def region_ok(path: str, old_text: str, new_text: str) -> bool:
-    """True when ``new_text`` compiles, proven from the part of it an edit of ``old_text``
+    """True when ``new_text`` compiles, proven from the parts of it an edit of ``old_text``
     (whose layout is known) changed; False when that cannot be proven (the caller then
-    compiles the whole file). A proven text's layout is kept for its next edit."""
-    layout = _layout_of(path, old_text)
+    compiles the whole file). A proven text's layout is kept for its next edit.
+
+    Answers are kept (a tool checks while staging; the runtime again before commit)."""
+    key = (fingerprint(path, old_text), fingerprint(path, new_text))
+    with _LOCK:
+        answer = _ANSWERS.get(key)
+    if answer is None:
+        answer = _region_ok(path, old_text, new_text, key[0], key[1], steps=True)
+        with _LOCK:
+            _ANSWERS[key] = answer
+            while len(_ANSWERS) > _KEEP:
+                _ANSWERS.popitem(last=False)
+    return answer
+
+
+def _region_ok(
+    path: str, old_text: str, new_text: str, old_key: bytes, new_key: bytes, steps: bool
+) -> bool:
+    """``region_ok``; with ``steps``, changes far apart whose one region would be too large
+    are checked one at a time (``_in_steps``)."""
+    layout = _layout_at(old_key)
     if layout is None or layout.declares:
         return False
     new_lines = new_text.splitlines(keepends=True)
@@ -178,12 +222,78 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
     prefix, suffix = common_affixes(old_lines, new_lines)
     first, old_end = prefix, len(old_lines) - suffix  # old lines first:old_end changed
     delta = len(new_lines) - len(old_lines)
-    found = _enclosing_class(layout, old_lines, first, old_end)
-    if found is not None:
-        start, cls, limit = found
-        return _class_region(
-            path, new_text, layout, start, cls, limit, new_lines, first, old_end, delta
-        )
+    split = _STEP_REGION if steps else len(new_lines)  # a region size worth trying steps at
+    for _ in range(2):
+        found = _enclosing_class(layout, old_lines, first, old_end)
+        if found is not None:
+            start, cls, limit = found
+            answer = _class_region(
+                path, new_key, layout, start, cls, limit, new_lines, first, old_end, delta, split
+            )
+        else:
+            answer = _module_region(
+                path, new_key, layout, old_lines, new_lines, first, old_end, split
+            )
+        if answer is not None:
+            return answer
+        # The region would be larger than ``split`` lines (too large for one at all when
+        # ``split`` is the whole file): changes far apart are checked one at a time.
+        if split < len(new_lines):
+            answer = _in_steps(path, old_text, old_key, old_lines, new_lines, first, old_end)
+            if answer is not None:
+                return answer
+            split = len(new_lines)  # one change: its one region it is
+    return False
+
+
+def _in_steps(
+    path: str,
+    old_text: str,
+    old_key: bytes,
+    old_lines: list[str],
+    new_lines: list[str],
+    first: int,
+    old_end: int,
+) -> bool | None:
+    """Changes far apart (a multiedit's, say), proven one at a time from the top: step k is
+    the new text up to the end of change k followed by the old text after it. Each step is
+    proven to compile from the step before it (and gets its layout from it), so the last
+    step, the new text, compiles; a step that cannot be proven makes the answer False. None: the
+    change is one (or more than ``_MAX_STEPS``), not for steps."""
+    new_end = len(new_lines) - (len(old_lines) - old_end)
+    changes: list[list[int]] = []  # [old end, new end] of each change, relative to ``first``
+    for tag, i1, i2, _j1, j2 in line_opcodes(old_lines[first:old_end], new_lines[first:new_end]):
+        if tag == "equal":
+            continue
+        if changes and i1 - changes[-1][0] < _STEP_GAP:
+            changes[-1] = [i2, j2]
+        else:
+            changes.append([i2, j2])
+    if not 2 <= len(changes) <= _MAX_STEPS:
+        return None
+    before, before_key = old_text, old_key
+    for i2, j2 in changes:
+        after = "".join(new_lines[: first + j2] + old_lines[first + i2 :])
+        after_key = fingerprint(path, after)
+        if not _region_ok(path, before, after, before_key, after_key, steps=False):
+            return False
+        before, before_key = after, after_key
+    return True
+
+
+def _module_region(
+    path: str,
+    new_key: bytes,
+    layout: Layout,
+    old_lines: list[str],
+    new_lines: list[str],
+    first: int,
+    old_end: int,
+    split: int,
+) -> bool | None:
+    """``region_ok`` for a change between module-level statements (None: the region would
+    be larger than ``split`` lines, or too large)."""
+    delta = len(new_lines) - len(old_lines)
     at = bisect.bisect_right(layout.starts, first) - 1
     a = layout.starts[at] if at >= 0 else 0
     after = bisect.bisect_left(layout.starts, old_end)
@@ -191,7 +301,9 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
     if a < layout.future_end:
         return False  # at or before the future imports, which only the top of a file may hold
     region = new_lines[a : b + delta]
-    if _continued(region) or _too_large(region, new_lines):
+    if len(region) > split or _too_large(region, new_lines):
+        return None
+    if _continued(region):
         return False
     tree = _compiled("".join(region), path, layout.flags)
     if tree is None or _declares(tree.body) or any(map(_is_future_import, tree.body)):
@@ -199,8 +311,7 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
     body = tree.body
     starts, classes = _layout(body, new_lines, a)
     _store(
-        path,
-        new_text,
+        new_key,
         Layout(
             (
                 *(s for s in layout.starts if s < a),
@@ -222,7 +333,7 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
 
 def _class_region(
     path: str,
-    new_text: str,
+    new_key: bytes,
     layout: Layout,
     start: int,
     cls: _Class,
@@ -231,15 +342,19 @@ def _class_region(
     first: int,
     old_end: int,
     delta: int,
-) -> bool:
+    split: int,
+) -> bool | None:
     """``region_ok`` for a change inside the body of the class starting at line ``start``
-    (a region of it ends at a member's start or at ``limit``)."""
+    (a region of it ends at a member's start or at ``limit``; None: it would be larger than
+    ``split`` lines, or too large)."""
     at = bisect.bisect_right(cls.starts, first) - 1
     a = cls.starts[at]
     after = bisect.bisect_left(cls.starts, old_end)
     b = cls.starts[after] if after < len(cls.starts) else limit
     region = new_lines[a : b + delta]
-    if _continued(region) or _too_large(region, new_lines):
+    if len(region) > split or _too_large(region, new_lines):
+        return None
+    if _continued(region):
         return False
     others = a > cls.starts[0] or b < cls.end  # members the class keeps outside the region
     code = _code_line(region)
@@ -299,8 +414,7 @@ def _class_region(
     ):
         classes[start] = edited
     _store(
-        path,
-        new_text,
+        new_key,
         Layout(
             tuple(s if s <= start else s + delta for s in layout.starts),
             classes,

@@ -28,9 +28,10 @@ from __future__ import annotations
 import json
 import re
 import sys
+import threading
 import warnings
+from collections import OrderedDict
 from collections.abc import Callable
-from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -219,19 +220,43 @@ def language_of(path: str) -> str | None:
     return grammars.language_for(path)
 
 
+# First errors by (language, fingerprint of path and text): the digest, not the text, so
+# that the cache stays small however large the files (256 texts of 8 MB would be 2 GB).
+_ERRORS: OrderedDict[tuple[str, bytes], FirstError] = OrderedDict()
+_ERRORS_KEPT = 256
+_ERRORS_LOCK = threading.Lock()
+
+
 def first_error(path: str, text: str, language: str | None = None) -> FirstError:
     """The first syntax error in ``text`` read as ``language`` (default: that of ``path``).
 
     Results are cached by text, so the check a tool makes while staging and the
     runtime's check before commit parse a text only once.
     """
-    return _first_error(language or language_of(path), path, text)
-
-
-@lru_cache(maxsize=256)
-def _first_error(language: str | None, path: str, text: str) -> FirstError:
+    language = language or language_of(path)
     if language is None:
         return None
+    key = (language, regions.fingerprint(path, text))
+    with _ERRORS_LOCK:
+        if key in _ERRORS:
+            _ERRORS.move_to_end(key)
+            return _ERRORS[key]
+    error = _first_error(language, path, text)
+    with _ERRORS_LOCK:
+        _ERRORS[key] = error
+        while len(_ERRORS) > _ERRORS_KEPT:
+            _ERRORS.popitem(last=False)
+    return error
+
+
+def forget() -> None:
+    """Drop every cached answer (tests start from cold caches)."""
+    with _ERRORS_LOCK:
+        _ERRORS.clear()
+    regions.forget()
+
+
+def _first_error(language: str, path: str, text: str) -> FirstError:
     parser = PARSERS.get(language)
     if parser is not None:
         return parser(text, path)
