@@ -180,15 +180,16 @@ def _diff_region(
     ops.append(("equal", ahi, end_a, bhi, end_b))
 
 
-# Same-length sides differing in at most this many lines, none of them looking moved by one,
-# are paired line by line (edits far apart that keep the line count: a multiedit's); the
-# matcher or the anchors would take milliseconds to find the same.
+# Same-length sides differing in at most this many lines, none of them looking moved (equal
+# to a line at most this many lines further down the other side), are paired line by line
+# (edits far apart that keep the line count: a multiedit's); the matcher or the anchors
+# would take milliseconds to find the same.
 _PAIRED_MAX = 32
 
 
 def _paired(a: list[str], alo: int, b: list[str], blo: int, n: int) -> list[Opcode] | None:
-    """``n`` lines of each side paired, when few differ and none looks shifted (a line equal
-    to the other side's line above or below); else None."""
+    """``n`` lines of each side paired, when few differ and none looks moved (a line equal
+    to a line of the other side a few lines further down); else None."""
     differ = list(
         itertools.islice(
             itertools.compress(range(n), map(operator.ne, a[alo : alo + n], b[blo : blo + n])),
@@ -197,9 +198,10 @@ def _paired(a: list[str], alo: int, b: list[str], blo: int, n: int) -> list[Opco
     )
     if len(differ) > _PAIRED_MAX:
         return None
-    for k in differ:
-        if k + 1 < n and (a[alo + k + 1] == b[blo + k] or a[alo + k] == b[blo + k + 1]):
-            return None
+    for k in differ:  # a block moved down or up by up to _PAIRED_MAX lines is not paired
+        for d in range(1, min(_PAIRED_MAX, n - 1 - k) + 1):
+            if a[alo + k + d] == b[blo + k] or a[alo + k] == b[blo + k + d]:
+                return None
     ops: list[Opcode] = []
     done = 0
     for k in differ:

@@ -75,8 +75,10 @@ _MAX_STEPS = 5
 # Characters ``str.splitlines`` ends a line at and Python's tokenizer does not.
 _OTHER_BREAKS = ("\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029")
 _KEEP = 64  # layouts kept (a session edits a few large files)
-# A coding declaration (PEP 263) in a file's first two lines.
-_CODING = re.compile(r"^[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+", re.MULTILINE)
+# A coding declaration (PEP 263), matched against each of a file's first two lines, which end
+# where Python's end: at "\r\n", "\r" or "\n".
+_CODING = re.compile(r"[ \t\f]*#.*?coding[:=][ \t]*[-\w.]+")
+_LINE_END = re.compile(r"\r\n?|\n")
 
 
 @dataclass(frozen=True)
@@ -160,8 +162,16 @@ def _cuttable(text: str, lines: list[str]) -> bool:
 
 def declares_coding(text: str) -> bool:
     """Whether ``text``'s first two lines hold a coding declaration (PEP 263)."""
-    end = text.find("\n", text.find("\n") + 1)
-    return _CODING.search(text, 0, len(text) if end < 0 else end) is not None
+    start = 0
+    for _ in range(2):
+        found = _LINE_END.search(text, start)
+        end = len(text) if found is None else found.start()
+        if _CODING.match(text, start, end):
+            return True
+        if found is None:
+            return False
+        start = found.end()
+    return False
 
 
 def learn(path: str, text: str) -> None:
@@ -564,6 +574,10 @@ def _future_flags(tree: ast.Module) -> int | None:
     flags = 0
     for statement in tree.body:
         if isinstance(statement, ast.ImportFrom) and statement.module == "__future__":
+            if statement.level:
+                # ``from .__future__ import``: the compiler takes it for a future import,
+                # the parser does not (it gives no ``<>``); no flags stand for that.
+                return None
             for alias in statement.names:
                 flag = getattr(getattr(__future__, alias.name, None), "compiler_flag", None)
                 if not isinstance(flag, int):
