@@ -239,3 +239,38 @@ def test_a_very_long_file_is_not_learnt(tmp_path: Path) -> None:
     regions.learn("long.py", long)
     assert regions.known("big.py", small)
     assert not regions.known("long.py", long)
+
+
+def test_deleting_a_class_s_last_method_does_not_compile_the_whole_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The region proves it (no layout is kept: where the class now ends is for ``learn``),
+    and the runtime's later "does it compile?" takes that answer instead of compiling the
+    file whole (a 6,425-line module: 43-54 ms each, the tail of edit_symbols delete)."""
+    text = (
+        _module(300)
+        + "class Two:\n    def first(self):\n        return 0\n\n"
+        + "    def handle(self):\n        return 1\n\n\n"
+        + _module(10)
+    )
+    (tmp_path / "big.py").write_text(text.replace("f_", "g_", 10), encoding="utf-8")
+    regions.forget()
+    validation.forget()
+    rt = Runtime(tmp_path)
+    regions.learn("big.py", (tmp_path / "big.py").read_text(encoding="utf-8"))
+    whole: list[int] = []
+    real = validation._python
+
+    def counted(text: str, path: str, flags: int = 0) -> validation.FirstError:
+        whole.append(len(text))
+        return real(text, path, flags)
+
+    monkeypatch.setitem(validation.PARSERS, "python", counted)
+    proposal = rt.propose(
+        "edit_symbols", {"edits": [{"symbol": "big.py::Two.handle", "action": "delete"}]}
+    )
+    assert proposal.ok, proposal.error
+    assert rt.commit(proposal).ok
+    assert whole == []
+    after = (tmp_path / "big.py").read_text(encoding="utf-8")
+    assert "def handle" not in after and "return 0\n" in after and _compiles(after)

@@ -58,6 +58,7 @@ __all__ = [
     "forget",
     "known",
     "learn",
+    "proven",
     "region_ok",
 ]
 
@@ -108,6 +109,9 @@ class Layout:
 # Keyed by fingerprints, not texts: a cache of a few large files' texts would keep megabytes.
 _LAYOUTS: OrderedDict[bytes, Layout] = OrderedDict()
 _ANSWERS: OrderedDict[tuple[bytes, bytes], bool] = OrderedDict()  # region_ok's, by (old, new)
+# Texts a region proved to compile although no layout was kept for them (a class's last
+# member deleted): asking whether they compile must not compile them whole.
+_PROVEN: OrderedDict[bytes, None] = OrderedDict()
 _LOCK = threading.Lock()
 
 
@@ -123,11 +127,20 @@ def known(path: str, text: str) -> bool:
     return _layout_at(fingerprint(path, text)) is not None
 
 
+def proven(path: str, text: str) -> bool:
+    """Whether ``text`` (of ``path``) is known to compile: its layout is known, or a region
+    proved it."""
+    key = fingerprint(path, text)
+    with _LOCK:
+        return key in _PROVEN or key in _LAYOUTS
+
+
 def forget() -> None:
     """Drop every layout and answer (tests start from cold caches)."""
     with _LOCK:
         _LAYOUTS.clear()
         _ANSWERS.clear()
+        _PROVEN.clear()
 
 
 def _layout_of(path: str, text: str) -> Layout | None:
@@ -214,6 +227,10 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
             _ANSWERS[key] = answer
             while len(_ANSWERS) > _KEEP:
                 _ANSWERS.popitem(last=False)
+            if answer and key[1] not in _LAYOUTS:
+                _PROVEN[key[1]] = None
+                while len(_PROVEN) > _KEEP:
+                    _PROVEN.popitem(last=False)
     return answer
 
 

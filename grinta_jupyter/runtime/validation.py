@@ -269,7 +269,7 @@ def compiles(path: str, text: str) -> bool:
     whole-file check found: after ``check_syntax`` of the same text, nothing compiles again)."""
     if language_of(path) != "python":
         return False
-    return regions.known(path, text) or first_error(path, text, "python") is None
+    return regions.proven(path, text) or first_error(path, text, "python") is None
 
 
 def error_count(path: str, text: str, language: str | None = None) -> int:
@@ -316,7 +316,7 @@ def _old_error(path: str, old_text: str, language: str | None = None) -> FirstEr
     """``first_error`` of the text an edit started from, without compiling a Python text the
     region path already saw compile."""
     language = language or language_of(path)
-    if language == "python" and regions.known(path, old_text):
+    if language == "python" and regions.proven(path, old_text):
         return None
     return first_error(path, old_text, language)
 
