@@ -44,9 +44,9 @@ from __future__ import annotations
 
 import random
 import sysconfig
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -55,7 +55,7 @@ from grinta_jupyter.runtime import regions
 from grinta_jupyter.runtime.diffs import line_opcodes, parse_unified, split_keepends, unified_diff
 from grinta_jupyter.tools.facade import _REINDEXER
 from tests.test_attack_regions import SNIPPETS, _awkward_file, _compiles
-from tests.test_attack_regions2 import BLOCKS, LINES, _tab_file
+from tests.test_attack_regions2 import BLOCKS, LINES, _disk_compiles, _tab_file
 from tests.test_diffs import apply_diff
 from tests.test_edit_speed_more import _verdict
 
@@ -86,16 +86,8 @@ def steps_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
     answers: list[bool | None] = []
     real = regions._in_steps
 
-    def counted(
-        path: str,
-        old_text: str,
-        old_key: bytes,
-        old_lines: list[str],
-        new_lines: list[str],
-        first: int,
-        old_end: int,
-    ) -> bool | None:
-        answers.append(real(path, old_text, old_key, old_lines, new_lines, first, old_end))
+    def counted(*args: Any) -> bool | None:
+        answers.append(real(*args))
         return answers[-1]
 
     monkeypatch.setattr(regions, "_in_steps", counted)
@@ -133,17 +125,6 @@ def _workspace(tmp_path: Path, data: bytes) -> tuple[Runtime, Path]:
     path.write_bytes(data)
     regions.forget()
     return Runtime(root), path
-
-
-def _disk_compiles(path: Path) -> bool:
-    """Whether Python compiles the file as it reads it (bytes: BOM and coding line)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(path.read_bytes(), str(path), "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 # --- holes ----------------------------------------------------------------------------

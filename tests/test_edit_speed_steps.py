@@ -14,7 +14,6 @@ import difflib
 import random
 import sysconfig
 import tracemalloc
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -25,19 +24,9 @@ from grinta_jupyter.runtime import regions, validation
 from grinta_jupyter.runtime.diffs import line_opcodes, unified_diff
 from grinta_jupyter.runtime.errors import SYNTAX_ERROR
 from grinta_jupyter.tools.facade import _REINDEXER
-from tests.test_attack_regions import _mutate
+from tests.test_attack_regions import _compiles, _mutate
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-
-
-def _compiles(text: str) -> bool:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(text, "big.py", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 @pytest.fixture

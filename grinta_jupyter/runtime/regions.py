@@ -285,8 +285,8 @@ def _in_steps(
     """Changes far apart (a multiedit's, say), proven one at a time from the top: step k is
     the new text up to the end of change k followed by the old text after it. Each step is
     proven to compile from the step before it (and gets its layout from it), so the last
-    step, the new text, compiles; a step that cannot be proven makes the answer False. None: the
-    change is one (or more than ``_MAX_STEPS``), not for steps."""
+    step, the new text, compiles; a step that cannot be proven makes the answer False.
+    None: there is one change (or more than ``_MAX_STEPS``), not a case for steps."""
     new_end = len(new_lines) - (len(old_lines) - old_end)
     changes: list[list[int]] = []  # [old end, new end] of each change, relative to ``first``
     for tag, i1, i2, _j1, j2 in line_opcodes(old_lines[first:old_end], new_lines[first:new_end]):
