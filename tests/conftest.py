@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -25,6 +26,22 @@ def ws(tmp_path: Path) -> Path:
 @pytest.fixture
 def rt(ws: Path) -> Runtime:
     return Runtime(ws)
+
+
+@pytest.fixture
+def steps_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
+    """The answers ``regions._in_steps`` gave (None: not a case for steps)."""
+    from grinta_jupyter.runtime import regions
+
+    answers: list[bool | None] = []
+    real = regions._in_steps
+
+    def counted(*args: Any) -> bool | None:
+        answers.append(real(*args))
+        return answers[-1]
+
+    monkeypatch.setattr(regions, "_in_steps", counted)
+    return answers
 
 
 def drive(session, decide):  # type: ignore[no-untyped-def]

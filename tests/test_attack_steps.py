@@ -46,7 +46,6 @@ import random
 import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -78,20 +77,6 @@ def region_calls(monkeypatch: pytest.MonkeyPatch) -> list[StepCall]:
 
     monkeypatch.setattr(regions, "_region_ok", spied)
     return calls
-
-
-@pytest.fixture
-def steps_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
-    """The answers ``_in_steps`` gave (None: not a case for steps)."""
-    answers: list[bool | None] = []
-    real = regions._in_steps
-
-    def counted(*args: Any) -> bool | None:
-        answers.append(real(*args))
-        return answers[-1]
-
-    monkeypatch.setattr(regions, "_in_steps", counted)
-    return answers
 
 
 def _fresh(text: str) -> regions.Layout | None:

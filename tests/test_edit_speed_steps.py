@@ -15,7 +15,6 @@ import random
 import sysconfig
 import tracemalloc
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -27,20 +26,6 @@ from grinta_jupyter.tools.facade import _REINDEXER
 from tests.test_attack_regions import _compiles, _mutate
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-
-
-@pytest.fixture
-def steps_taken(monkeypatch: pytest.MonkeyPatch) -> list[bool | None]:
-    """The answers ``_in_steps`` gave (None: not a case for steps)."""
-    answers: list[bool | None] = []
-    real = regions._in_steps
-
-    def counted(*args: Any) -> bool | None:
-        answers.append(real(*args))
-        return answers[-1]
-
-    monkeypatch.setattr(regions, "_in_steps", counted)
-    return answers
 
 
 def _far_apart(rng: random.Random, lines: list[str], parts: int) -> list[str]:
