@@ -23,7 +23,7 @@ import pytest
 from grinta_jupyter import Runtime
 from grinta_jupyter.code import edits, symbols
 from grinta_jupyter.code.edits import delete_symbol, insert_symbol, replace_symbol
-from grinta_jupyter.runtime import validation
+from grinta_jupyter.runtime import pyast, validation
 from grinta_jupyter.tools.facade import _REINDEXER
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -37,7 +37,7 @@ class Parses:
         self.counts: Counter[str] = Counter()
         real_parser_for = symbols.parser_for
         real_compile = validation._python
-        real_ast_parse = ast.parse
+        real_ast_parse = pyast.parse
 
         def parser_for(language: str) -> Any:
             return _CountingParser(real_parser_for(language), self)
@@ -54,7 +54,7 @@ class Parses:
         monkeypatch.setattr(edits, "parser_for", parser_for)
         monkeypatch.setattr(validation, "_python", compile_text)
         monkeypatch.setitem(validation.PARSERS, "python", compile_text)
-        monkeypatch.setattr(ast, "parse", ast_parse)
+        monkeypatch.setattr(pyast, "parse", ast_parse)
         try:
             import libcst
         except ImportError:  # pragma: no cover - libcst is a dependency today

@@ -30,13 +30,13 @@ from __future__ import annotations
 import ast
 import re
 import threading
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
 from grinta_jupyter.code.symbols import Symbol, locate_nodes
+from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.errors import ErrorCode
 from grinta_jupyter.runtime.grammars import parser_for, syntax_errors
 from grinta_jupyter.runtime.validation import added_error
@@ -754,9 +754,8 @@ def _has_body_content(closer: tree_sitter.Node) -> bool:
 
 def _parse_python(source: str) -> ast.Module:
     """``source`` parsed by the interpreter; warnings (invalid escapes) are not ours to show."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return ast.parse(source)
+    with pyast.quietly():
+        return pyast.parse(source)
 
 
 def _check_python_statements(new_source: str) -> None:

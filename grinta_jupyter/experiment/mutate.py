@@ -37,6 +37,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from grinta_jupyter.runtime import pyast
+
 Operator = Literal[
     "comparison",
     "off_by_one",
@@ -122,7 +124,7 @@ def find_mutations(source: str, path: str) -> list[Mutation]:
     if "\r" in source:  # offsets below assume "\n" line ends; such files are rare enough to skip
         return []
     try:
-        tree = ast.parse(source)
+        tree = pyast.parse(source)
         tokens = list(tokenize.generate_tokens(io.StringIO(source).readline))
     except (SyntaxError, tokenize.TokenError, ValueError):
         return []

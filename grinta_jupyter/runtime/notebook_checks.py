@@ -21,9 +21,9 @@ import ast
 import json
 import re
 import textwrap
-import warnings
 from typing import Any
 
+from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.errors import (
     NOTEBOOK_INVALID,
     SYNTAX_ERROR,
@@ -58,8 +58,7 @@ def validate_json(text: str, rel: str) -> ToolError | None:
     from nbformat.validator import ValidationError
 
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
+        with pyast.quietly():
             node = nbformat.from_dict(data)  # type: ignore[no-untyped-call]
             nbformat.validate(node, version=4)
     except ValidationError as exc:
@@ -184,15 +183,8 @@ def python_error(source: str) -> tuple[int, str] | None:
 
 def _compile_error(source: str) -> tuple[int, str] | None:
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            compile(
-                source,
-                "<cell>",
-                "exec",
-                flags=ast.PyCF_ONLY_AST | ast.PyCF_ALLOW_TOP_LEVEL_AWAIT,
-                dont_inherit=True,
-            )
+        with pyast.quietly():
+            pyast.parse(source, "<cell>", ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
     except SyntaxError as exc:
         return exc.lineno or 1, exc.msg
     except (ValueError, RecursionError, MemoryError) as exc:

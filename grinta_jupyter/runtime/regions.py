@@ -44,10 +44,10 @@ import bisect
 import hashlib
 import re
 import threading
-import warnings
 from collections import OrderedDict
 from dataclasses import dataclass, replace
 
+from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.diffs import common_affixes, line_opcodes
 
 __all__ = [
@@ -194,9 +194,8 @@ def learn(path: str, text: str) -> None:
     if not _cuttable(text, lines) or len(lines) > REGION_MAX_LEARN_LINES or known(path, text):
         return
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = ast.parse(text, path)
+        with pyast.quietly():
+            tree = pyast.parse(text, path)
             compile(tree, path, "exec", dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return
@@ -479,13 +478,11 @@ def _enclosing_class(
 def _compiled(text: str, path: str, flags: int) -> ast.Module | None:
     """The syntax tree of ``text`` when it compiles (with ``flags``), else None."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            tree = compile(text, path, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True)
+        with pyast.quietly():
+            tree = pyast.parse(text, path, flags)
             compile(tree, path, "exec", flags, dont_inherit=True)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
-    assert isinstance(tree, ast.Module)
     return tree
 
 

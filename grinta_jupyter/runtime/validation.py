@@ -29,13 +29,12 @@ import json
 import re
 import sys
 import threading
-import warnings
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from grinta_jupyter.runtime import grammars, regions
+from grinta_jupyter.runtime import grammars, pyast, regions
 from grinta_jupyter.runtime.errors import SYNTAX_ERROR, ToolError
 
 if sys.version_info >= (3, 11):
@@ -54,8 +53,7 @@ def _python(text: str, path: str, flags: int = 0) -> FirstError:
     try:
         if regions.declares_coding(text):
             source = text.encode("utf-8")
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences etc. are not our business
+        with pyast.quietly():  # invalid escape sequences etc. are not our business
             compile(source, path, "exec", flags, dont_inherit=True)
     except SyntaxError as exc:
         return exc.lineno or 1, exc.msg

@@ -19,12 +19,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 from xml.etree import ElementTree
+
+from grinta_jupyter.runtime import pyast
 
 SAMPLES_DIR = Path(__file__).resolve().parent
 # Caches and grinta's own state are never part of a workspace or its copies.
@@ -235,16 +236,9 @@ def _node_junit_outcomes(report: Path, root: Path) -> dict[str, str]:
     return outcomes
 
 
-# CPython 3.11 before 3.11.8 corrupts its AST recursion counter when two threads build Python
-# AST objects at once ("SystemError: AST constructor recursion depth mismatch", gh-106905);
-# checks run in parallel threads, so parsing is one thread at a time.
-_AST_LOCK = threading.Lock()
-
-
 def test_ids(source: str, path: str) -> set[str]:
     """Node ids of the module-level test functions in ``source`` (parameters stripped)."""
-    with _AST_LOCK:
-        tree = ast.parse(source)
+    tree = pyast.parse(source)
     return {
         f"{path}::{node.name}"
         for node in tree.body

@@ -66,6 +66,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.errors import (
     COMMAND_FAILED,
     COMMAND_TIMEOUT,
@@ -164,7 +165,7 @@ def check_code(code: str, settings: Settings) -> ToolError | None:
             "write it to a module and import it",
         )
     try:
-        ast.parse(code, "<execute>")
+        pyast.parse(code, "<execute>")
     except SyntaxError as exc:
         where = f"line {exc.lineno}: " if exc.lineno else ""
         return ToolError(
@@ -293,7 +294,7 @@ class _Run:
     def _run(self) -> None:
         before = _figure_numbers()
         try:
-            tree = ast.parse(self.code, self.filename)
+            tree = pyast.parse(self.code, self.filename)
             last = tree.body[-1] if tree.body and isinstance(tree.body[-1], ast.Expr) else None
             body = ast.Module(tree.body[:-1] if last else tree.body, type_ignores=[])
             _remember_source(self.filename, self.code)
