@@ -307,9 +307,8 @@ def _chain(text: str, seed: int, steps: int, newline: str = "\n") -> int:
         if carried is not None:
             proven += 1
             assert _fresh_layout(candidate) == carried
-            regions._store(
-                regions.fingerprint("big.py", candidate), carried
-            )  # go on from the carried one
+            # go on from the carried one
+            regions._LAYOUTS.put(regions.fingerprint("big.py", candidate), carried)
         if compiles:
             text = candidate
     return proven

@@ -43,12 +43,11 @@ import ast
 import bisect
 import hashlib
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass, replace
 
 from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.diffs import common_affixes, line_opcodes
+from grinta_jupyter.runtime.recent import Recent
 
 __all__ = [
     "REGION_MAX_LEARN_LINES",
@@ -106,13 +105,12 @@ class Layout:
     declares: bool  # a global or nonlocal statement in the module's scope
 
 
-# Keyed by fingerprints, not texts: a cache of a few large files' texts would keep megabytes.
-_LAYOUTS: OrderedDict[bytes, Layout] = OrderedDict()
-_ANSWERS: OrderedDict[tuple[bytes, bytes], bool] = OrderedDict()  # region_ok's, by (old, new)
+# Keyed by fingerprints, not texts.
+_LAYOUTS: Recent[bytes, Layout] = Recent(_KEEP)
+_ANSWERS: Recent[tuple[bytes, bytes], bool] = Recent(_KEEP)  # region_ok's, by (old, new)
 # Texts a region proved to compile although no layout was kept for them (a class's last
 # member deleted): asking whether they compile must not compile them whole.
-_PROVEN: OrderedDict[bytes, None] = OrderedDict()
-_LOCK = threading.Lock()
+_PROVEN: Recent[bytes, None] = Recent(_KEEP)
 
 
 def fingerprint(path: str, text: str) -> bytes:
@@ -131,16 +129,14 @@ def proven(path: str, text: str) -> bool:
     """Whether ``text`` (of ``path``) is known to compile: its layout is known, or a region
     proved it."""
     key = fingerprint(path, text)
-    with _LOCK:
-        return key in _PROVEN or key in _LAYOUTS
+    return key in _PROVEN or key in _LAYOUTS
 
 
 def forget() -> None:
     """Drop every layout and answer (tests start from cold caches)."""
-    with _LOCK:
-        _LAYOUTS.clear()
-        _ANSWERS.clear()
-        _PROVEN.clear()
+    _LAYOUTS.clear()
+    _ANSWERS.clear()
+    _PROVEN.clear()
 
 
 def _layout_of(path: str, text: str) -> Layout | None:
@@ -149,18 +145,7 @@ def _layout_of(path: str, text: str) -> Layout | None:
 
 
 def _layout_at(key: bytes) -> Layout | None:
-    with _LOCK:
-        layout = _LAYOUTS.get(key)
-        if layout is not None:
-            _LAYOUTS.move_to_end(key)
-        return layout
-
-
-def _store(key: bytes, layout: Layout) -> None:
-    with _LOCK:
-        _LAYOUTS[key] = layout
-        while len(_LAYOUTS) > _KEEP:
-            _LAYOUTS.popitem(last=False)
+    return _LAYOUTS.get(key, None)
 
 
 def _cuttable(text: str, lines: list[str]) -> bool:
@@ -206,7 +191,7 @@ def learn(path: str, text: str) -> None:
         (node.end_lineno or 0 for node in tree.body if _is_future_import(node)), default=0
     )
     starts, classes = _layout(tree.body, lines, 0)
-    _store(
+    _LAYOUTS.put(
         fingerprint(path, text), Layout(starts, classes, flags, future_end, _declares(tree.body))
     )
 
@@ -218,18 +203,12 @@ def region_ok(path: str, old_text: str, new_text: str) -> bool:
 
     Answers are kept (a tool checks while staging; the runtime again before commit)."""
     key = (fingerprint(path, old_text), fingerprint(path, new_text))
-    with _LOCK:
-        answer = _ANSWERS.get(key)
+    answer = _ANSWERS.get(key, None)
     if answer is None:
         answer = _region_ok(path, old_text, new_text, key[0], key[1], steps=True)
-        with _LOCK:
-            _ANSWERS[key] = answer
-            while len(_ANSWERS) > _KEEP:
-                _ANSWERS.popitem(last=False)
-            if answer and key[1] not in _LAYOUTS:
-                _PROVEN[key[1]] = None
-                while len(_PROVEN) > _KEEP:
-                    _PROVEN.popitem(last=False)
+        _ANSWERS.put(key, answer)
+        if answer and key[1] not in _LAYOUTS:
+            _PROVEN.put(key[1], None)
     return answer
 
 
@@ -336,7 +315,7 @@ def _module_region(
         return False
     body = tree.body
     starts, classes = _layout(body, new_lines, a)
-    _store(
+    _LAYOUTS.put(
         new_key,
         Layout(
             (
@@ -439,7 +418,7 @@ def _class_region(
         or _start(members[0], new_lines, a - 1, cls.indent) is not None
     ):
         classes[start] = edited
-    _store(
+    _LAYOUTS.put(
         new_key,
         Layout(
             tuple(s if s <= start else s + delta for s in layout.starts),

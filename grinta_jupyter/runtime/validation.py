@@ -25,17 +25,17 @@ adds no error tree-sitter can see. Suffixes are matched ignoring case
 
 from __future__ import annotations
 
+import enum
 import json
 import re
 import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
 from grinta_jupyter.runtime import grammars, pyast, regions
 from grinta_jupyter.runtime.errors import SYNTAX_ERROR, ToolError
+from grinta_jupyter.runtime.recent import Recent
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -220,9 +220,13 @@ def language_of(path: str) -> str | None:
 
 # First errors by (language, fingerprint of path and text): the digest, not the text, so
 # that the cache stays small however large the files (256 texts of 8 MB would be 2 GB).
-_ERRORS: OrderedDict[tuple[str, bytes], FirstError] = OrderedDict()
-_ERRORS_KEPT = 256
-_ERRORS_LOCK = threading.Lock()
+_ERRORS: Recent[tuple[str, bytes], FirstError] = Recent(256)
+
+
+class _Unchecked(enum.Enum):
+    """What ``_ERRORS`` answers for a text not checked yet (None means "no error")."""
+
+    TEXT = 0
 
 
 def first_error(path: str, text: str, language: str | None = None) -> FirstError:
@@ -235,22 +239,17 @@ def first_error(path: str, text: str, language: str | None = None) -> FirstError
     if language is None:
         return None
     key = (language, regions.fingerprint(path, text))
-    with _ERRORS_LOCK:
-        if key in _ERRORS:
-            _ERRORS.move_to_end(key)
-            return _ERRORS[key]
+    known = _ERRORS.get(key, _Unchecked.TEXT)
+    if known is not _Unchecked.TEXT:
+        return known
     error = _first_error(language, path, text)
-    with _ERRORS_LOCK:
-        _ERRORS[key] = error
-        while len(_ERRORS) > _ERRORS_KEPT:
-            _ERRORS.popitem(last=False)
+    _ERRORS.put(key, error)
     return error
 
 
 def forget() -> None:
     """Drop every cached answer (tests start from cold caches)."""
-    with _ERRORS_LOCK:
-        _ERRORS.clear()
+    _ERRORS.clear()
     regions.forget()
 
 
