@@ -273,11 +273,15 @@ def _draw(bar: ModelBarWidget, ollama: Probe | None, server: Probe | None) -> No
 
 
 def _refresh(source: ModelBarWidget | None, status: str) -> None:
-    """Redraw every live bar; ``status`` goes on the one that was acted on."""
+    """Redraw every live bar; ``status`` goes on the one that was acted on, in the same
+    message as its redraw (the page never shows the new choice beside the old status)."""
     cached = _probed
     for bar in list(_bars):
-        _draw(bar, cached[2] if cached else None, cached[3] if cached else None)
-    if source is not None:
+        with bar.hold_sync():
+            _draw(bar, cached[2] if cached else None, cached[3] if cached else None)
+            if bar is source:
+                bar.status = _redacted(status)
+    if source is not None and source not in _bars:
         source.status = _redacted(status)
 
 
