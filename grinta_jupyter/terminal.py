@@ -29,9 +29,11 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -80,10 +82,12 @@ def _run_until_done(session: Session, driver: Coroutine[Any, Any, None]) -> bool
     Not ``asyncio.run``: its Ctrl-C handler cancels the task instead of raising,
     which a blocking prompt never sees. Here Ctrl-C raises where it lands (the
     prompt, the model call), the session is stopped, and what is still running
-    is cancelled and waited for.
+    is cancelled and waited for. Where it lands in code that swallows exceptions (a
+    finalizer, a library's "exception ignored"), ``_CtrlC`` raises it again from the loop.
     """
     loop = asyncio.new_event_loop()
     task = loop.create_task(driver)
+    ctrl_c = _CtrlC(loop)
     try:
         loop.run_until_complete(task)
         return True
@@ -96,6 +100,7 @@ def _run_until_done(session: Session, driver: Coroutine[Any, Any, None]) -> bool
             session.stop("internal error")
         raise
     finally:
+        ctrl_c.close()
         try:
             if task.done() and not task.cancelled():
                 task.exception()  # seen here, so asyncio does not log it again
@@ -108,6 +113,42 @@ def _run_until_done(session: Session, driver: Coroutine[Any, Any, None]) -> bool
             loop.run_until_complete(loop.shutdown_default_executor())
         finally:
             loop.close()
+
+
+class _CtrlC:
+    """Ctrl-C that cannot be lost: the first SIGINT is remembered as well as raised, and
+    a loop callback raises KeyboardInterrupt again while one is remembered (asyncio lets
+    KeyboardInterrupt out of callbacks). Only in the main thread, and only over Python's
+    own handler; ``close`` puts that back."""
+
+    TICK_S = 0.2
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.pressed = False
+        self._tick: asyncio.TimerHandle | None = None
+        self._installed = (
+            threading.current_thread() is threading.main_thread()
+            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        )
+        if self._installed:
+            signal.signal(signal.SIGINT, self._on_signal)
+            self._tick = loop.call_later(self.TICK_S, self._check, loop)
+
+    def _on_signal(self, signum: int, frame: object) -> None:
+        self.pressed = True
+        raise KeyboardInterrupt
+
+    def _check(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._tick = loop.call_later(self.TICK_S, self._check, loop)
+        if self.pressed:
+            self.pressed = False  # raised once more; a swallowed one is raised again
+            raise KeyboardInterrupt
+
+    def close(self) -> None:
+        if self._tick is not None:
+            self._tick.cancel()
+        if self._installed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 async def _drive(session: Session, console: Console) -> None:
