@@ -11,7 +11,8 @@ while staging (``edit_symbols``) and the runtime's check before commit parse
 it once; in a Python file of 1,000 lines or more, an edit of a file known to
 compile compiles only the definitions it touched (top-level ones, or the
 members of one top-level class) once its layout is known (``runtime/regions.py``
-says how, and why the answer is the whole file's).
+says how, and why the answer is the whole file's); a whole-file compile of a large
+text is made in two halves at once, one in a helper process (``runtime/halves.py``).
 
 JSON is strict: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
 ``json.loads`` accepts) are errors, and so is a key repeated in one object
@@ -33,7 +34,7 @@ from collections.abc import Callable
 from pathlib import PurePosixPath
 from typing import Any
 
-from grinta_jupyter.runtime import grammars, pyast, regions
+from grinta_jupyter.runtime import grammars, halves, pyast, regions
 from grinta_jupyter.runtime.errors import SYNTAX_ERROR, ToolError
 from grinta_jupyter.runtime.recent import Recent
 
@@ -53,6 +54,8 @@ def _python(text: str, path: str, flags: int = 0) -> FirstError:
     try:
         if regions.declares_coding(text):
             source = text.encode("utf-8")
+        elif not flags and halves.compiles(text):  # two halves at once, here and in a helper
+            return None
         with pyast.quietly():  # invalid escape sequences etc. are not our business
             compile(source, path, "exec", flags, dont_inherit=True)
     except SyntaxError as exc:
