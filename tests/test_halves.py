@@ -37,13 +37,11 @@ def _whole_ok(text: str) -> bool:
 
 
 def _ask(text: str, tries: int = 40) -> bool:
-    """``halves.compiles``, retried while the helper is still starting (the first call that
-    finds none starts one and answers False)."""
+    """``halves.compiles``, retried while the helper is still starting (a call that finds
+    none starts one and answers False, and so do calls before it has said it is up)."""
     for _ in range(tries):
         if halves.compiles(text):
             return True
-        if halves._HELPER._process is not None and halves._HELPER._process.poll() is None:
-            return halves.compiles(text)
         time.sleep(0.05)
     return False
 

@@ -53,6 +53,7 @@ import subprocess
 import sys
 import threading
 import unicodedata
+from collections.abc import Iterator
 
 from grinta_jupyter.runtime import pyast, regions
 
@@ -61,6 +62,9 @@ _SHARE = 0.5  # where the cut is sought: the first half is compiled here
 _PATIENCE = 5.0  # seconds to wait for the helper's answer
 _RESTARTS = 3
 _PIPE_BYTES = 1 << 20  # asked of the OS for the pipe to the helper (F_SETPIPE_SZ)
+_MIN_HEADROOM = 100  # frames left below which the helper is not asked
+_MAX_HEADROOM = 4_000  # frames the helper is allowed at most (3x as many levels of nesting)
+_HEAD_WIDTHS = (8, 4, 4, 4)  # a half's size, its compile flags, frames and digits allowed
 
 _CUT = re.compile(r"\n\r?\n(?=(?:def|class|async[ \t]+def)[ \t]|@)")
 # The rest of a global statement's logical line: it holds no brackets, strings or comments,
@@ -88,10 +92,16 @@ def compiles(text: str) -> bool:
         payload = (_uses_of_globals(second) + second).encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: the whole compile says where
         return False
-    ask = _HELPER.send(payload, flags)
-    if ask is None:
+    headroom, digits = _headroom(), sys.get_int_max_str_digits()
+    if headroom < _MIN_HEADROOM or digits >= 1 << 31:
         return False
-    with ask:
+    # The helper compiles as this thread would: no deeper (the compiler's nesting budget is
+    # three times the frames left; a whole compile runs one frame below this one), and with
+    # this process's limit on the digits of an integer literal.
+    head = _head(len(payload), flags, headroom - 2, digits)
+    with _HELPER.asking(head, payload) as ask:
+        if ask is None:
+            return False
         try:
             with pyast.quietly():
                 code = compile(first, "<first half>", "exec", dont_inherit=True)
@@ -100,6 +110,24 @@ def compiles(text: str) -> bool:
         # The features the whole file has are the first half's: the second was compiled
         # with the ones guessed from its text, so a wrong guess proves nothing.
         return code.co_flags & _FUTURE_MASK == flags and ask.ok()
+
+
+def _head(size: int, flags: int, budget: int, digits: int) -> bytes:
+    return b"".join(
+        value.to_bytes(width, "little")
+        for value, width in zip((size, flags, budget, digits), _HEAD_WIDTHS, strict=True)
+    )
+
+
+def _headroom(depth: int = 0) -> int:
+    """How many more frames this thread can enter before RecursionError, up to
+    ``_MAX_HEADROOM`` (about 0.3 ms for a thousand)."""
+    if depth >= _MAX_HEADROOM:
+        return depth
+    try:
+        return _headroom(depth + 1)
+    except RecursionError:
+        return depth
 
 
 def _cut(text: str) -> int | None:
@@ -142,7 +170,8 @@ def _uses_of_globals(text: str) -> str:
             if keyword.iskeyword(name):
                 continue  # not a name either: a statement cannot declare it
             names[name] = None
-        start = text.find("global", end)
+        # A ``global`` inside that tail ends where it does: it adds no name.
+        start = text.find("global", tail.end())
     return "".join(f"{name}\n" for name in names)
 
 
@@ -155,16 +184,27 @@ _CHILD = r"""
 import signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
 source, answer = sys.stdin.buffer, sys.stdout.buffer
+answer.write(sys.hexversion.to_bytes(4, "little"))
+answer.flush()
+def headroom(depth=0):
+    try:
+        return headroom(depth + 1)
+    except RecursionError:
+        return depth
 while True:
-    head = source.read(12)
-    if len(head) < 12:
+    head = source.read(20)
+    if len(head) < 20:
         break
-    size, flags = int.from_bytes(head[:8], "little"), int.from_bytes(head[8:], "little")
+    size, flags, budget, digits = (
+        int.from_bytes(head[a:b], "little") for a, b in ((0, 8), (8, 12), (12, 16), (16, 20))
+    )
     data = source.read(size)
     if len(data) < size:
         break
     ok = False
     try:
+        sys.set_int_max_str_digits(digits)
+        sys.setrecursionlimit(sys.getrecursionlimit() - headroom() + budget)
         compile(data.decode("utf-8"), "<second half>", "exec", flags, dont_inherit=True)
         ok = True
     except Exception:
@@ -175,29 +215,23 @@ while True:
 
 
 class _Ask:
-    """One half sent to the helper: ``ok()`` waits for its answer. Leaving the ``with``
-    block reads the answer if nobody did (the next caller must not read this one's) and
-    lets the next caller in."""
+    """A half sent to the helper, whose answer is pending until ``ok()`` reads it."""
 
     def __init__(self, helper: _Helper, process: subprocess.Popen[bytes]) -> None:
         self._helper, self._process = helper, process
-        self._answer: bool | None = None
-        self._read = False
+        self.pending = True  # from before its first byte is written
+        self._answer = False
 
     def ok(self) -> bool:
-        if not self._read:
-            self._read = True
-            self._answer = self._helper.answer(self._process)
-        return bool(self._answer)
-
-    def __enter__(self) -> _Ask:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        try:
-            self.ok()
-        finally:
-            self._helper.release()
+        if self.pending:
+            try:
+                self._answer = self._helper.answer(self._process)
+            except BaseException:  # interrupted while waiting: the answer must never be read
+                self._helper.stop()
+                raise
+            finally:
+                self.pending = False
+        return self._answer
 
 
 class _Helper:
@@ -206,57 +240,83 @@ class _Helper:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
+        self._checked = False  # its first bytes said it runs this very Python
         self._capacity = 0  # what the pipe to the helper holds
         self._starts = 0
 
-    def send(self, payload: bytes, flags: int) -> _Ask | None:
-        """Send a half, or None (helper busy, not started yet, gone, or the half too large
-        for its pipe): then compile whole."""
+    @contextlib.contextmanager
+    def asking(self, head: bytes, payload: bytes) -> Iterator[_Ask | None]:
+        """Send a half; yields its ``_Ask``, or None (helper busy, not started or not up
+        yet, gone, or the half too large for its pipe): then compile whole. On the way out
+        the answer is read if nobody did; an exception with the answer still to come stops
+        the helper, so that no later caller reads it as its own."""
         if not self._lock.acquire(blocking=False):
-            return None
+            yield None
+            return
+        ask: _Ask | None = None
         try:
-            process = self._running()
-            if process is None or len(payload) + 12 > self._capacity:
-                self._lock.release()
-                return None
-            assert process.stdin is not None
-            head = len(payload).to_bytes(8, "little") + flags.to_bytes(4, "little")
-            process.stdin.write(head + payload)  # fits in the pipe: never blocks
-            process.stdin.flush()
-        except OSError:  # it died: start again next time
-            self._stop()
-            self._lock.release()
-            return None
+            process = self._ready(len(head) + len(payload))
+            if process is not None:
+                ask = _Ask(self, process)
+                if not self._write(process, head + payload):
+                    ask = None
+            yield ask
+            if ask is not None:
+                ask.ok()
         except BaseException:
-            self._lock.release()
+            if ask is not None and ask.pending:
+                self.stop()
             raise
-        return _Ask(self, process)
+        finally:
+            self._lock.release()
 
     def answer(self, process: subprocess.Popen[bytes]) -> bool:
         """The helper's answer to the half it was sent (False on silence or death)."""
         assert process.stdout is not None
+        fd = process.stdout.fileno()
         try:
-            ready, _, _ = select.select([process.stdout], [], [], _PATIENCE)
-            byte = os.read(process.stdout.fileno(), 1) if ready else b""
-        except (OSError, ValueError):
+            byte = os.read(fd, 1) if _readable(fd, _PATIENCE) else b""
+        except OSError:
             byte = b""
         if byte not in (b"0", b"1"):
-            self._stop()  # silent or dead: a half-read answer must not reach the next caller
+            self.stop()  # silent or dead: a late answer must not reach the next caller
             return False
         return byte == b"1"
 
-    def release(self) -> None:
-        self._lock.release()
+    def _ready(self, size: int) -> subprocess.Popen[bytes] | None:
+        """The live helper when it can take ``size`` bytes now; None while there is none
+        (after starting one for next time), while it has not said which Python it runs,
+        or when it runs another (never asked again)."""
+        process = self._process
+        if process is None or process.poll() is not None:
+            self.stop()
+            if self._starts < _RESTARTS and sys.executable:
+                self._starts += 1
+                self._start()
+            return None  # a fresh helper is used from a later call on
+        if not self._checked:
+            assert process.stdout is not None
+            fd = process.stdout.fileno()
+            if not _readable(fd, 0):
+                return None  # still starting
+            if os.read(fd, 4) != sys.hexversion.to_bytes(4, "little"):
+                self.stop()
+                self._starts = _RESTARTS  # another interpreter, or one that died: not again
+                return None
+            self._checked = True
+        return process if size <= self._capacity else None
 
-    def _running(self) -> subprocess.Popen[bytes] | None:
-        """The live helper; None while there is none, after starting one for next time."""
-        if self._process is not None and self._process.poll() is None:
-            return self._process
-        self._stop()
-        if self._starts < _RESTARTS and sys.executable:
-            self._starts += 1
-            self._start()
-        return None  # a fresh helper is used from the next call on
+    def _write(self, process: subprocess.Popen[bytes], data: bytes) -> bool:
+        """Send ``data`` (it fits in the pipe: this never blocks); False when the helper
+        is gone."""
+        assert process.stdin is not None
+        try:
+            process.stdin.write(data)
+            process.stdin.flush()
+        except OSError:
+            self.stop()
+            return False
+        return True
 
     def _start(self) -> None:
         env = {key: os.environ[key] for key in ("PATH", "LD_LIBRARY_PATH") if key in os.environ}
@@ -274,9 +334,10 @@ class _Helper:
             return
         assert process.stdin is not None
         self._capacity = _capacity(process.stdin.fileno())
-        self._process = process
+        self._process, self._checked = process, False
 
-    def _stop(self) -> None:
+    def stop(self) -> None:
+        """Kill the helper (a later call starts another, within ``_RESTARTS``)."""
         process, self._process = self._process, None
         if process is None:
             return
@@ -293,10 +354,18 @@ class _Helper:
         """Stop the helper (at exit), even if a thread is stuck holding it."""
         locked = self._lock.acquire(timeout=1)
         try:
-            self._stop()
+            self.stop()
         finally:
             if locked:
                 self._lock.release()
+
+
+def _readable(fd: int, seconds: float) -> bool:
+    """Whether ``fd`` has bytes (or its end) to read within ``seconds`` (``poll``: no limit
+    on descriptor numbers, unlike ``select``)."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(int(seconds * 1000)))
 
 
 def _capacity(fd: int) -> int:
