@@ -22,7 +22,9 @@ import pytest
 from grinta_jupyter.runtime import halves
 
 MARK = "\n\ndef marker():\n    pass\n"
-EARLY_FUNCTIONS = LATE_FUNCTIONS = 180  # about 12,500 characters a side: just over the minimum
+EARLY_FUNCTIONS = LATE_FUNCTIONS = (
+    180  # about 12,500 characters a side (the tests lower the minimum)
+)
 
 
 def _filler(tag: str, functions: int) -> str:
@@ -71,7 +73,10 @@ def _proven(text: str) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_helper() -> Iterator[None]:
+def _fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Texts of a few tens of thousands of characters keep the tests quick; what is proven
+    # does not depend on the size (test_halves.py checks the real threshold).
+    monkeypatch.setattr(halves, "SPLIT_MIN_CHARS", 20_000)
     halves._HELPER.close()
     halves._HELPER = halves._Helper()
     yield

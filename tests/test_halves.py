@@ -47,7 +47,10 @@ def _ask(text: str, tries: int = 40) -> bool:
 
 
 @pytest.fixture(autouse=True)
-def _fresh_helper() -> Iterator[None]:
+def _fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    # Texts of a few tens of thousands of characters keep the tests quick; what is proven
+    # does not depend on the size (test_halves.py checks the real threshold).
+    monkeypatch.setattr(halves, "SPLIT_MIN_CHARS", 20_000)
     halves._HELPER.close()
     halves._HELPER = halves._Helper()
     yield
@@ -249,9 +252,20 @@ def test_a_string_across_the_cut_is_not_cut() -> None:
     assert not halves.compiles(text)  # its first half ends inside the string
 
 
-def test_small_texts_start_no_helper() -> None:
-    assert not halves.compiles(_filler("small", 20))
+def test_small_texts_start_no_helper(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.undo()  # the real threshold
+    assert len(_file("", "")) < halves.SPLIT_MIN_CHARS
+    assert not halves.compiles(_file("", ""))
     assert halves._HELPER._process is None
+    assert _ask((STDLIB / "tarfile.py").read_text())  # over it
+
+
+def test_the_features_are_guessed_from_the_import_not_from_words() -> None:
+    """inspect.py names ``__future__`` and ``annotations`` without importing the feature:
+    the guess must not be fooled into a mismatch (which would only cost speed)."""
+    text = _file("CO_FUTURE = '__future__ annotations'\n", "")
+    assert _ask(text)
+    assert _ask((STDLIB / "inspect.py").read_text())
 
 
 # -- the helper process ---------------------------------------------------------------------

@@ -57,7 +57,8 @@ from collections.abc import Iterator
 
 from grinta_jupyter.runtime import pyast, regions
 
-SPLIT_MIN_CHARS = 24_000  # below it (about 600 lines) a half saves less than the pipe costs
+# Below it (about 1,500 lines) waking the helper costs what the half saves, on this VM.
+SPLIT_MIN_CHARS = 60_000
 _SHARE = 0.5  # where the cut is sought: the first half is compiled here
 _PATIENCE = 5.0  # seconds to wait for the helper's answer
 _RESTARTS = 3
@@ -70,6 +71,11 @@ _CUT = re.compile(r"\n\r?\n(?=(?:def|class|async[ \t]+def)[ \t]|@)")
 # The rest of a global statement's logical line: it holds no brackets, strings or comments,
 # and may go on over backslash continuations.
 _GLOBAL_TAIL = re.compile(r"(?:[^\n\r;#\\]|\\(?:\r\n|\r|\n))*")
+# The usual spelling of the one feature that changes what is valid (a guess: the first half's
+# own code object checks it).
+_IMPORTS_ANNOTATIONS = re.compile(
+    r"^from[ \t]+__future__[ \t]+import[ \t][^\n#]*\bannotations\b", re.MULTILINE
+)
 _NAME = re.compile(r"[A-Za-z0-9_\x80-\U0010ffff]+")  # the characters a NAME token may hold
 
 _ANNOTATIONS = 0x1000000  # CO_FUTURE_ANNOTATIONS
@@ -87,7 +93,7 @@ def compiles(text: str) -> bool:
     first, second = text[:cut], text[cut:]
     if _mentions_future(second):
         return False
-    flags = _ANNOTATIONS if _mentions_future(first) and "annotations" in first else 0
+    flags = _ANNOTATIONS if _IMPORTS_ANNOTATIONS.search(first) else 0
     try:
         payload = (_uses_of_globals(second) + second).encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: the whole compile says where
