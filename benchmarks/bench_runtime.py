@@ -25,6 +25,9 @@ The edits:
   ``insert_after``: a small new function after one; ``delete``: a function removed;
 - ``create``: a new file holding the whole module.
 
+``--no-halves`` compiles large texts whole in this process, as releases before the helper
+process did (``runtime/halves.py``), to see what it saves.
+
 Goals (issue 13): edit_symbols p95 within 2x of replace_string's on the same
 file, and every tool's p95 at most 25 ms on files up to 3,000 lines.
 """
@@ -49,6 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from grinta_jupyter import Runtime  # noqa: E402
 from grinta_jupyter.code.symbols import Symbol, extract_symbols  # noqa: E402
+from grinta_jupyter.runtime import halves  # noqa: E402
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # (label, source file, name in the workspace)
@@ -238,8 +242,17 @@ def main() -> None:
     )
     parser.add_argument("--files", default="", help="only files whose label contains this")
     parser.add_argument("--tools", default="", help="only tools whose name contains this")
+    parser.add_argument(
+        "--no-halves",
+        action="store_true",
+        help="compile large texts whole, never in two halves with the helper process "
+        "(runtime/halves.py): what that saves",
+    )
     options = parser.parse_args()
     repeats, pause = options.repeats, options.pause
+    if options.no_halves:
+        halves.compiles = lambda text: False
+        print("whole-file compiles: in this process only (--no-halves)")
     print(f"pause between calls: {pause} s; load average {os.getloadavg()[0]:.2f}")
     print(f"{'file':<10} {'tool':<26} {'p50 ms':>8} {'p95 ms':>8} {'cpu p50':>8}")
     results: dict[tuple[str, str], tuple[float, float]] = {}
