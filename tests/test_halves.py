@@ -14,6 +14,7 @@ import contextlib
 import os
 import random
 import signal
+import sys
 import sysconfig
 import threading
 import time
@@ -391,3 +392,25 @@ def test_a_forked_child_does_not_use_its_parents_helper() -> None:
     assert answer == b"fresh"
     assert halves._HELPER._process is not None and halves._HELPER._process.pid == parent_pid
     assert halves.compiles(text)
+
+
+def test_a_traced_thread_is_not_probed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Counting the frames left recurses until RecursionError; under a debugger's tracer the
+    error could be raised inside the tracer and switch it off. So a traced thread compiles
+    whole, and its tracer keeps running."""
+    text = _file("", "")
+    assert _ask(text)
+    calls: list[str] = []
+
+    def tracer(frame: object, event: str, arg: object) -> object:
+        calls.append(event)
+        return None
+
+    previous = sys.gettrace()
+    sys.settrace(tracer)  # type: ignore[arg-type]
+    try:
+        said = halves.compiles(text)
+        still = sys.gettrace() is tracer
+    finally:
+        sys.settrace(previous)
+    assert not said and still and calls

@@ -31,14 +31,22 @@ Why two halves that compile make a whole that compiles, and what is kept out:
 - A text declaring a coding (``compile`` reads such a file's bytes by it), holding a
   character UTF-8 cannot encode, or with no cut near its middle is compiled whole.
 
-The helper is a plain ``python -I -S -W ignore`` started on first use (that first compile is made
-here, whole, not waiting for it), in a session of its own and deaf to Ctrl-C, which reads
-a half from a pipe and answers one byte. A second half never exceeds what the pipe holds,
-so sending one never blocks; an answer that does not come within ``_PATIENCE`` seconds
-kills the helper, and a helper that died is started again at most ``_RESTARTS`` times.
-One caller at a time uses it; another thread meanwhile compiles whole. A forked child starts
-a helper of its own. The helper exits when this process closes its pipe (at exit, or when it
-dies).
+The helper compiles as the calling thread would: with no more frames left than it has
+(the compiler allows three levels of nesting per frame left; the frames are counted by
+recursing until RecursionError, which is not done under a tracer or profiler, since it
+would switch a debugger's off: then the text is compiled whole) and with this process's
+limit on the digits of an integer literal.
+
+The helper is a plain ``python -I -S -W ignore``, started on first use (that first compile
+is made here, whole, not waiting for it), in a session of its own and deaf to Ctrl-C. Its
+first bytes say which Python it is (another one is never asked); then it reads a half from
+a pipe and answers one byte. A second half never exceeds what the pipe holds, so sending
+one never blocks; an answer that does not come within ``_PATIENCE`` seconds, or an
+exception (Ctrl-C) while one is due, kills the helper, so that no later caller reads that
+answer as its own; a helper that died is started again at most ``_RESTARTS`` times. One
+caller at a time uses it; another thread meanwhile compiles whole. A forked child starts a
+helper of its own. The helper exits when this process closes its pipe (at exit, or when
+it dies).
 """
 
 from __future__ import annotations
@@ -127,7 +135,10 @@ def _head(size: int, flags: int, budget: int, digits: int) -> bytes:
 
 def _headroom(depth: int = 0) -> int:
     """How many more frames this thread can enter before RecursionError, up to
-    ``_MAX_HEADROOM`` (about 0.3 ms for a thousand)."""
+    ``_MAX_HEADROOM`` (about 0.3 ms for a thousand); 0 under a tracer or a profiler (the
+    RecursionError could be raised inside it, which switches it off)."""
+    if not depth and (sys.gettrace() is not None or sys.getprofile() is not None):
+        return 0
     if depth >= _MAX_HEADROOM:
         return depth
     try:
