@@ -470,6 +470,12 @@ def test_a_window_without_the_extension_does_not_hide_unsaved_work(
         page.keyboard.type("# typed\n")
         assert _dirty(page, SCRIPT)
         page.evaluate(SILENT_JS, host)
+        # connectTo returns before its socket is open: a question asked before then never
+        # reaches the silent page (seen once in CI under load).
+        page.wait_for_function(
+            "() => window.grintaSilent.connection.connectionStatus === 'connected'",
+            timeout=30_000,
+        )
         ask = (
             "print(json.dumps(await asyncio.to_thread(docs.unsaved, ['util.py', 'target.ipynb'])))"
         )
