@@ -414,3 +414,24 @@ def test_a_traced_thread_is_not_probed(monkeypatch: pytest.MonkeyPatch) -> None:
     finally:
         sys.settrace(previous)
     assert not said and still and calls
+
+
+@pytest.mark.skipif(
+    not hasattr(os, "sched_setaffinity") or len(os.sched_getaffinity(0)) < 2,
+    reason="keeping the helper off a CPU needs Linux and two CPUs",
+)
+def test_the_helper_is_kept_off_the_callers_cpu() -> None:
+    """Woken by a write to its pipe, the helper would be drawn to the writer's CPU and the two
+    halves would share it; each ask lets it run anywhere but where the caller is now."""
+    text = _file("", "")
+    allowed = os.sched_getaffinity(0)
+    pid = _helper_pid()
+    try:
+        for cpu in sorted(allowed)[:2]:
+            os.sched_setaffinity(0, {cpu})  # this thread, on that CPU only
+            assert halves._current_cpu() == cpu
+            assert halves.compiles(text)
+            assert os.sched_getaffinity(pid) == allowed - {cpu}
+    finally:
+        os.sched_setaffinity(0, allowed)
+    assert halves._HELPER._process is not None and halves._HELPER._process.pid == pid
