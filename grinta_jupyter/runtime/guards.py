@@ -238,27 +238,12 @@ def check_placeholder(
     return None
 
 
-# A line whose first character after its leading whitespace is in _MAY_OPEN (``\s`` is what
-# ``str.strip`` strips).
-_MAY_OPEN_LINE = re.compile(r"^[^\S\n]*[#/{<(\-;%*\[.…]", re.MULTILINE)
-
-
-def _may_open(added_lines: Sequence[tuple[int, str]]) -> Sequence[tuple[int, str]]:
-    """The added lines ``_placeholder`` can call placeholders (the first character test), found
-    by one search over them all instead of a call per line: a new file of thousands of lines
-    has a few hundred comments."""
-    if len(added_lines) < 64:
-        return added_lines
-    text = "\n".join(line for _, line in added_lines)
-    if text.count("\n") != len(added_lines) - 1:
-        return added_lines  # a line holds a newline: the search's lines are not these
-    found: list[tuple[int, str]] = []
-    index = position = 0
-    for match in _MAY_OPEN_LINE.finditer(text):
-        index += text.count("\n", position, match.start())
-        position = match.start()
-        found.append(added_lines[index])
-    return found
+def _may_open(added_lines: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
+    """The added lines ``_placeholder`` can call placeholders: those whose first character
+    after their leading whitespace is in ``_MAY_OPEN`` (a new file of thousands of lines has
+    a few hundred such; one pass with ``str.lstrip`` is about four times faster than a
+    multi-line regex over them joined)."""
+    return [item for item in added_lines if item[1].lstrip()[:1] in _MAY_OPEN]
 
 
 def _hinted(lines: Sequence[tuple[int, str]]) -> Sequence[tuple[int, str]]:
@@ -558,16 +543,22 @@ def _comments_may_refuse(text: str, newlines: int) -> bool:
     ``check_serialized`` refuse it: more of them than ``newlines``, or a comment holding two,
     one of them a line break (a packed line). In such code an escape outside strings can
     only be in a comment, which starts at or after a line's first ``#``: the escapes counted
-    from there on are at least those the scan would count."""
+    from there on are at least those the scan would count. Only lines holding a backslash
+    are looked at (found with ``str.find``, not line by line)."""
     total = 0
-    for line in text.split("\n"):
+    at = text.find("\\")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        end = len(text) if end < 0 else end
+        line = text[start:end]
         hash_at = line.find("#")
-        if hash_at < 0 or line.find("\\", hash_at) < 0:
-            continue
-        found = _ESCAPE_PAIR.findall(line, hash_at)
-        total += len(found)
-        if total > newlines or (len(found) >= 2 and any(e[1] in "nr" for e in found)):
-            return True
+        if hash_at >= 0 and line.find("\\", hash_at) >= 0:
+            found = _ESCAPE_PAIR.findall(line, hash_at)
+            total += len(found)
+            if total > newlines or (len(found) >= 2 and any(e[1] in "nr" for e in found)):
+                return True
+        at = text.find("\\", end)
     return False
 
 

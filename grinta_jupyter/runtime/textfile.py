@@ -75,6 +75,11 @@ def split_lines(text: str) -> list[str]:
     return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
+def line_count(text: str) -> int:
+    """``len(split_lines(text))``, without making the lines."""
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
 def line_numbers(text: str, offsets: Iterable[int]) -> list[int]:
     """1-based line numbers of ascending ``offsets``: newlines are counted once, not per offset."""
     numbers = []

@@ -13,7 +13,7 @@ from grinta_jupyter.runtime.errors import (
     fail,
 )
 from grinta_jupyter.runtime.resolution import Resolution
-from grinta_jupyter.runtime.textfile import split_lines
+from grinta_jupyter.runtime.textfile import line_count
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
 
@@ -44,7 +44,7 @@ def stage(args: CreateArgs, ctx: ToolContext) -> WriteResult:
             "-byte limit for files the agent writes",
         )
     staged.text = args.content
-    return WriteResult(f"created {staged.rel} ({len(split_lines(args.content))} lines)")
+    return WriteResult(f"created {staged.rel} ({line_count(args.content)} lines)")
 
 
 def _add_definition(args: CreateArgs, ctx: ToolContext, into: str) -> WriteResult:
