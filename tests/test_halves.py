@@ -255,8 +255,9 @@ def test_a_string_across_the_cut_is_not_cut() -> None:
 
 def test_small_texts_start_no_helper(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()  # the real threshold
-    assert len(_file("", "")) < halves.SPLIT_MIN_CHARS
-    assert not halves.compiles(_file("", ""))
+    small = _filler("early", 150) + "\n\ndef marker():\n    pass\n" + _filler("late", 150)
+    assert halves._cut(small) is not None and len(small) < halves.SPLIT_MIN_CHARS
+    assert not halves.compiles(small)
     assert halves._HELPER._process is None
     assert _ask((STDLIB / "tarfile.py").read_text())  # over it
 

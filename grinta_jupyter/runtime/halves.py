@@ -66,8 +66,9 @@ from collections.abc import Iterator
 
 from grinta_jupyter.runtime import pyast, regions
 
-# Below it (about 1,500 lines) waking the helper costs what the half saves, on this VM.
-SPLIT_MIN_CHARS = 60_000
+# Below it (about 1,000 lines) the helper's round trip costs what the half saves, on the VM
+# of docs/speed.md (60,000 before the helper was kept off the caller's CPU).
+SPLIT_MIN_CHARS = 36_000
 _SHARE = 0.5  # where the cut is sought: the first half is compiled here
 _PATIENCE = 5.0  # seconds to wait for the helper's answer
 _RESTARTS = 3
