@@ -263,7 +263,7 @@ class _Helper:
         self._capacity = 0  # what the pipe to the helper holds
         self._starts = 0
         self._away_from: int | None = None  # the CPU the helper was last kept off
-        self._cpus: set[int] = set()  # the CPUs it was started with
+        self._cpus: set[int] = set()  # the CPUs it may run on (see ``_start``)
 
     @contextlib.contextmanager
     def asking(self, head: bytes, payload: bytes) -> Iterator[_Ask | None]:
@@ -329,7 +329,7 @@ class _Helper:
         return process if size <= self._capacity else None
 
     def _keep_off_this_cpu(self, process: subprocess.Popen[bytes]) -> None:
-        """Let the helper run on every CPU it was started with but the one this thread is on.
+        """Let the helper run on every CPU it may use but the one this thread is on.
 
         Waking a process by writing to its pipe draws it to the writer's CPU (Linux favours
         that for a reader that will answer at once), so both halves would share one CPU until
@@ -376,8 +376,8 @@ class _Helper:
         assert process.stdin is not None
         self._capacity = _capacity(process.stdin.fileno())
         self._process, self._checked, self._away_from = process, False, None
-        try:
-            self._cpus = os.sched_getaffinity(process.pid)
+        try:  # the starting thread's CPUs, and the main thread's if that one was pinned
+            self._cpus = os.sched_getaffinity(process.pid) | os.sched_getaffinity(os.getpid())
         except (AttributeError, OSError):  # not Linux: it is never kept off a CPU
             self._cpus = set()
 
