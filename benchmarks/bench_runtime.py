@@ -52,7 +52,11 @@ sys.path.insert(0, str(REPO))
 
 from grinta_jupyter import Runtime  # noqa: E402
 from grinta_jupyter.code.symbols import Symbol, extract_symbols  # noqa: E402
-from grinta_jupyter.runtime import halves  # noqa: E402
+
+try:
+    from grinta_jupyter.runtime import halves
+except ImportError:  # a release before the helper process (run against a worktree of it)
+    halves = None  # type: ignore[assignment]
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 # (label, source file, name in the workspace)
@@ -250,7 +254,7 @@ def main() -> None:
     )
     options = parser.parse_args()
     repeats, pause = options.repeats, options.pause
-    if options.no_halves:
+    if options.no_halves and halves is not None:
         halves.compiles = lambda text: False
         print("whole-file compiles: in this process only (--no-halves)")
     print(f"pause between calls: {pause} s; load average {os.getloadavg()[0]:.2f}")
