@@ -33,6 +33,7 @@ import pytest
 
 from grinta_jupyter.runtime import guards, halves, validation
 from grinta_jupyter.runtime.diffs import unified_diff
+from tests.test_halves import _whole_ok
 
 REPO = Path(__file__).resolve().parent.parent
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
@@ -67,14 +68,6 @@ def _file(opening: str = "", second: str = "", tail: str = "") -> str:
 
 GOOD = _file()
 BAD = _file("late_1 = 0\n", "if True:\n    global late_1\n")  # a global crossing the cut
-
-
-def _whole_ok(text: str) -> bool:
-    try:
-        compile(text, "<whole>", "exec", dont_inherit=True)
-    except (SyntaxError, ValueError):
-        return False
-    return True
 
 
 def _until_proven(text: str = GOOD, tries: int = 80) -> bool:
