@@ -11,6 +11,9 @@ from __future__ import annotations
 import pytest
 
 
+# tryfirst: pytest-xdist reads the groups in its own hook of the same name (it suffixes each
+# test's id with its group) and must see them, whatever order the plugins were registered in.
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         parts = item.path.parts
@@ -21,3 +24,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         else:
             group = str(item.path)
         item.add_marker(pytest.mark.xdist_group(group))
+
+
+class _GroupsKept:
+    """Under ``--dist loadgroup``, stop the run when pytest-xdist's group suffix did not reach
+    the test ids a worker collected (as with pytest 9.2), instead of letting a notebook's
+    cells be spread over workers, each with a kernel that never ran the cells before."""
+
+    def pytest_xdist_node_collection_finished(self, node: object, ids: list[str]) -> None:
+        lost = [nodeid for nodeid in ids if "@" not in nodeid]
+        if lost:
+            pytest.exit(
+                f"pytest-xdist's groups did not reach the test ids ({lost[0]} has none): "
+                "this pytest and pytest-xdist disagree (see the pin in pyproject.toml)",
+                returncode=pytest.ExitCode.USAGE_ERROR,
+            )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "loadgroup":
+        config.pluginmanager.register(_GroupsKept(), "grinta-groups-kept")
