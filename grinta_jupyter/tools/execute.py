@@ -246,8 +246,8 @@ class _Run:
     code or is cleared, never in the bookkeeping after it: the waiter sets
     ``sent`` and then raises only if ``started and not finished``; the worker
     sets ``started`` then checks ``sent`` (and raises itself), and at the end
-    sets ``finished`` then, if ``sent``, waits for ``send_done`` and clears
-    anything still pending. Each side writes its flag before reading the
+    sets ``finished`` then, if ``sent``, waits for ``send_done`` and takes
+    anything still pending (``_take_pending``). Each side writes its flag before reading the
     other's, so at least one of them sees the other.
     """
 
@@ -324,7 +324,7 @@ class _Run:
                 if self.sent:
                     while not self.send_done:
                         time.sleep(0.001)
-                    _set_async_exc(ident, None)
+                    _take_pending(ident)
                 return
             except ExecutionInterrupted:
                 self.interrupted = True
@@ -387,6 +387,34 @@ def _interruption(why: str, timeout: float) -> ToolError:
     if why.startswith("timeout"):
         return ToolError(COMMAND_TIMEOUT, f"{what} and was interrupted")
     return ToolError(COMMAND_FAILED, f"{what} before it finished (Stop)")
+
+
+class _Pending(BaseException):
+    """Put in place of an interrupt that may still be pending, and raised at once."""
+
+
+# Loop turns in which a pending asynchronous exception is raised (at the first, in practice).
+_TAKE_SPINS = 10_000
+
+
+def _take_pending(ident: int) -> None:
+    """Leave nothing pending for the calling thread ``ident``, and nothing signalled.
+
+    Clearing with ``PyThreadState_SetAsyncExc(ident, NULL)`` signals the interpreter as if an
+    exception were pending, and on CPython 3.11 only a thread that raises one takes that
+    signal back: none would, and from then on every call made under a tracer or a profiler
+    (a debugger, ``%prun``, coverage) spins for ever on its first instruction, hanging the
+    kernel. So the pending interrupt, if any, is replaced by ``_Pending``, which this thread
+    raises at its next loop turn and catches here, taking the signal back as any raised
+    asynchronous exception does.
+    """
+    try:
+        _set_async_exc(ident, _Pending)
+        for _ in range(_TAKE_SPINS):
+            pass
+    except _Pending:
+        return
+    _set_async_exc(ident, None)  # never seen raised in that many turns: clear it, at least
 
 
 def _set_async_exc(ident: int, exc: type[BaseException] | None) -> int:
