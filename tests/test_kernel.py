@@ -235,5 +235,7 @@ def test_an_edit_clicked_on_a_card_is_staged_off_the_event_loop(tmp_path: Path):
     assert took > 0.05, "the workload is too small to show anything"
     # The loop kept turning while the file was staged, except where the syntax check (the
     # interpreter's own compile, written in C) holds the GIL: a thread cannot help there.
+    # (Quiet, 4-9 turns in 0.2-0.5 s; CI under load once saw 2 in 0.16 s, most of it the
+    # compile. A staging on the loop would show none: the click would not return first.)
     during = sum(1 for t in ticks if window[0] <= t <= window[1])
-    assert during >= 3, (took, during)
+    assert during >= 2, (took, during)
