@@ -31,8 +31,10 @@ def load_ipython_extension(ipython: Any) -> None:
     (a script, a test) gets no thread: it imports on first use, as before.
     """
     from grinta_jupyter.jupyter.magics import GrintaMagics
+    from grinta_jupyter.runtime import pyast
 
     ipython.register_magics(GrintaMagics)
+    pyast.share_with_the_kernel(ipython)
     if getattr(ipython, "kernel", None) is not None:
         _start_warming()
 

@@ -68,6 +68,7 @@ from grinta_jupyter.code.index_parse import (
 from grinta_jupyter.code.index_store import RACY_NS, Stamp
 from grinta_jupyter.code.symbols import SYMBOL_LANGUAGES, Symbol
 from grinta_jupyter.code.tree_watch import Changes, TreeWatch
+from grinta_jupyter.runtime import collector
 from grinta_jupyter.runtime.errors import ToolFailure
 from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.grammars import language_for
@@ -581,7 +582,7 @@ class SymbolIndex:
         if self._fingerprint:
             return  # tried once already this session
         self._fingerprint = index_store.fingerprint()
-        with index_store.collector_paused():
+        with collector.paused():
             stored, self.store_status = index_store.load(self.root, self._fingerprint)
             if stored is None:
                 return

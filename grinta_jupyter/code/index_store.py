@@ -37,7 +37,6 @@ the same clock tick could leave the stamp unchanged) is hashed again first.
 from __future__ import annotations
 
 import contextlib
-import gc
 import hashlib
 import hmac
 import importlib.util
@@ -49,10 +48,11 @@ import sys
 import tempfile
 import threading
 from array import array
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
+
+from grinta_jupyter.runtime import collector
 
 STORE_DIR = os.path.join(".grinta", "index")
 STORE_NAME = "symbols.bin"
@@ -204,19 +204,6 @@ def fingerprint() -> bytes:
     return digest.digest()
 
 
-@contextlib.contextmanager
-def collector_paused() -> Iterator[None]:
-    """No garbage collection meanwhile: while tables of many small objects are built, the
-    collector would walk them again and again (and finds nothing to free)."""
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if collecting:
-            gc.enable()
-
-
 def _owner(root: Path) -> str:
     """The folder a store belongs to: its real path (a store moved or copied elsewhere
     with its workspace is not used there)."""
@@ -274,7 +261,7 @@ def _read_head(
     if len(head) != size or not hmac.compare_digest(_sign(key, expected, length, head), mac):
         return None, "corrupt or not written here"
     try:
-        with collector_paused():
+        with collector.paused():  # tables of many small objects: nothing to free
             fields = marshal.loads(head)
             if not isinstance(fields, tuple) or len(fields) != 11:
                 return None, "corrupt"

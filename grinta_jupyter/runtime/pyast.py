@@ -6,8 +6,11 @@ in state the whole interpreter shares (gh-106905). When two threads build trees 
 one of them (a garbage collection running a finalizer is enough), the count goes wrong
 and one of them fails with ``SystemError: AST constructor recursion depth mismatch``.
 The session, the symbol index and the checks run in threads of their own, beside the
-kernel's, so every tree grinta builds is built here: one thread at a time, and a tree
-that still collided with a thread outside grinta (IPython parsing a cell) is built
+kernel's, so every tree grinta builds is built here: one thread at a time, with the
+automatic garbage collector paused. Turning a tree into objects runs no Python code of
+its own, so without a collection (whose finalizers would) the thread never lets go of
+the interpreter while it counts, and no other thread can reset the count under it. A
+tree that still collided (someone turned the collector back on meanwhile) is built
 again. Compiling a tree back (``compile(tree, ...)``) does not share that state.
 
 Hiding the warnings a compile raises (an invalid escape) takes ``catch_warnings``, which
@@ -20,17 +23,18 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import functools
 import threading
 import warnings
 from collections.abc import Iterator
+from typing import Any
+
+from grinta_jupyter.runtime import collector
 
 _LOCK = threading.RLock()  # a finalizer run inside a parse may parse
 _MISMATCH = "recursion depth mismatch"
-# A tree is built at most this many times. With thread switches forced every 10 us and a
-# thread outside grinta parsing in a loop, half of the builds of tarfile.py collide once and
-# about one in a hundred twice (tests/test_ast_threads.py); CI under load once saw three
-# collisions in a row. Each collision needs a foreign parse at that very moment, so ten in a
-# row do not happen; the bound only keeps a count that stays wrong from looping for ever.
+# A tree is built at most this many times. Only a collection inside the build lets another
+# thread in; the bound keeps a count that stays wrong from looping for ever.
 _ATTEMPTS = 10
 
 
@@ -40,7 +44,7 @@ def parse(source: str, filename: str = "<unknown>", flags: int = 0) -> ast.Modul
     attempt = 1
     while True:
         try:
-            with _LOCK:
+            with _LOCK, collector.paused():
                 tree = compile(
                     source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True
                 )
@@ -51,6 +55,29 @@ def parse(source: str, filename: str = "<unknown>", flags: int = 0) -> ast.Modul
             continue
         assert isinstance(tree, ast.Module)
         return tree
+
+
+def share_with_the_kernel(shell: Any) -> None:
+    """The kernel's own cell parses (IPython's ``compile.ast_parse``) built the grinta way.
+
+    A cell the kernel parses while one of grinta's threads builds a tree would otherwise be
+    the one to fail: grinta's build resets the shared count under it, and IPython reports
+    the ``SystemError`` as the cell's failure. Taking grinta's lock and pausing the
+    collector costs the cell microseconds (at most the wait for one of grinta's parses).
+    Done once per shell; a shell without that method is left as it is."""
+    compiler = getattr(shell, "compile", None)
+    parse_cell = getattr(compiler, "ast_parse", None)
+    if parse_cell is None or getattr(parse_cell, "grinta_shared", False):
+        return
+
+    @functools.wraps(parse_cell)
+    def ast_parse(*args: Any, **kwargs: Any) -> Any:
+        with _LOCK, collector.paused():
+            return parse_cell(*args, **kwargs)
+
+    ast_parse.grinta_shared = True  # type: ignore[attr-defined]
+    with contextlib.suppress(AttributeError, TypeError):
+        compiler.ast_parse = ast_parse  # type: ignore[union-attr]
 
 
 @contextlib.contextmanager
