@@ -28,7 +28,8 @@ def load_ipython_extension(ipython: Any) -> None:
     In a kernel, what the first ``%grinta`` would spend seconds on (imports, the
     token encoding, litellm) starts in a background thread instead
     (``jupyter.controller.warm_imports`` and ``warm_model``). A plain IPython shell
-    (a script, a test) gets no thread: it imports on first use, as before.
+    (a script, a test) gets no thread: it imports on first use, as before. Either way the
+    shell's cell parses take grinta's parsing lock (``runtime/pyast.share_with_the_kernel``).
     """
     from grinta_jupyter.jupyter.magics import GrintaMagics
     from grinta_jupyter.runtime import pyast
