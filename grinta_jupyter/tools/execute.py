@@ -243,7 +243,7 @@ class _Run:
     """One execution: the worker fills it in; the waiter interrupts it and reads it.
 
     Interruption is a handshake, so the one asynchronous exception lands in the
-    code or is cleared, never in the bookkeeping after it: the waiter sets
+    code or is taken back, never in the bookkeeping after it: the waiter sets
     ``sent`` and then raises only if ``started and not finished``; the worker
     sets ``started`` then checks ``sent`` (and raises itself), and at the end
     sets ``finished`` then, if ``sent``, waits for ``send_done`` and takes
