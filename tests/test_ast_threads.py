@@ -171,6 +171,21 @@ if sys.argv[1] == "loaded":
     shell.run_line_magic("load_ext", "grinta_jupyter")
     pyast.share_with_the_kernel(shell)  # again: still wrapped once
     assert not getattr(shell.compile.ast_parse.__wrapped__, "grinta_shared", False)
+    # A cell waits for a tree grinta builds, never for a check it runs (quietly()).
+    held, released, waited = threading.Event(), threading.Event(), []
+
+    def check() -> None:
+        with pyast.quietly():
+            held.set()
+            waited.append(released.wait(30))
+
+    checking = threading.Thread(target=check)
+    checking.start()
+    held.wait(30)
+    assert shell.compile.ast_parse("y = 2").body
+    released.set()
+    checking.join()
+    assert waited == [True], "the cell's parse waited for grinta's check to end"
 ran = shell.run_cell("x = sum(range(10))", store_history=False)
 assert ran.success and shell.user_ns["x"] == 45, ran
 stop = threading.Event()

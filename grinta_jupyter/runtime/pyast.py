@@ -11,7 +11,9 @@ automatic garbage collector paused. Turning a tree into objects runs no Python c
 its own, so without a collection (whose finalizers would) the thread never lets go of
 the interpreter while it counts, and no other thread can reset the count under it. A
 tree that still collided (someone turned the collector back on meanwhile) is built
-again. Compiling a tree back (``compile(tree, ...)``) does not share that state.
+again. Compiling a tree back (``compile(tree, ...)``) does not share that state. The
+kernel's own cell parses are built the same way once the extension is loaded
+(``share_with_the_kernel``): otherwise they, not grinta's, would be the ones to fail.
 
 Hiding the warnings a compile raises (an invalid escape) takes ``catch_warnings``, which
 swaps the interpreter's one list of filters and puts it back on the way out. Two threads
@@ -31,7 +33,12 @@ from typing import Any
 
 from grinta_jupyter.runtime import collector
 
-_LOCK = threading.RLock()  # a finalizer run inside a parse may parse
+# Held while a tree is built: by grinta's threads and by the kernel's cell parses. Only for
+# the build, so a cell waits for nothing longer.
+_BUILDING = threading.RLock()
+# Held while grinta's threads swap the warning filters (``quietly``) or parse (so a parse's
+# warnings are not lost to another thread's "ignore"). Taken before ``_BUILDING``, never after.
+_FILTERS = threading.RLock()
 _MISMATCH = "recursion depth mismatch"
 # A tree is built at most this many times. Only a collection inside the build lets another
 # thread in; the bound keeps a count that stays wrong from looping for ever.
@@ -44,7 +51,7 @@ def parse(source: str, filename: str = "<unknown>", flags: int = 0) -> ast.Modul
     attempt = 1
     while True:
         try:
-            with _LOCK, collector.paused():
+            with _FILTERS, _BUILDING, collector.paused():
                 tree = compile(
                     source, filename, "exec", flags | ast.PyCF_ONLY_AST, dont_inherit=True
                 )
@@ -62,9 +69,10 @@ def share_with_the_kernel(shell: Any) -> None:
 
     A cell the kernel parses while one of grinta's threads builds a tree would otherwise be
     the one to fail: grinta's build resets the shared count under it, and IPython reports
-    the ``SystemError`` as the cell's failure. Taking grinta's lock and pausing the
-    collector costs the cell microseconds (at most the wait for one of grinta's parses).
-    Done once per shell; a shell without that method is left as it is."""
+    the ``SystemError`` as the cell's failure. Building under the same lock, with the
+    collector paused, costs a cell microseconds, or the wait for one tree grinta is building
+    (never for a compile or a check grinta runs). Done once per shell; a shell without
+    that method is left as it is."""
     compiler = getattr(shell, "compile", None)
     parse_cell = getattr(compiler, "ast_parse", None)
     if parse_cell is None or getattr(parse_cell, "grinta_shared", False):
@@ -72,7 +80,7 @@ def share_with_the_kernel(shell: Any) -> None:
 
     @functools.wraps(parse_cell)
     def ast_parse(*args: Any, **kwargs: Any) -> Any:
-        with _LOCK, collector.paused():
+        with _BUILDING, collector.paused():
             return parse_cell(*args, **kwargs)
 
     ast_parse.grinta_shared = True  # type: ignore[attr-defined]
@@ -84,6 +92,6 @@ def share_with_the_kernel(shell: Any) -> None:
 def quietly() -> Iterator[None]:
     """Warnings ignored inside, and no other grinta thread parsing or swapping the
     filters meanwhile. Keep the block to the compile or parse it hides."""
-    with _LOCK, warnings.catch_warnings():
+    with _FILTERS, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         yield
