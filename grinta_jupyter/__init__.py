@@ -7,12 +7,11 @@ extension hooks. Everything else is imported on first use.
 
 from __future__ import annotations
 
-import contextlib
-import gc
 import threading
 import time
-from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
+
+from grinta_jupyter.runtime import collector
 
 __version__ = "0.1.0"
 
@@ -63,7 +62,7 @@ def _warm() -> None:
     again, with its own error, where it is really needed, so nothing is reported here."""
     started = time.perf_counter()
     try:
-        with _collector_paused():
+        with collector.full_passes_paused():
             try:
                 from grinta_jupyter.jupyter.controller import warm_imports, warm_model
 
@@ -77,25 +76,6 @@ def _warm() -> None:
             _warming_times["model"] = time.perf_counter() - started
     finally:
         _warmed.set()
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No full garbage collection while the warming imports (seconds).
-
-    Importing litellm creates about a million objects that live as long as the kernel;
-    each full pass of the collector walks all of them, and the import would start a
-    few, together about a tenth of its time. Young objects are still collected as
-    usual; the first full pass after the warming walks the heap once.
-    """
-    paused = (*gc.get_threshold()[:2], 1_000_000_000)
-    saved = gc.get_threshold()
-    gc.set_threshold(*paused)
-    try:
-        yield
-    finally:
-        if gc.get_threshold() == paused:  # unless someone set thresholds of their own meanwhile
-            gc.set_threshold(*saved)
 
 
 def settle(timeout: float = 60.0) -> None:

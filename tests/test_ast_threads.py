@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import ast
 import gc
+import os
 import re
+import signal
 import subprocess
 import sys
 import tarfile
@@ -236,6 +238,38 @@ def test_the_kernels_cells_never_fail_for_a_tree_grinta_builds_beside_them(loade
         pytest.skip("this interpreter keeps the AST depth per thread: nothing collides")
     else:
         assert failed > 0, "the race was never provoked: the loaded case proves nothing"
+
+
+def test_a_process_forked_while_grinta_checks_can_parse() -> None:
+    """A child forked from the kernel (``multiprocessing``) while one of grinta's threads
+    held its locks has no such thread: the locks start afresh there."""
+    held, release = threading.Event(), threading.Event()
+
+    def check() -> None:
+        with pyast.quietly():
+            pyast.parse(_SMALL)
+            held.set()
+            release.wait(30)
+
+    checking = threading.Thread(target=check)
+    checking.start()
+    held.wait(30)
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            signal.alarm(20)  # a lock still held would hang the child: end it instead
+            with pyast.quietly():
+                os.write(write, str(len(pyast.parse(_SMALL).body)).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    release.set()
+    checking.join()
+    assert answer == str(len(ast.parse(_SMALL).body)).encode()
 
 
 @pytest.mark.parametrize(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import functools
+import os
 import threading
 import warnings
 from collections.abc import Iterator
@@ -39,6 +40,15 @@ _BUILDING = threading.RLock()
 # Held while grinta's threads swap the warning filters (``quietly``) or parse (so a parse's
 # warnings are not lost to another thread's "ignore"). Taken before ``_BUILDING``, never after.
 _FILTERS = threading.RLock()
+
+
+def _fresh_locks() -> None:
+    """In a forked child: a thread that held a lock at the fork is not there to release it."""
+    global _BUILDING, _FILTERS
+    _BUILDING, _FILTERS = threading.RLock(), threading.RLock()
+
+
+os.register_at_fork(after_in_child=_fresh_locks)
 _MISMATCH = "recursion depth mismatch"
 # A tree is built at most this many times. Only a collection inside the build lets another
 # thread in; the bound keeps a count that stays wrong from looping for ever.
