@@ -11,10 +11,12 @@ Prints, each measured in fresh processes:
   about a millisecond: the figure is grinta's. It is measured right after
   ``%load_ext`` ("cold") and after a pause that lets the background warming finish
   ("paused"), for a first call that needs no symbol index (``read`` a path) and one
-  that does (``read`` a symbol: the whole workspace is indexed first). With the
-  pause it also prints when the warming thread ended, and when its phases ended
-  (``imports``: grinta's modules, the schemas, the token encoding; ``model``:
-  litellm imported and rehearsed).
+  that does (``read`` a symbol: the whole workspace is indexed first). It prints when
+  the warming's phases ended after it started (``imports``: grinta's modules, the
+  schemas, the token encoding; ``model``: litellm imported, and rehearsed unless a real
+  call was already waiting): cold, as far as they got by the first card (so the card
+  minus ``model`` is the first call after litellm's import); with the pause, also when
+  the warming thread ended.
 
 Goals (issue 13): ``%load_ext`` under 50 ms; at most 1.5 s to the first card.
 Run: python benchmarks/bench_startup.py [--runs N] [--files N] [--pause S] [--only cold|paused]
@@ -94,7 +96,8 @@ async def _first_card():
                 return _time.perf_counter() - _start, type(_update).__name__
 _card, _kind = await _first_card()
 print(_json.dumps({{"cell": _cell, "card": _card, "kind": _kind,
-                   "error": grinta_jupyter.current().steps[0].proposal.error is not None}}))
+                   "error": grinta_jupyter.current().steps[0].proposal.error is not None,
+                   "phases": dict(getattr(grinta_jupyter, "_warming_times", {{}}))}}))
 get_ipython().run_line_magic("grinta", "stop")
 """
 
@@ -189,7 +192,8 @@ def first_card(
         )
         result["load"] = load
         result["warmed"] = warmed
-        result["phases"] = phases
+        if pause:
+            result["phases"] = phases  # else those the warming had reached at the first card
         return result
 
 
