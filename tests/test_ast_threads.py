@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import gc
+import json
 import os
 import re
 import signal
@@ -240,6 +241,25 @@ def test_the_kernels_cells_never_fail_for_a_tree_grinta_builds_beside_them(loade
         assert failed > 0, "the race was never provoked: the loaded case proves nothing"
 
 
+def in_a_fork(child: Callable[[], object]) -> object:
+    """What ``child()`` returns (as JSON) in a process forked from this thread, which
+    ends it if it runs 20 s (a lock the fork left held would hang it)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover (the child)
+        try:
+            signal.alarm(20)
+            os.write(write, json.dumps(child()).encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    with os.fdopen(read, "rb") as pipe:
+        answer = pipe.read()
+    os.waitpid(pid, 0)
+    assert answer, "the child ended without an answer"
+    return json.loads(answer)
+
+
 def test_a_process_forked_while_grinta_checks_can_parse() -> None:
     """A child forked from the kernel (``multiprocessing``) while one of grinta's threads
     held its locks has no such thread: the locks start afresh there."""
@@ -251,25 +271,18 @@ def test_a_process_forked_while_grinta_checks_can_parse() -> None:
             held.set()
             release.wait(30)
 
+    def child() -> int:
+        with pyast.quietly():
+            return len(pyast.parse(_SMALL).body)
+
     checking = threading.Thread(target=check)
     checking.start()
     held.wait(30)
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        try:
-            signal.alarm(20)  # a lock still held would hang the child: end it instead
-            with pyast.quietly():
-                os.write(write, str(len(pyast.parse(_SMALL).body)).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        answer = pipe.read()
-    os.waitpid(pid, 0)
-    release.set()
-    checking.join()
-    assert answer == str(len(ast.parse(_SMALL).body)).encode()
+    try:
+        assert in_a_fork(child) == len(ast.parse(_SMALL).body)
+    finally:
+        release.set()
+        checking.join()
 
 
 @pytest.mark.parametrize(
@@ -314,16 +327,22 @@ def test_quiet_compiles_in_several_threads_leave_the_kernels_filters_as_they_wer
         assert shown, "outside quietly() the warning is shown again"
 
 
-def test_every_tree_and_every_hidden_warning_goes_through_pyast() -> None:
-    """A new ``ast.parse`` (or ``compile(..., PyCF_ONLY_AST)``, or ``catch_warnings``)
-    elsewhere in the package would bring the races back."""
+def package_lines(pattern: str, but: str) -> list[str]:
+    """``file:line`` of every line of the package (comments aside) that matches ``pattern``,
+    in files other than ``but``."""
     package = Path(grinta_jupyter.__file__).parent
-    raw = re.compile(r"\bast\.parse\(|PyCF_ONLY_AST|catch_warnings|simplefilter|filterwarnings")
-    offenders = [
+    raw = re.compile(pattern)
+    return [
         f"{path.relative_to(package)}:{number}"
         for path in sorted(package.rglob("*.py"))
-        if path.name != "pyast.py"
+        if path.name != but
         for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if raw.search(line.split("#", 1)[0])
     ]
-    assert offenders == []
+
+
+def test_every_tree_and_every_hidden_warning_goes_through_pyast() -> None:
+    """A new ``ast.parse`` (or ``compile(..., PyCF_ONLY_AST)``, or ``catch_warnings``)
+    elsewhere in the package would bring the races back."""
+    pattern = r"\bast\.parse\(|PyCF_ONLY_AST|catch_warnings|simplefilter|filterwarnings"
+    assert package_lines(pattern, but="pyast.py") == []

@@ -9,19 +9,15 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import json
-import os
-import re
 import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 import pytest
 
-import grinta_jupyter
 from grinta_jupyter.runtime import collector
+from tests.test_ast_threads import in_a_fork, package_lines
 
 
 @pytest.fixture
@@ -76,22 +72,6 @@ def test_a_pause_that_raises_still_ends(collecting: None) -> None:
     assert gc.isenabled()
 
 
-def _in_a_fork(child: Callable[[], object]) -> object:
-    """What ``child()`` returns in a process forked from this thread (through a pipe)."""
-    read, write = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover (the child)
-        try:
-            os.write(write, json.dumps(child()).encode())
-        finally:
-            os._exit(0)
-    os.close(write)
-    with os.fdopen(read, "rb") as pipe:
-        answer = pipe.read()
-    os.waitpid(pid, 0)
-    return json.loads(answer)
-
-
 @contextlib.contextmanager
 def _held_in_a_thread(
     pause: Callable[[], contextlib.AbstractContextManager[None]],
@@ -129,14 +109,14 @@ def test_a_process_forked_during_another_threads_pause_collects(collecting: None
                 inside = gc.isenabled()
             return [after_fork, inside, _state()]
 
-        assert _in_a_fork(child) == [before, False, before]
+        assert in_a_fork(child) == [before, False, before]
         assert not gc.isenabled(), "the parent's pause goes on"
     assert gc.isenabled()
 
 
 def test_a_process_forked_inside_its_own_pause_ends_that_pause(collecting: None) -> None:
     with collector.paused():
-        assert _in_a_fork(lambda: gc.isenabled()) is False
+        assert in_a_fork(lambda: gc.isenabled()) is False
     assert gc.isenabled()
 
     def child() -> object:
@@ -145,15 +125,15 @@ def test_a_process_forked_inside_its_own_pause_ends_that_pause(collecting: None)
         return gc.isenabled()
 
     with collector.paused():
-        assert _in_a_fork(child) is False  # its own pause still open in the child
-        assert _in_a_fork(lambda: [collector._pausing == {threading.get_ident(): 1}]) == [True]
+        assert in_a_fork(child) is False  # its own pause still open in the child
+        assert in_a_fork(lambda: [collector._pausing == {threading.get_ident(): 1}]) == [True]
 
 
 def test_a_process_forked_during_the_warmings_pause_makes_full_passes(collecting: None) -> None:
     before = _state()
     with _held_in_a_thread(collector.full_passes_paused):
         assert gc.get_threshold()[2] > 1_000_000
-        assert _in_a_fork(_state) == before
+        assert in_a_fork(_state) == before
     assert _state() == before
 
 
@@ -161,22 +141,13 @@ def test_a_fork_leaves_a_collector_turned_off_by_the_kernel_off(collecting: None
     with collector.paused():  # an earlier pause that found the collector on
         pass
     gc.disable()
-    assert _in_a_fork(gc.isenabled) is False
+    assert in_a_fork(gc.isenabled) is False
     with _held_in_a_thread(collector.paused):
-        assert _in_a_fork(gc.isenabled) is False
+        assert in_a_fork(gc.isenabled) is False
     assert not gc.isenabled()
 
 
 def test_only_the_counted_pause_turns_the_collector_off_or_on() -> None:
     """Another ``gc.disable()``/``gc.enable()`` pair in the package would bring back the race
     the count closes: a flag remembered while another thread had it off, put back for good."""
-    package = Path(grinta_jupyter.__file__).parent
-    raw = re.compile(r"\bgc\.(disable|enable|set_threshold)\(")
-    offenders = [
-        f"{path.relative_to(package)}:{number}"
-        for path in sorted(package.rglob("*.py"))
-        if path.name != "collector.py"
-        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-        if raw.search(line.split("#", 1)[0])
-    ]
-    assert offenders == []
+    assert package_lines(r"\bgc\.(disable|enable|set_threshold)\(", but="collector.py") == []
