@@ -242,14 +242,19 @@ def test_the_kernels_cells_never_fail_for_a_tree_grinta_builds_beside_them(loade
 
 
 def in_a_fork(child: Callable[[], object]) -> object:
-    """What ``child()`` returns (as JSON) in a process forked from this thread, which
-    ends it if it runs 20 s (a lock the fork left held would hang it)."""
+    """What ``child()`` returns (as JSON) in a process forked from this thread; a child that
+    raises answers ``{"error": ...}``, and one that runs 20 s (a lock the fork left held
+    would hang it) is ended and answers nothing."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover (the child)
         try:
             signal.alarm(20)
-            os.write(write, json.dumps(child()).encode())
+            try:
+                answer: object = child()
+            except BaseException as error:  # reported to the parent
+                answer = {"error": repr(error)}
+            os.write(write, json.dumps(answer).encode())
         finally:
             os._exit(0)
     os.close(write)

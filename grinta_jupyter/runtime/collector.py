@@ -7,13 +7,18 @@ then the second clears it again and, having seen it cleared, never sets it. So g
 counts its pauses: the first one remembers the flag and clears it, the last one puts it
 back. Code outside grinta that switches the flag meanwhile is left to do so.
 
+An interrupt (Ctrl-C in the kernel, or an exception another thread raises in this one)
+can land between any two calls, and a wait for a lock can end with it. Each step of the
+bookkeeping can be run again with the same outcome, so a step an interrupt cut short is
+run again to its end before the interrupt goes on (``_to_the_end``).
+
 The warming after ``%load_ext`` pauses only the full passes (``full_passes_paused``).
 
 A process forked meanwhile (``multiprocessing``, a data loader's workers) has only the
 thread that forked: the pauses of the others would never end there, and the child would
 run without collection, or without full passes, for life. So in a child only the forking
-thread's pauses count, and the lock starts afresh (another thread may have held it at the
-fork).
+thread's pauses count, and the lock starts afresh. The fork itself waits for the lock, so
+it never falls inside a step.
 """
 
 from __future__ import annotations
@@ -22,35 +27,65 @@ import contextlib
 import gc
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
-_LOCK = threading.Lock()
-_pausing: dict[int, int] = {}  # thread ident -> pauses it has open
-_resume = False  # whether the last pause to end turns collection back on
+# Re-entrant: a finalizer run by a collection inside a step may pause too.
+_LOCK = threading.RLock()
+_pausing: dict[object, int] = {}  # one token per open pause -> the thread that opened it
+_resume: bool | None = None  # None: no pause has the flag; else whether to set it at the end
+_owed = False  # the flag is still to be cleared for the pauses open now
 # The one pause of full passes open: (thread, thresholds before it, thresholds during it).
 _full: tuple[int, tuple[int, ...], tuple[int, ...]] | None = None
 _FULL_OFF = 1_000_000_000  # a third threshold no count of passes reaches
+_RUNS = 100  # a step that fails this often fails for good, not for an interrupt
 
 
 @contextlib.contextmanager
 def paused() -> Iterator[None]:
     """No automatic garbage collection inside (``gc.collect()`` still collects)."""
-    global _resume
-    me = threading.get_ident()
-    with _LOCK:
-        if not _pausing:
-            _resume = gc.isenabled()
-            gc.disable()
-        _pausing[me] = _pausing.get(me, 0) + 1
+    token = object()
     try:
+        _to_the_end(_begin, token)
         yield
     finally:
-        with _LOCK:
-            _pausing[me] -= 1
-            if not _pausing[me]:
-                del _pausing[me]
-            if not _pausing and _resume:
+        _to_the_end(_end, token)
+
+
+def _begin(token: object) -> None:
+    global _resume, _owed
+    with _LOCK:
+        if _resume is None:
+            _resume, _owed = gc.isenabled(), True
+        _pausing[token] = threading.get_ident()
+        if _owed:
+            gc.disable()
+            _owed = False
+
+
+def _end(token: object) -> None:
+    global _resume, _owed
+    with _LOCK:
+        _pausing.pop(token, None)
+        if not _pausing and _resume is not None:
+            if _resume:
                 gc.enable()
+            _resume, _owed = None, False
+
+
+def _to_the_end(step: Callable[[object], None], token: object) -> None:
+    """``step(token)`` run to its end even when an interrupt lands inside it (each step may
+    run twice); the first interrupt is raised afterwards."""
+    interrupted: BaseException | None = None
+    for run in range(_RUNS):
+        try:
+            step(token)
+            break
+        except BaseException as error:
+            if run == _RUNS - 1:
+                raise
+            interrupted = interrupted or error
+    if interrupted is not None:
+        raise interrupted
 
 
 @contextlib.contextmanager
@@ -63,16 +98,18 @@ def full_passes_paused() -> Iterator[None]:
     walks the heap once. Thresholds someone else set meanwhile are left as they are.
     """
     global _full
-    saved = gc.get_threshold()
-    during = (*saved[:2], _FULL_OFF)
-    gc.set_threshold(*during)
-    _full = (threading.get_ident(), saved, during)
+    with _LOCK:  # a fork sees both the thresholds and what to put back, or neither
+        saved = gc.get_threshold()
+        during = (*saved[:2], _FULL_OFF)
+        gc.set_threshold(*during)
+        _full = (threading.get_ident(), saved, during)
     try:
         yield
     finally:
-        _full = None
-        if gc.get_threshold() == during:
-            gc.set_threshold(*saved)
+        with _LOCK:
+            _full = None
+            if gc.get_threshold() == during:
+                gc.set_threshold(*saved)
 
 
 def _before_fork() -> None:
@@ -84,19 +121,21 @@ def _after_fork_in_parent() -> None:
 
 
 def _after_fork_in_child() -> None:
-    global _LOCK, _full
-    _LOCK = threading.Lock()
+    global _LOCK, _full, _resume, _owed
+    _LOCK = threading.RLock()
     me = threading.get_ident()
     if _full is not None and _full[0] != me:
         _, saved, during = _full
         _full = None
         if gc.get_threshold() == during:
             gc.set_threshold(*saved)
-    gone = [ident for ident in _pausing if ident != me]
-    for ident in gone:
-        del _pausing[ident]
-    if gone and not _pausing and _resume:
-        gc.enable()
+    gone = [token for token, ident in _pausing.items() if ident != me]
+    for token in gone:
+        del _pausing[token]
+    if gone and not _pausing and _resume is not None:
+        if _resume:
+            gc.enable()
+        _resume, _owed = None, False
 
 
 os.register_at_fork(

@@ -29,7 +29,7 @@ import functools
 import os
 import threading
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from grinta_jupyter.runtime import collector
@@ -81,21 +81,42 @@ def share_with_the_kernel(shell: Any) -> None:
     the one to fail: grinta's build resets the shared count under it, and IPython reports
     the ``SystemError`` as the cell's failure. Building under the same lock, with the
     collector paused, costs a cell microseconds, or the wait for one tree grinta is building
-    (never for a compile or a check grinta runs). Done once per shell; a shell without
-    that method is left as it is."""
+    (never for a compile or a check grinta runs). Cells run without the shell's compiler
+    (``%run file.ipy``, which asks for a fresh ``compiler_class()``) get a subclass that
+    builds the same way. Done once per shell; what a shell lacks or refuses is left as is."""
     compiler = getattr(shell, "compile", None)
     parse_cell = getattr(compiler, "ast_parse", None)
-    if parse_cell is None or getattr(parse_cell, "grinta_shared", False):
-        return
+    if callable(parse_cell) and not getattr(parse_cell, "grinta_shared", False):
+        with contextlib.suppress(AttributeError, TypeError):
+            compiler.ast_parse = _built_here(parse_cell)  # type: ignore[union-attr]
+    kind = getattr(shell, "compiler_class", None)
+    if (
+        isinstance(kind, type)
+        and callable(getattr(kind, "ast_parse", None))
+        and not getattr(kind, "grinta_shared", False)
+    ):
+        shared = type(
+            kind.__name__,
+            (kind,),
+            {
+                "ast_parse": _built_here(kind.ast_parse),  # type: ignore[attr-defined]
+                "grinta_shared": True,
+                "__module__": kind.__module__,
+                "__qualname__": kind.__qualname__,
+            },
+        )
+        with contextlib.suppress(Exception):  # a configured trait may refuse it
+            shell.compiler_class = shared
 
+
+def _built_here(parse_cell: Callable[..., Any]) -> Callable[..., Any]:
     @functools.wraps(parse_cell)
     def ast_parse(*args: Any, **kwargs: Any) -> Any:
         with _BUILDING, collector.paused():
             return parse_cell(*args, **kwargs)
 
     ast_parse.grinta_shared = True  # type: ignore[attr-defined]
-    with contextlib.suppress(AttributeError, TypeError):
-        compiler.ast_parse = ast_parse  # type: ignore[union-attr]
+    return ast_parse
 
 
 @contextlib.contextmanager
