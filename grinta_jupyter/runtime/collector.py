@@ -29,7 +29,9 @@ import os
 import threading
 from collections.abc import Callable, Iterator
 
-# Re-entrant: a finalizer run by a collection inside a step may pause too.
+# Held only for steps that allocate no object the collector tracks, so no collection (and
+# no finalizer that might wait for another of grinta's locks) starts inside one.
+# Re-entrant all the same: should a finalizer run inside a step and pause, it goes on.
 _LOCK = threading.RLock()
 _pausing: dict[object, int] = {}  # one token per open pause -> the thread that opened it
 _resume: bool | None = None  # None: no pause has the flag; else whether to set it at the end
@@ -98,17 +100,19 @@ def full_passes_paused() -> Iterator[None]:
     walks the heap once. Thresholds someone else set meanwhile are left as they are.
     """
     global _full
+    saved = gc.get_threshold()
+    during = (*saved[:2], _FULL_OFF)
+    full = (threading.get_ident(), saved, during)
     with _LOCK:  # a fork sees both the thresholds and what to put back, or neither
-        saved = gc.get_threshold()
-        during = (*saved[:2], _FULL_OFF)
         gc.set_threshold(*during)
-        _full = (threading.get_ident(), saved, during)
+        _full = full
     try:
         yield
     finally:
+        ours = gc.get_threshold() == during
         with _LOCK:
             _full = None
-            if gc.get_threshold() == during:
+            if ours:
                 gc.set_threshold(*saved)
 
 
