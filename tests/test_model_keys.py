@@ -299,3 +299,40 @@ def test_a_message_that_does_not_fit_changes_nothing(
     status = model_bars(rec.seen)[-1]["status"]
     assert status and ("not kept" in status or "nothing" in status), status
     assert os.environ.get("GRINTA_MODEL") != "openai/not-offered"
+
+
+def test_every_message_is_answered_even_with_the_same_word(tmp_path: Path) -> None:
+    """The page shows "sending the key..." until the kernel answers; the same key typed
+    twice, or the same refusal twice, leaves ``status`` as it was, so the answer is a
+    counter raised in the same update as the status (once per message acted on)."""
+    with OpenAIServer() as server, running_kernel(tmp_path, kernel_env(server)) as kc:
+        rec = Recorder(kc)
+        rec.run("%load_ext grinta_jupyter")
+        bar = shown_widget(rec.run("%grinta models"))
+        sent = [
+            {"event": "key", "provider": "openai", "key": KEY},
+            {"event": "key", "provider": "openai", "key": KEY},
+            {"event": "key", "provider": "openai", "key": "two\nlines"},
+            {"event": "key", "provider": "openai", "key": "two\nlines"},
+            {"event": "forget", "provider": "anthropic"},  # none held
+            {"event": "nonsense"},  # not acted on: no answer
+        ]
+        for content in sent:
+            rec.send_to_widget(bar, content)
+        rec.wait_for(f"{HELD}.get('openai') is not None")
+        rec.text("import asyncio; await asyncio.sleep(0.5)")
+    # What the page holds after each answer: the bar's state, every update merged in.
+    held: dict[str, Any] = {}
+    answers: list[tuple[int, str]] = []
+    for m in rec.seen:
+        if m["msg_type"] != "comm_msg" or m["content"]["comm_id"] != bar:
+            continue
+        update = m["content"]["data"].get("state", {})
+        held.update(update)
+        if "answered" in update:
+            answers.append((held["answered"], str(held.get("status"))))
+    assert [n for n, _ in answers] == [1, 2, 3, 4, 5], answers
+    words = [w for _, w in answers]
+    assert words[0] == words[1] == "key for openai received: the next session uses it"
+    assert words[2] == words[3] and "nothing kept" in words[2], words
+    assert "nothing to forget" in words[4], words[4]

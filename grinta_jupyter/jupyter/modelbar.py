@@ -28,7 +28,10 @@ ever holds a key):
   ``rejected`` (the provider refused the last one), ``none``;
 - ``status``: the kernel's word on the last action; ``problem``: the model
   error that ended a session or stopped one starting, with its fix;
-- ``searching``: local servers are still being asked.
+- ``searching``: local servers are still being asked;
+- ``answered``: how many of the page's messages the kernel acted on, raised in
+  the same message as the ``status`` it set: the page's "sending..." gives way
+  to the kernel's word even when that word is the one it already showed.
 
 What the page sends (custom messages, never a trait):
 ``{"event": "choose", "model": name}``, ``{"event": "key", "provider": p,
@@ -95,6 +98,7 @@ class ModelBarWidget(anywidget.AnyWidget):
     status = traitlets.Unicode("").tag(sync=True)
     problem = traitlets.Unicode("").tag(sync=True)
     searching = traitlets.Bool(False).tag(sync=True)
+    answered = traitlets.Int(0).tag(sync=True)
 
     def __init__(self, running: str = "", **kwargs: Any) -> None:
         super().__init__(**{"key": uuid.uuid4().hex, "running": running, **kwargs})
@@ -110,12 +114,16 @@ class ModelBarWidget(anywidget.AnyWidget):
         if not isinstance(content, dict):
             return
         event = content.get("event")
-        if event == "choose" and isinstance(content.get("model"), str):
-            self._choose(content["model"])
-        elif event == "key" and isinstance(content.get("key"), str):
-            self._key(str(content.get("provider") or ""), content["key"])
-        elif event == "forget":
-            self._forget(str(content.get("provider") or ""))
+        with self.hold_sync():
+            if event == "choose" and isinstance(content.get("model"), str):
+                self._choose(content["model"])
+            elif event == "key" and isinstance(content.get("key"), str):
+                self._key(str(content.get("provider") or ""), content["key"])
+            elif event == "forget":
+                self._forget(str(content.get("provider") or ""))
+            else:
+                return
+            self.answered += 1
 
     def _received(self, _widget: object, content: object, _buffers: Sequence[object]) -> None:
         self.receive(content)
@@ -162,6 +170,11 @@ class ModelBarWidget(anywidget.AnyWidget):
     def _forget(self, provider: str) -> None:
         if provider and HELD.drop(provider):
             _refresh(self, f"the key for {provider} was forgotten")
+        else:
+            self.status = visible(
+                f"no key for {provider or 'that provider'} is held here: nothing to forget",
+                keep_newlines=False,
+            )
 
     # -- what the bar shows -------------------------------------------------------------------
 

@@ -181,6 +181,19 @@ def _drive(page: Any, notebook: Any, server: LabServer) -> list[str]:
     assert bar.locator(".grinta-models-problem").is_hidden(), "the problem is fixed"
     assert bar.locator("button.grinta-models-forget").is_visible()
     assert KEY not in page.content()
+    # The same key again: the kernel's word is the same as before, and still replaces
+    # the page's "sending the key..." (a redraw on a status change alone never came).
+    status = bar.locator(".grinta-models-status")
+    received = "key for anthropic received: the next session uses it"
+    assert status.inner_text() == received
+    field.fill(KEY)
+    field.press("Enter")
+    page.wait_for_function(
+        "text => document.querySelector('.grinta-models-status').textContent === text",
+        arg=received,
+        timeout=10_000,
+    )
+    assert field.input_value() == ""
     for theme in THEMES:
         set_theme(page, theme)
         failures += [

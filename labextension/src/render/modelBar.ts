@@ -18,7 +18,10 @@
  * `key_state` says where the key stands (env, panel, missing, optional,
  * rejected, none) and picks the note under the row; `problem` is the model
  * error that ended a session or kept one from starting, with its fix, shown
- * as an alert; `status` is the kernel's word on the last action.
+ * as an alert; `status` is the kernel's word on the last action. `answered`
+ * counts the messages the kernel acted on: a redraw on its change replaces the
+ * bar's "sending…" even when the kernel's word is the same as last time (the
+ * same key typed again), which a change of `status` alone would never bring.
  */
 
 import { h } from './dom';
@@ -53,7 +56,7 @@ const GROUPS: [string, string][] = [
   ['needs key', 'Needs a key']
 ];
 
-const TRAITS = ['choices', 'chosen', 'running', 'key_provider', 'key_variable', 'key_state', 'status', 'problem', 'searching'];
+const TRAITS = ['choices', 'chosen', 'running', 'key_provider', 'key_variable', 'key_state', 'status', 'problem', 'searching', 'answered'];
 
 /** The kernel's `choices`, keeping only well-formed entries. */
 export function parseChoices(value: unknown): Choice[] {
