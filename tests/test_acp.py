@@ -341,26 +341,34 @@ def test_cancel_cuts_the_model_call_and_a_waiting_step_and_the_next_prompt_goes_
     assert edit.kind == "edit" and editor.status(edit.tool_call_id) != "completed"
 
 
-def test_load_session_replays_and_resumes_a_step_that_waited_when_the_agent_died(
-    openai_server, tmp_path
-):
-    root = workspace(tmp_path)
-    openai_server.queue(tool_reply(tool_call("replace_string", FIX), text="One edit."))
-    first = Editor("approve")
-    first.hold = asyncio.Event()  # never set: the agent dies while the write waits
+def died_while_a_write_waited(
+    tmp_path: Path, server: OpenAIServer, root: Path
+) -> tuple[str, Editor]:
+    """(id, editor) of a session on ``root`` whose agent was killed while its first write
+    (the model's first reply, queued on ``server``) waited for the editor's answer."""
+    editor = Editor("approve")
+    editor.hold = asyncio.Event()  # never set: the agent dies while the write waits
 
     async def die_waiting() -> str:
-        async with grinta_acp(first, tmp_path, openai_server) as (conn, process):
+        async with grinta_acp(editor, tmp_path, server) as (conn, process):
             sid = (await conn.new_session(cwd=str(root))).session_id
             turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
-            await asyncio.wait_for(first.asked.wait(), WAIT)
+            await asyncio.wait_for(editor.asked.wait(), WAIT)
             process.kill()
             await process.wait()
             with contextlib.suppress(Exception):
                 await turn
             return sid
 
-    sid = asyncio.run(die_waiting())
+    return asyncio.run(die_waiting()), editor
+
+
+def test_load_session_replays_and_resumes_a_step_that_waited_when_the_agent_died(
+    openai_server, tmp_path
+):
+    root = workspace(tmp_path)
+    openai_server.queue(tool_reply(tool_call("replace_string", FIX), text="One edit."))
+    sid, first = died_while_a_write_waited(tmp_path, openai_server, root)
     assert (root / "pkg" / "core.py").read_text() == CORE
     openai_server.queue(
         tool_reply(tool_call("run", {"command": TESTS})),

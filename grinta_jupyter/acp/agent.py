@@ -13,9 +13,10 @@ answers each ``NeedsDecision`` with the client's permission answer
   session id (and names its log, ``.grinta/sessions/<id>.jsonl``).
 - ``session/prompt``: the first prompt is the task; a prompt while the task
   runs is said to the model (``Session.say``) and waits for the same end; a
-  prompt once the task ended is the next task (``continue_task``). The prompt
-  answers when the task ends: ``end_turn``, ``cancelled``, ``max_tokens`` or
-  ``max_turn_requests`` (the token and step budgets).
+  prompt once the task ended, or once the turn was cancelled, is the next
+  task (``continue_task``). The prompt answers when the task ends: ``end_turn``,
+  ``cancelled``, ``max_tokens`` or ``max_turn_requests`` (the token and step
+  budgets).
 - ``session/load``: ``Session.resume`` of that log in ``cwd``, after the
   conversation is replayed to the client (acp/replay.py); the next prompt goes
   on with it, and a step that waited when the last process ended is staged
@@ -44,6 +45,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import re
 import sys
@@ -147,6 +149,8 @@ ALWAYS = "approve-always"
 VETO = "veto"
 
 _SESSION_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+# JSON can carry lone UTF-16 surrogates ("\\ud800"), which no UTF-8 request to a model holds.
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 McpServer = HttpMcpServer | SseMcpServer | AcpMcpServer | McpServerStdio
 PromptBlock = (
@@ -188,6 +192,7 @@ class GrintaAgent(Agent):
         self._client_name = "the editor"
         self._reads_files = False  # the client offers fs/read_text_file
         self._conversations: dict[str, Conversation] = {}
+        self._loading: dict[str, asyncio.Future[Conversation]] = {}  # resumes in progress
 
     def on_connect(self, conn: Client) -> None:
         self._client = conn
@@ -246,7 +251,7 @@ class GrintaAgent(Agent):
             raise _invalid(f"{session_id!r} is not a grinta session id")
         conv = self._conversations.get(session_id)
         if conv is None or conv.session is None:
-            conv = await self._resume(root, session_id)
+            conv = await self._resume_once(root, session_id)
         elif conv.running:
             raise _invalid(f"session {session_id} is working on a prompt; cancel it first")
         session = conv.session
@@ -289,7 +294,9 @@ class GrintaAgent(Agent):
         while conv.running and conv.turn is not None:
             running = conv.turn
             assert conv.session is not None
-            if not conv.session.done:  # a message for the model, at its next turn
+            # While the task runs, a message is for the model, at its next turn. A cancelled
+            # turn is only ending (a commit or a command finishing): the message waits for it.
+            if not conv.session.done and not conv.cancelled:
                 try:
                     conv.session.say(text)
                 except ValueError as exc:  # too long
@@ -417,6 +424,20 @@ class GrintaAgent(Agent):
         )
         _apply_mode(session, conv.mode)
         return session
+
+    async def _resume_once(self, root: Path, session_id: str) -> Conversation:
+        """A load of a session that another load is resuming (a client that sends it twice)
+        waits for that one: two would each open the log, and the one that failed to would
+        drop the other's conversation."""
+        loading = self._loading.get(session_id)
+        if loading is None:
+            loading = asyncio.ensure_future(self._resume(root, session_id))
+            self._loading[session_id] = loading
+            loading.add_done_callback(lambda _: self._loading.pop(session_id, None))
+        conv = await asyncio.shield(loading)
+        if conv.root != root:
+            raise _invalid(f"session {session_id} was loaded in {conv.root}, not in {root}")
+        return conv
 
     async def _resume(self, root: Path, session_id: str) -> Conversation:
         folder = Path(self.config.log_dir).expanduser() if self.config.log_dir else None
@@ -576,6 +597,8 @@ class GrintaAgent(Agent):
         proposal = step.proposal
         if option == VETO:
             return Veto(f"rejected in {self._client_name}")
+        if option not in {offered.option_id for offered in permission_options(step)}:
+            return Veto(f"{self._client_name} answered with an option grinta did not offer")
         if option == ALWAYS and proposal.kind == "read":
             conv.mode = "ask"
             if conv.session is not None:
@@ -583,8 +606,6 @@ class GrintaAgent(Agent):
             await self.client.session_update(conv.id, update_current_mode("ask"))
         elif option == ALWAYS and proposal.command:
             conv.commands.add(proposal.command)
-        elif option not in (APPROVE, ALWAYS):
-            return Veto(f"{self._client_name} answered with an option grinta did not offer")
         return Approve()
 
     async def _hand(self, conv: Conversation, step: Step, decision: Decision) -> None:
@@ -649,7 +670,7 @@ def prompt_text(blocks: Sequence[PromptBlock], root: Path) -> str:
         if parts and piece and not parts[-1][-1:].isspace() and not piece[:1].isspace():
             piece = " " + piece
         parts.append(piece)
-    return "".join(parts).strip()
+    return _LONE_SURROGATE.sub("\ufffd", "".join(parts)).strip()
 
 
 def _mentioned(uri: str, root: Path) -> str:
@@ -660,10 +681,12 @@ def _mentioned(uri: str, root: Path) -> str:
     path = Path(unquote(parsed.path))
     if not path.is_absolute():
         return path.as_posix()
-    for candidate in (path, path.resolve()):
-        with contextlib.suppress(ValueError):
-            return candidate.relative_to(root).as_posix()
-    return uri
+    with contextlib.suppress(ValueError):
+        return path.relative_to(root).as_posix()
+    try:
+        return path.resolve().relative_to(root).as_posix()
+    except (ValueError, OSError, RuntimeError):  # outside; a NUL byte; a symlink loop
+        return uri
 
 
 def _ending(session: Session, update: SessionEnded) -> str:
@@ -693,7 +716,10 @@ def _mode_id(text: str) -> ModeId:
 def _workspace(cwd: str) -> Path:
     """The workspace a client names. ACP says absolute; a relative one is taken from the
     folder the client started grinta in, rather than refused."""
-    path = Path(cwd).expanduser()
+    try:
+        path = Path(cwd).expanduser()
+    except RuntimeError:  # "~someone" with no such user: no home to expand
+        path = Path(cwd)
     if not path.is_dir():
         raise _invalid(f"the workspace {cwd!r} is not a folder")
     return path.resolve()
@@ -728,7 +754,48 @@ async def serve(config: Config, protocol_out: Any) -> None:
         ) from None
     finally:
         sys.stdout = stdout
+    messages = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    sieve = asyncio.ensure_future(_messages_only(reader, messages))
     try:
-        await run_agent(agent, writer, reader)
+        await run_agent(agent, writer, messages)
     finally:
+        sieve.cancel()
         await agent.close()
+
+
+async def _messages_only(source: asyncio.StreamReader, sink: asyncio.StreamReader) -> None:
+    """Pass the client's lines on to the SDK's reader, all but those that are JSON and no
+    JSON-RPC message (an array, ``null``, an error that is no object): on those, the SDK's
+    read loop fails, ending the connection and every session on it. (What is not JSON at
+    all, the SDK skips itself.)"""
+    try:
+        while line := await _line(source):
+            if _message_or_not_json(line):
+                sink.feed_data(line)
+            else:
+                log.warning("skipped a line from the client that is no JSON-RPC message")
+    finally:
+        sink.feed_eof()
+
+
+async def _line(reader: asyncio.StreamReader) -> bytes:
+    """The next line, however long (b"" once the client closed its end)."""
+    chunks: list[bytes] = []
+    try:
+        while True:
+            try:
+                chunks.append(await reader.readuntil(b"\n"))
+                break
+            except asyncio.LimitOverrunError as exc:
+                chunks.append(await reader.readexactly(exc.consumed))
+    except asyncio.IncompleteReadError as exc:  # the last line, with no newline
+        chunks.append(exc.partial)
+    return b"".join(chunks)
+
+
+def _message_or_not_json(line: bytes) -> bool:
+    try:
+        message = json.loads(line)
+    except (ValueError, RecursionError):
+        return True
+    return isinstance(message, dict) and isinstance(message.get("error") or {}, dict)
