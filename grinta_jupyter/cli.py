@@ -652,6 +652,8 @@ def _run_session(
         session = Session(task, model=model, sample=sample, **options)
     except OSError as exc:
         raise UserError(f"cannot work in {root}: {exc.strerror or exc}") from None
+    except ValueError as exc:  # a task too long
+        raise UserError(str(exc)) from None
     print(f"model: {visible(session.model.name)}   task: {visible(task)}\nlog: {session.log_path}")
     _show_rules(session)
     print()

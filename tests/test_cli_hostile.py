@@ -668,3 +668,21 @@ def test_a_magic_root_that_is_missing_or_a_file(ip, capsys, tmp_path, monkeypatc
     out = capsys.readouterr().out.strip().splitlines()
     assert out == [f"%grinta: GRINTA_ROOT={tmp_path / 'nope'} does not exist"]
     assert grinta_jupyter.current() is None
+
+
+def test_a_task_too_long_is_one_line_and_starts_no_session(tmp_path):
+    """A first task is bounded as a next task is: refused before a session or its log exists."""
+    with OpenAIServer() as server:
+        done = grinta(
+            "run",
+            "fix " + "x" * 25_000,
+            "--root",
+            str(tmp_path),
+            "--model",
+            "openai/x",
+            GRINTA_API_BASE=server.url,
+        )
+        assert not server.requests
+    line = only_line(done.stderr)
+    assert done.returncode == 2 and "too long" in line and "put the text in a file" in line
+    assert not (tmp_path / ".grinta").exists(), "no session started"

@@ -179,3 +179,18 @@ def test_demo_model_refuses_another_root(ip, tmp_path, capsys):
     magic(ip, f"--root {tmp_path} fix my code")
     assert "demo model only plays its scripted session" in capsys.readouterr().out
     assert grinta_jupyter.current() is None
+
+
+def test_a_task_too_long_is_one_line_and_leaves_the_running_session_alone(ip, tmp_path, capsys):
+    """A first task is bounded as a next task and a message are; refused before anything:
+    the running session goes on, no new one starts, no sample is copied."""
+    running = magic(ip, "fix the failing test in raft_kv")
+    assert running is not None
+    capsys.readouterr()
+    before = sorted(p.name for p in tmp_path.iterdir())
+    assert magic(ip, "fix this:\n" + "x" * 25_000) is None
+    out = capsys.readouterr().out
+    assert "too long" in out and "put the text in a file" in out, out
+    assert "Traceback" not in out
+    assert grinta_jupyter.current() is running and not running.done
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -127,6 +127,8 @@ class Session:
     ):
         if not (policy in ("ask", "auto") or callable(policy)):
             raise PolicyError(f"policy must be 'ask', 'auto' or a callable, not {policy!r}")
+        if _resume is None:  # before anything is made on disk
+            check_task(task)
         self.task = task
         self.model = model
         self.runtime = Runtime(root, toolset, settings, documents)
@@ -435,7 +437,7 @@ class Session:
         """
         if not isinstance(task, str) or not task.strip():
             raise ValueError("continue_task needs a task")
-        _check_length(task, "a task")
+        check_task(task)
         if not self.done:
             raise RuntimeError(
                 "the session is still working on its task: say something to it instead "
@@ -1329,6 +1331,12 @@ def _stale(recorded: ev.DiffStaged | None, proposal: Proposal) -> str | None:
 
 
 MAX_MESSAGE_CHARS = 20_000  # what a person says or asks in one go (a file can be read instead)
+
+
+def check_task(task: str) -> None:
+    """ValueError when ``task`` is longer than what a person says in one go: a first task is
+    bounded as a next task and a message are."""
+    _check_length(task, "a task")
 
 
 def _check_length(text: str, what: str) -> None:

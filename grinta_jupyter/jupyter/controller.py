@@ -314,10 +314,14 @@ def start(task: str, config: Config) -> Session:
     keeps running and no panel appears for a session that cannot work.
     """
     global _current
-    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.agent.session import Session, check_task
     from grinta_jupyter.jupyter import modelbar
     from grinta_jupyter.tools import TOOLSETS
 
+    try:
+        check_task(task)
+    except ValueError as exc:
+        raise MagicUsageError(str(exc), usage=False) from None
     if config.toolset not in TOOLSETS:
         raise MagicUsageError(
             f"unknown toolset {config.toolset!r}; known: {', '.join(sorted(TOOLSETS))}"
