@@ -283,8 +283,9 @@ def _user_error(exc: Exception) -> str | None:
     """The line to show for a mistake the user can fix, or None for anything else (a bug)."""
     from grinta_jupyter.agent.models.base import ModelError
     from grinta_jupyter.events.log import LogError
+    from grinta_jupyter.experiment.errors import ExperimentUsageError
 
-    if isinstance(exc, (UserError, LogError, ConfigError)):
+    if isinstance(exc, (UserError, LogError, ConfigError, ExperimentUsageError)):
         return str(exc)
     if isinstance(exc, ModelError):
         return f"{exc.code}: {exc.message}"

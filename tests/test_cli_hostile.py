@@ -543,20 +543,29 @@ def test_the_key_check_is_cheap_and_skipped_for_local_servers(monkeypatch):
 
 
 def test_an_unexpected_failure_is_one_line_and_debug_shows_the_traceback(tmp_path):
-    out = tmp_path / "eval"
-    (out / "runs").mkdir(parents=True)
-    (out / "runs" / "torn.json").write_text("{not json")  # a results folder damaged by hand
+    """A bug (here put in: the eval's runner fails with ZeroDivisionError) is one line that
+    says it is internal; GRINTA_DEBUG=1 shows its traceback."""
+    faulty = (
+        "import sys\n"
+        "from grinta_jupyter import cli\n"
+        "from grinta_jupyter.experiment import suite\n"
+        "suite.run_suite = lambda *args, **kwargs: 1 / 0\n"
+        "sys.exit(cli.main(sys.argv[1:]))\n"
+    )
     args = ["eval", "--tasks", "raft_kv/fix-failing-test", "--toolsets", "intent"]
-    args += ["--model", "scripted", "--runs", "1", "--out", str(out)]
+    args += ["--model", "scripted", "--runs", "1", "--out", str(tmp_path / "eval")]
+    command = [sys.executable, "-c", faulty, *args]
 
-    done = grinta(*args)
-    assert done.returncode == 1
-    assert done.stderr.strip().splitlines()[-1].startswith("grinta: internal error: ")
+    done = subprocess.run(command, capture_output=True, text=True, env=cli_env(), cwd=REPO)
+    assert done.returncode == 1, done.stderr
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("grinta: internal error: ZeroDivisionError"), last
     assert "GRINTA_DEBUG=1" in done.stderr
     debug = subprocess.run(
-        [*ENTRY, *args], capture_output=True, text=True, env=cli_env(GRINTA_DEBUG="1"), cwd=REPO
+        command, capture_output=True, text=True, env=cli_env(GRINTA_DEBUG="1"), cwd=REPO
     )
-    assert "Traceback" in debug.stderr
+    assert "Traceback" in debug.stderr and "ZeroDivisionError" in debug.stderr
 
 
 # -- %grinta ------------------------------------------------------------------------------------

@@ -25,6 +25,17 @@ from grinta_jupyter.samples.tasks import TASKS
 REPO = Path(__file__).resolve().parent.parent
 
 
+def in_background(command: list[str]) -> subprocess.Popen[bytes]:
+    """``command`` started from the checkout in a session of its own, its output dropped."""
+    return subprocess.Popen(
+        command,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+
+
 def test_one_run_is_a_function_of_its_spec(tmp_path):
     spec = RunSpec("raft_kv/fix-failing-test", "intent", "scripted", seed=1)
     first = run_one(spec, tmp_path / "a")
@@ -131,13 +142,7 @@ def test_an_interrupted_eval_resumes_without_redoing_finished_runs(tmp_path):
         "--out",
         str(out),
     ]
-    child = subprocess.Popen(
-        command,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    child = in_background(command)
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and len(list((out / "runs").glob("*.json"))) < 2:
         time.sleep(0.05)

@@ -68,12 +68,13 @@ class LocalBackend:
                 on_result(run_one(spec, out))
             return []
         context = multiprocessing.get_context("spawn")  # safe inside a Jupyter kernel, unlike fork
-        with concurrent.futures.ProcessPoolExecutor(
-            max_workers=self.jobs, mp_context=context
-        ) as pool:
+        pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
+        try:
             futures = [pool.submit(run_one, spec, out) for spec in specs]
             for future in concurrent.futures.as_completed(futures):
                 on_result(future.result())
+        finally:  # interrupted (Ctrl-C): the runs not started yet are not started at all
+            pool.shutdown(cancel_futures=True)
         return []
 
 
@@ -190,7 +191,8 @@ def pack_folder(folder: Path) -> bytes:
     """``folder`` as a gzipped tar, its contents under the folder's own name."""
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        archive.add(folder, arcname=folder.name)
+        # resolved: a folder that is a link (to a shared store, say) ships its contents, not the link
+        archive.add(folder.resolve(), arcname=folder.name)
     return buffer.getvalue()
 
 

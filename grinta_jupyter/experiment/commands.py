@@ -30,7 +30,7 @@ from grinta_jupyter.experiment.taskbuild import (
     build_tasks,
     default_cache,
 )
-from grinta_jupyter.experiment.taskdir import TaskDirError
+from grinta_jupyter.experiment.taskdir import TaskDirError, load_task
 
 BACKENDS = ("local", "ray")
 # What --tasks takes, for cli.py's help text.
@@ -137,6 +137,9 @@ def eval_specs(
     selection = resolve_tasks(args.tasks)
     if not selection.ids:
         raise TaskDirError(f"--tasks {args.tasks} selects no task")
+    if selection.tasks_dir is not None:
+        for task_id in selection.ids:  # a task that cannot be read is said now, before any run
+            load_task(selection.tasks_dir, task_id)
     return plan_runs(
         selection.ids, toolsets, model, args.runs, tasks_dir=selection.tasks_dir, **budgets
     )

@@ -2,7 +2,9 @@
 
 ``run_suite`` runs every spec that has no result in the output folder yet (so
 an interrupted eval resumes, and a finished run is never redone), on a backend
-(``backends``: local processes or Ray), with a progress bar. ``write_report``
+(``backends``: local processes or Ray), with a progress bar. It refuses a
+folder another eval is running in, or whose results were made with other
+settings (budgets, model); a result file it cannot read is a run to do again. ``write_report``
 writes the summary as results.json, results.md and report.html; the numbers
 come from the run results alone, so they are the same whichever backend ran
 them, and ``load_results`` reads a results folder back (notebook 05).
@@ -10,15 +12,18 @@ them, and ``load_results`` reads a results folder back (notebook 05).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import sys
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.events.metrics import SessionMetrics
 from grinta_jupyter.experiment.backends import Backend, LocalBackend
+from grinta_jupyter.experiment.errors import ExperimentUsageError
 from grinta_jupyter.experiment.progress import make_progress
 from grinta_jupyter.experiment.runner import RunSpec
 from grinta_jupyter.experiment.stats import Estimate, bootstrap_difference, bootstrap_mean
@@ -98,8 +103,13 @@ def finished(out_dir: Path) -> dict[str, dict[str, Any]]:
     """The results in ``out_dir``, by run key: the runs an eval there does not do again."""
     results = {}
     for path in sorted((out_dir / "runs").glob("*.json")):
-        data = json.loads(path.read_text())
-        results[data["key"]] = data
+        try:
+            data = json.loads(path.read_text())
+        except ValueError:  # not a whole result (a cut copy): done again
+            continue
+        key = data.get("key") if isinstance(data, dict) else None
+        if isinstance(key, str) and isinstance(data.get("spec"), dict):
+            results[key] = data  # else no result of grinta's: done again
     return results
 
 
@@ -123,26 +133,66 @@ def run_suite(
     """
     out = Path(out_dir)
     (out / "runs").mkdir(parents=True, exist_ok=True)
+    specs = list(dict.fromkeys(specs))  # a run asked for twice is run, and counted, once
     backend = backend or LocalBackend(jobs)
-    done = finished(out)
-    todo = [s for s in specs if s.key not in done]
-    announce = progress or (lambda line: print(line, file=sys.stderr, flush=True))
-    announce(
-        f"{len(specs)} runs: {len(specs) - len(todo)} already finished, {len(todo)} to go, "
-        f"{backend.describe()}"
-    )
-    bar = make_progress(progress, len(specs), [done[s.key] for s in specs if s.key in done])
-    try:
-        lost = backend.run(todo, out, bar.update)
-    finally:
-        bar.close()
-    if lost:
+    with _only_eval_in(out):
+        done = finished(out)
+        _check_same_settings(specs, done, out)
+        todo = [s for s in specs if s.key not in done]
+        announce = progress or (lambda line: print(line, file=sys.stderr, flush=True))
         announce(
-            f"{len(lost)} runs were lost (their workers died on every attempt); "
-            "run the same eval again to redo them"
+            f"{len(specs)} runs: {len(specs) - len(todo)} already finished, {len(todo)} to go, "
+            f"{backend.describe()}"
         )
-    results = finished(out)
-    return [results[s.key] for s in specs if s.key in results]
+        bar = make_progress(progress, len(specs), [done[s.key] for s in specs if s.key in done])
+        try:
+            lost = backend.run(todo, out, bar.update)
+        finally:
+            bar.close()
+        if lost:
+            announce(
+                f"{len(lost)} runs were lost (their workers died on every attempt); "
+                "run the same eval again to redo them"
+            )
+        results = finished(out)
+        return [results[s.key] for s in specs if s.key in results]
+
+
+@contextmanager
+def _only_eval_in(out: Path) -> Iterator[None]:
+    """Hold ``out``'s lock: two evals in one folder would do the same runs at once, each
+    deleting the other's log. The lock goes with the file, when this process ends or dies."""
+    with (out / ".lock").open("w") as lock:
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise ExperimentUsageError(
+                f"another eval is running in {out}; wait for it to end, or give another --out"
+            ) from None
+        yield
+
+
+def _check_same_settings(specs: list[RunSpec], done: dict[str, dict[str, Any]], out: Path) -> None:
+    """Raise when ``out`` holds a result of one of ``specs`` made with other settings (other
+    budgets, or another model with the same key), or when two specs share a key: resuming
+    would count another experiment's runs as this one's. ``tasks_dir`` may differ (it moves).
+    """
+    keys: dict[str, RunSpec] = {}
+    for spec in specs:
+        planned = {k: v for k, v in asdict(spec).items() if k != "tasks_dir"}
+        other = keys.setdefault(spec.key, spec)
+        if other != spec:
+            raise ExperimentUsageError(
+                f"two different runs share the key {spec.key}: {other}, {spec}"
+            )
+        found = done[spec.key]["spec"] if spec.key in done else planned
+        changed = sorted(k for k, v in planned.items() if found.get(k) != v)
+        if changed:
+            was = ", ".join(f"{k} {found.get(k)!r}, not {planned[k]!r}" for k in changed)
+            raise ExperimentUsageError(
+                f"{out} holds a result of {spec.key} with other settings ({was}); "
+                "give another --out, or the same settings to resume"
+            )
 
 
 def _value(result: dict[str, Any], metric: str) -> float | None:

@@ -16,12 +16,14 @@ bug by editing the tests). ``BuiltTask`` has the interface of the bundled
 ``samples.core.Task`` that ``runner.run_one`` uses (``id``, ``workspace``,
 ``prompt``, ``prepare``, ``check``, ``solution``).
 
-A folder that is not a task folder, or a task id it does not hold, raises
+A folder that is not a task folder, a task id it does not hold, or a task file
+that is cut short or names a path outside its package, raises
 (``TaskDirError``): that is the user's mistake, said in one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -33,8 +35,8 @@ import sys
 import tempfile
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, BinaryIO
 from xml.etree import ElementTree
 
 from grinta_jupyter.experiment.errors import ExperimentUsageError
@@ -175,12 +177,16 @@ class BuiltTask:
             raise TaskDirError(
                 f"task {data.get('id')!r} has format {data.get('format')!r}, not {FORMAT}"
             )
-        tests = data["tests"]
+        tests, workspace, bug = data["tests"], data["workspace"], Mutation(**data["bug"])
+        if not _stays_inside(workspace) or "/" in workspace:
+            raise TaskDirError(f"task {data.get('id')!r}: workspace {workspace!r} is not a name")
+        if not _stays_inside(bug.path):
+            raise TaskDirError(f"task {data.get('id')!r}: bug path {bug.path!r} leaves the package")
         return cls(
             id=data["id"],
             package=data["package"],
             version=data["version"],
-            workspace=data["workspace"],
+            workspace=workspace,
             prompt=data["prompt"],
             tests=TestCommand(
                 command=tuple(tests["command"]),
@@ -188,11 +194,17 @@ class BuiltTask:
                 required=tuple(tests["required"]),
                 protected=dict(tests["protected"]),
             ),
-            bug=Mutation(**data["bug"]),
-            source=tasks_dir / "packages" / data["workspace"],
+            bug=bug,
+            source=tasks_dir / "packages" / workspace,
             kind=data.get("kind", "bug"),
             solution=tuple((name, args) for name, args in data["solution"]),
         )
+
+
+def _stays_inside(path: str) -> bool:
+    """A relative path that names something inside its folder: "a/b.py", not "../b.py" or "/b"."""
+    parts = PurePosixPath(path).parts
+    return bool(parts) and not path.startswith("/") and ".." not in parts and "\\" not in path
 
 
 def is_task_dir(path: str | os.PathLike[str]) -> bool:
@@ -232,7 +244,12 @@ def load_task(tasks_dir: str | os.PathLike[str], task_id: str) -> BuiltTask:
     path = task_file(folder, task_id)
     if not path.is_file():
         raise TaskDirError(f"no task {task_id!r} in {folder}")
-    return BuiltTask.from_json(json.loads(path.read_text(encoding="utf-8")), folder)
+    try:
+        return BuiltTask.from_json(json.loads(path.read_text(encoding="utf-8")), folder)
+    except TaskDirError:
+        raise
+    except (ValueError, KeyError, TypeError) as exc:  # cut short, or fields missing
+        raise TaskDirError(f"{path} is not a task ({type(exc).__name__}: {exc})") from None
 
 
 # -- running a package's tests ---------------------------------------------------------------
@@ -242,8 +259,11 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
     """Run ``tests.command`` (plus ``extra`` arguments) in ``root``; outcomes from a JUnit report.
 
     Plugin autoloading is off and PYTHONPATH is cleared, so the run sees the
-    workspace and pytest, not the agent's environment; a timeout ends the
-    whole process group.
+    workspace and pytest, not the agent's environment. When the command ends,
+    or at the timeout, its whole process group ends too. The output goes to a
+    file and only its end is read back, however much the tests print; and a
+    process that left the group (a daemon) cannot keep the run waiting, as it
+    could by holding a pipe open.
     """
     env = {
         **os.environ,
@@ -256,33 +276,42 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="grinta-tests-") as scratch:
         report = Path(scratch) / "junit.xml"
-        child = subprocess.Popen(
-            [*command, f"--junitxml={report}", *extra],
-            cwd=root,
-            env=env,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            errors="replace",
-            start_new_session=True,
-        )
-        try:
-            output, _ = child.communicate(timeout=tests.timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(child.pid, signal.SIGKILL)
-            child.communicate()
-            return TestRun(
-                None,
-                f"the tests did not finish within {tests.timeout:g}s",
-                {},
-                (),
-                time.monotonic() - started,
+        with open(Path(scratch) / "output", "w+b") as output:
+            child = subprocess.Popen(
+                [*command, f"--junitxml={report}", *extra],
+                cwd=root,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
             )
+            try:
+                child.wait(timeout=tests.timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            with contextlib.suppress(ProcessLookupError):  # and whatever it left running
+                os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            if timed_out:
+                return TestRun(
+                    None,
+                    f"the tests did not finish within {tests.timeout:g}s",
+                    {},
+                    (),
+                    time.monotonic() - started,
+                )
+            text = _tail(output, MAX_OUTPUT_CHARS)
         outcomes, failures = _junit(report, root) if report.exists() else ({}, ())
-    return TestRun(
-        child.returncode, output[-MAX_OUTPUT_CHARS:], outcomes, failures, time.monotonic() - started
-    )
+    return TestRun(child.returncode, text, outcomes, failures, time.monotonic() - started)
+
+
+def _tail(file: BinaryIO, chars: int) -> str:
+    """The last ``chars`` characters of ``file``, read from its end only."""
+    size = file.seek(0, os.SEEK_END)
+    file.seek(max(0, size - 4 * chars))  # a character is at most four bytes
+    return file.read().decode(errors="replace")[-chars:]
 
 
 _OUTCOMES = {"failure": "failed", "error": "error", "skipped": "skipped"}
