@@ -243,10 +243,36 @@ def run_command(
 
 
 def _script() -> str:
-    """This module for the supervisor to run: the bytecode cached when it was imported, if any
-    (compiling the source costs about as much again as starting the interpreter)."""
+    """This module for the supervisor to run: its cached bytecode when that was compiled from
+    the source as it is now (compiling the source costs about as much again as starting the
+    interpreter), else the source.
+
+    A cache is run as it is, never checked against the source: with ``PYTHONDONTWRITEBYTECODE``
+    a stale one is not rewritten on import, and would run an older supervisor than the caller.
+    """
+    source = os.path.abspath(__file__)
     cached = __spec__.cached if __spec__ is not None else None
-    return cached if cached and os.path.exists(cached) else os.path.abspath(__file__)
+    return cached if cached and _compiled_from(cached, source) else source
+
+
+def _compiled_from(cached: str, source: str) -> bool:
+    """Whether the bytecode file ``cached`` records ``source``'s current time and size
+    (a timestamp-checked ``.pyc`` of this interpreter's magic number)."""
+    from importlib.util import MAGIC_NUMBER
+
+    try:
+        with open(cached, "rb") as file:
+            header = file.read(16)
+        info = os.stat(source)
+    except OSError:
+        return False
+    fields = [int.from_bytes(header[i : i + 4], "little") for i in (4, 8, 12)]
+    mask = 0xFFFF_FFFF
+    return header[:4] == MAGIC_NUMBER and fields == [
+        0,
+        int(info.st_mtime) & mask,
+        info.st_size & mask,
+    ]
 
 
 def _ended(code: int) -> str:
@@ -477,12 +503,20 @@ def _survivors(root: int | None, marker: str) -> list[int]:
     except OSError:
         return []
     parents: dict[int, int] = {}
+    hollow: set[int] = set()  # processes whose first thread exited while others run on
     for name in names:
         if name.isdigit():
             stat = _read(f"/proc/{name}/stat")
             fields = stat[stat.rfind(b")") + 2 :].split()  # the name in () may hold anything
-            if len(fields) > 1 and fields[0] not in (b"Z", b"X", b"x"):
-                parents[int(name)] = int(fields[1])
+            if len(fields) < 2:
+                continue
+            if fields[0] in (b"Z", b"X", b"x"):
+                # A first thread that called pthread_exit shows the whole process as a
+                # zombie while its other threads run on: alive, and killed like any other.
+                if not _other_threads(name):
+                    continue
+                hollow.add(int(name))
+            parents[int(name)] = int(fields[1])
     below: set[int] = set()
     if root is not None:
         children: dict[int, list[int]] = {}
@@ -501,9 +535,33 @@ def _survivors(root: int | None, marker: str) -> list[int]:
         marked = {
             pid
             for pid in parents
-            if pid not in below and pid != me and entry in _read(f"/proc/{pid}/environ")
+            if pid not in below and pid != me and entry in _environ(pid, pid in hollow)
         }
     return sorted(below | marked)
+
+
+def _other_threads(pid: str) -> bool:
+    """Whether process ``pid`` has a thread besides its first (a zombie has none)."""
+    try:
+        return len(os.listdir(f"/proc/{pid}/task")) > 1
+    except OSError:
+        return False
+
+
+def _environ(pid: int, hollow: bool) -> bytes:
+    """The environment of process ``pid``; read through a live thread when its first has
+    exited (the process's own ``environ`` then reads as nothing)."""
+    if not hollow:
+        return _read(f"/proc/{pid}/environ")
+    try:
+        threads = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return b""
+    for tid in threads:
+        found = _read(f"/proc/{pid}/task/{tid}/environ")
+        if found:
+            return found
+    return b""
 
 
 def _read(path: str) -> bytes:
@@ -525,7 +583,9 @@ def main(argv: list[str]) -> int:
         subreaper="--no-subreaper" not in argv[4:],
     )
     line = " ".join([STATUS_PREFIX, *(f"{key}={value}" for key, value in status.items())])
-    os.write(2, line.encode() + b"\n")
+    # On a line of its own: the command can write to this pipe too (``/proc/$PPID/fd/2``),
+    # and a line it left unfinished must not lend its fields (``error=2``) to ours.
+    os.write(2, b"\n" + line.encode() + b"\n")
     return 0
 
 

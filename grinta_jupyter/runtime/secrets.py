@@ -5,8 +5,10 @@ PRIVATEKEY or CREDENTIAL anywhere (``PGPASSWORD``), or when a WORD of it (split
 at ``_``, ``-``, ``.`` and camel-case humps) is one of ``SECRET_WORDS``:
 ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``GH_PAT`` and ``MYSQL_PWD`` are secret;
 ``GIT_AUTHOR_NAME``, ``TOKENIZERS_PARALLELISM`` and ``PWD`` are not. A variable
-whose value is a URL with a password in it (``postgres://u:pw@host/db``) is
-secret whatever its name. A value is redacted only when it looks like a secret
+whose value is a URL with a password in it (``postgres://u:pw@host/db``,
+``jdbc:mysql://u:pw@host/db``), or carries a secret-named setting
+(``https://host/feed?api_key=...``, ``Server=db;Password=...``), is secret
+whatever its name. A value is redacted only when it looks like a secret
 (at least 8 characters, and not a plain lowercase word), so
 ``TOKEN_KIND=observation`` does not turn every "observation" into
 ``[REDACTED]``; a multi-line value (a PEM key) is also redacted line by line.
@@ -52,6 +54,7 @@ SECRET_WORDS = frozenset(
         "COOKIE",
         "PRIVATE",
         "SIGNATURE",
+        "JWT",
     }
 )
 # Strong enough to count anywhere in a name, not only as a word.
@@ -60,7 +63,11 @@ SECRET_PARTS = ("PASSWORD", "PASSWD", "SECRET", "APIKEY", "PRIVATEKEY", "CREDENT
 NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "PWD", "OLDPWD"})
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\b|[^A-Za-z]|$)|[A-Z]?[a-z]+|\d+")
 _PLAIN_WORD = re.compile(r"[a-z]+")
-_URL_PASSWORD = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://[^/:@\s]*:([^@\s]+)@")
+_URL_PASSWORD = re.compile(
+    r"^[A-Za-z][A-Za-z0-9+.-]*(?::[A-Za-z][A-Za-z0-9+.-]*)*://[^/:@\s]*:([^@\s]+)@"
+)
+# A setting inside a value: a URL's query (?token=...&...) or a connection string (a=b;c=d).
+_SETTING = re.compile(r"(?:^|[?&;])\s*([A-Za-z][\w .-]*?)\s*=\s*([^;&#\s]+)")
 PARTIAL = 12  # a word holding this many leading or trailing characters of a secret is one
 
 
@@ -75,8 +82,23 @@ def is_secret_name(name: str) -> bool:
 
 
 def is_secret_variable(name: str, value: str) -> bool:
-    """A secret name, or a value that is a URL carrying a password."""
-    return is_secret_name(name) or _URL_PASSWORD.match(value.strip()) is not None
+    """A secret name, or a value that is a URL carrying a password or that carries a
+    secret-named setting."""
+    return (
+        is_secret_name(name)
+        or _URL_PASSWORD.match(value.strip()) is not None
+        or bool(_secret_settings(value))
+    )
+
+
+def _secret_settings(value: str) -> list[str]:
+    """The values of secret-named settings in ``value`` (``?api_key=...``, ``Password=...;``)
+    that look like secrets, also URL-decoded."""
+    found = []
+    for key, setting in _SETTING.findall(value.strip()):
+        if is_secret_name(key.strip()) and looks_secret(setting):
+            found += [setting, urllib.parse.unquote_plus(setting)]
+    return found
 
 
 def looks_secret(value: str) -> bool:
@@ -91,6 +113,7 @@ def _values_of(value: str) -> set[str]:
     url = _URL_PASSWORD.match(value.strip())
     if url and looks_secret(url.group(1)):
         found.add(url.group(1))
+    found.update(setting for setting in _secret_settings(value) if looks_secret(setting))
     if "\n" in value.strip():
         found.update(line.strip() for line in value.splitlines() if looks_secret(line))
     return found

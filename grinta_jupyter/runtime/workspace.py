@@ -110,6 +110,9 @@ class Workspace:
         if not path.is_dir():
             raise NotADirectoryError(f"workspace root {path} is not a directory")
         self.root = path.resolve()
+        # The root as given: through a link (``~/proj`` -> ``/data/proj``), absolute paths the
+        # user and the model name start with it, not with the resolved root.
+        self._given = Path(os.path.normpath(os.path.abspath(path)))
         self._root_str = str(self.root)
         self.protected = protected
 
@@ -127,6 +130,8 @@ class Workspace:
         text = path.strip().replace("\\", "/")
         candidate = Path(text) if os.path.isabs(text) else self.root / text
         lexical = Path(os.path.normpath(candidate))
+        if not _is_within(lexical, self.root) and _is_within(lexical, self._given):
+            lexical = self.root / lexical.relative_to(self._given)
         if not _is_within(lexical, self.root):
             raise fail(PATH_OUTSIDE_WORKSPACE, f"{path!r} is outside the workspace")
         _check_length(lexical, path)
