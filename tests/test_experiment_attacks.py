@@ -258,13 +258,17 @@ def test_a_test_command_that_prints_hundreds_of_megabytes_is_read_in_bounded_mem
     bytes and text) to keep the last 64,000 characters."""
     flood = "import sys\nline = b'x' * 1023 + b'\\n'\nfor _ in range(400 * 1024): sys.stdout.buffer.write(line)"
     folder = mini_tasks(tmp_path / "tasks", ["python", "-c", flood])
+    # The peak of this process's own memory (VmHWM): getrusage's ru_maxrss also holds the
+    # peak of the process it was started from (Linux keeps it across exec), a pytest worker
+    # of hundreds of MB in a full run.
     probe = (
-        "import resource, sys\n"
+        "import re, sys\n"
         "from pathlib import Path\n"
         "from grinta_jupyter.experiment.taskdir import load_task\n"
         "task = load_task(sys.argv[1], 'mini/001')\n"
         "verdict = task.check(task.prepare(Path(sys.argv[2])))\n"
-        "print(verdict.passed, len(verdict.detail), resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n"
+        "peak = re.search(r'VmHWM:\\s*(\\d+)', Path('/proc/self/status').read_text())[1]\n"
+        "print(verdict.passed, len(verdict.detail), peak)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", probe, str(folder), str(tmp_path / "work")],
