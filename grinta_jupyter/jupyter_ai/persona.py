@@ -4,8 +4,9 @@ Loaded by Jupyter AI's persona manager through the ``jupyter_ai.personas``
 entry point (pyproject.toml); see the package docstring for the contract.
 Everything a chat shows comes from the ACP agent: tool calls with their
 staged diffs, permission buttons (Approve / Veto), the model's text. This
-class only says which agent to start, how the persona looks, and what of a
-chat message becomes grinta's prompt.
+class only says which agent to start, how the persona looks, what of a chat
+message becomes grinta's prompt, and where a message sent while grinta works
+goes (to the model, not behind the task); and it stops a closed chat's turn.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import re
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from acp import text_block
 from jupyter_ai_acp_client.base_acp_persona import BaseAcpPersona
 from jupyter_ai_persona_manager import PersonaDefaults
 from jupyterlab_chat.models import Message
@@ -32,6 +34,7 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, executable=list(AGENT_COMMAND), **kwargs)
+        self._closing = False  # shutdown() began: a connection closing is no error to show
 
     @property
     def defaults(self) -> PersonaDefaults:
@@ -46,9 +49,65 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
             system_prompt="grinta's own",
         )
 
+    async def on_message(self, message: Message) -> None:
+        """A message while grinta works goes to the model at its next turn (docs/jupyter-ai.md).
+
+        Jupyter AI would hold it until the task ends (a persona answers one message at a
+        time), and its ACP client cancels the turn, with the write waiting for a click,
+        before it sends a prompt. grinta's agent reads a prompt sent while its task runs as
+        a message to the model (``Session.say``), so it is sent straight to the agent. One
+        that crosses the task's end is its next task. A message with attachments still
+        waits for the end, where the client resolves them.
+        """
+        if not self.processing or message.attachments:
+            await super().on_message(message)
+            return
+        try:
+            client = await self.get_client()
+            connection = await client.get_connection()
+            await connection.prompt(
+                prompt=[text_block(self.prompt_of(message.body))],
+                session_id=await self.get_session_id(),
+            )
+        except Exception as exc:
+            if not self._closing:
+                await self.handle_uncaught_exception(exc)
+
     async def process_message(self, message: Message) -> None:
         """Hand the message to grinta as its prompt, without the ``@Grinta`` it starts with."""
-        await super().process_message(replace(message, body=self.prompt_of(message.body)))
+        try:
+            await super().process_message(replace(message, body=self.prompt_of(message.body)))
+        except ConnectionError:
+            if not self._closing:
+                raise
+            # The server stopped or the chat closed mid-turn: nothing to show. The session
+            # stopped where it was; the chat reopened goes on with it.
+
+    async def shutdown(self) -> None:
+        """Stop the persona; a turn in flight is cancelled when the agent outlives this chat.
+
+        The agent serves every chat: when others still use it, it is not stopped, and the
+        turn of this closed chat would go on (writing, in *Run without asking*) with nobody
+        to see it. When it is the last, stopping the agent ends the turn resumably.
+        """
+        self._closing = True
+        if self.processing and self._client_started():
+            client = await self.get_client()
+            if len(client.list_sessions()) > 1:
+                await self.cancel_response()
+        await super().shutdown()
+
+    def _build_history_context(self, *args: Any, **kwargs: Any) -> str:
+        """No chat history in a prompt: the task is the message as written.
+
+        A chat whose session cannot be loaded (the chat moved away from its log's folder,
+        the log was deleted) starts a new session, and the client would put the chat's last
+        50 messages before the message: they would be the new session's task, and can pass
+        grinta's bound on a task (20,000 characters), refusing the person's message. The
+        client builds that text here (whenever its session load fails, which can end after
+        a message began), so nothing is built.
+        """
+        return ""
 
     def prompt_of(self, body: str) -> str:
         """``body`` without a leading mention of this persona (``@Grinta``, ``@Grinta:``)."""
