@@ -136,9 +136,11 @@ async def grinta_acp(
     server: OpenAIServer | None,
     *,
     files: bool = False,
+    stderr_must_not_hold: tuple[str, ...] = ("Traceback",),
     **variables: str,
 ) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
-    """``python -m grinta_jupyter.acp`` in a subprocess, initialized; its stderr to a file.
+    """``python -m grinta_jupyter.acp`` in a subprocess, initialized; its stderr to a file,
+    which must hold none of ``stderr_must_not_hold`` at the end.
 
     The model is the local server's (none: the demo model), unless ``variables`` say
     otherwise."""
@@ -174,7 +176,8 @@ async def grinta_acp(
             assert hello.agent_info is not None and hello.agent_info.name == "grinta"
             assert hello.agent_capabilities is not None and hello.agent_capabilities.load_session
             yield conn, process
-    assert "Traceback" not in stderr.read_text(), stderr.read_text()
+    text = stderr.read_text()
+    assert not any(mark in text for mark in stderr_must_not_hold), text
 
 
 async def until(condition: Any, what: str) -> None:
