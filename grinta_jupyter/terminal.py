@@ -526,7 +526,8 @@ def hunk_lines(hunk: Hunk, color: bool = False) -> list[str]:
     from text: the first character of each is its role by construction.
     """
     roles = {"+": "add", "-": "del", " ": "context"}
-    out = [f"{_STYLES['hunk']}{hunk.header}{_RESET}" if color else hunk.header]
+    header = visible(hunk.header, keep_newlines=False)  # a notebook's names its cell
+    out = [f"{_STYLES['hunk']}{header}{_RESET}" if color else header]
     for row in hunk.lines:
         role = roles.get(row[:1])
         text = visible(row[1:], keep_newlines=False)

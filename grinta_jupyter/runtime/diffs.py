@@ -4,9 +4,11 @@ The common prefix and suffix are skipped before difflib sees the lines, so a
 one-line edit in a 100k-line file costs little more than in a small one.
 
 Lines are split at ``\n`` only (a ``\r``, form feed or U+2028 inside a line
-stays in it), and a path holding a control character, quote or backslash is
-written C-quoted as git does (``"b/a\nb.py"``), so nothing inside a file or a
-file name can make a line of the diff that is not what it says it is.
+stays in it; a CRLF is shown as a plain line end only when every line end of
+both sides is one, so a line gaining or losing its ``\r`` shows it), and a
+path holding a control character, quote or backslash is written C-quoted as
+git does (``"b/a\nb.py"``), so nothing inside a file or a file name can make
+a line of the diff that is not what it says it is.
 ``parse_unified`` reads hunks by their ``@@`` counts, never by the first
 characters of a line: a removed ``-- comment`` is a removed line.
 """
@@ -58,10 +60,15 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
 
     In a notebook's cell view, a hunk that starts inside a cell names that cell after
     its ``@@`` (as git names the enclosing function), so every hunk shows its cell.
+    A new empty file is one hunk without rows (``@@ -0,0 +0,0 @@``), so it is shown,
+    and counted, like any other change.
     """
     section = _cell_section if path.lower().endswith(".ipynb") else None
     a = split_keepends(old or "")
     b = split_keepends(new or "")
+    # Every line end CRLF on both sides: shown as plain line ends. Otherwise a "\r" before a
+    # "\n" is shown in its line, so LF -> CRLF (or back) is never an invisible change.
+    crlf = _crlf_only(old or "") and _crlf_only(new or "")
     prefix, suffix = common_affixes(a, b)
     start = max(0, prefix - context)
     a_mid = a[start : len(a) - max(0, suffix - context)]
@@ -79,19 +86,21 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
         body: list[str] = []
         for tag, ai1, ai2, bj1, bj2 in group:
             if tag == "equal":
-                body.extend(_lines(" ", a_mid[ai1:ai2]))
+                body.extend(_lines(" ", a_mid[ai1:ai2], crlf))
                 continue
             if tag in ("replace", "delete"):
-                body.extend(_lines("-", a_mid[ai1:ai2]))
+                body.extend(_lines("-", a_mid[ai1:ai2], crlf))
                 removed += ai2 - ai1
             if tag in ("replace", "insert"):
-                body.extend(_lines("+", b_mid[bj1:bj2]))
+                body.extend(_lines("+", b_mid[bj1:bj2], crlf))
                 numbers = range(start + bj1 + 1, start + bj2 + 1)
                 added.extend(zip(numbers, _bare(b_mid[bj1:bj2]), strict=True))
         head = f"@@ -{_range(start + i1, i2 - i1)} +{_range(start + j1, j2 - j1)} @@"
         if section is not None:
             head += section(b if new is not None else a, start + (j1 if new is not None else i1))
         hunks.append(HunkSpan(start + i1, start + i2, start + j1, start + j2, head, tuple(body)))
+    if not hunks and old is None and new is not None:  # a new empty file
+        hunks.append(HunkSpan(0, 0, 0, 0, "@@ -0,0 +0,0 @@", ()))
     if not hunks:
         return LineDiff("", [], 0)
     rows = [row for hunk in hunks for row in (hunk.header, *hunk.lines)]
@@ -481,34 +490,55 @@ def _bare(lines: list[str]) -> list[str]:
     return bare
 
 
-def _lines(mark: str, lines: list[str]) -> list[str]:
-    """The rows of ``lines`` (from ``split_keepends``) marked ``mark``."""
+def _crlf_only(text: str) -> bool:
+    """Every ``\n`` of ``text`` ends a CRLF (true of a text with no line end)."""
+    return text.count("\n") == text.count("\r\n")
+
+
+def _lines(mark: str, lines: list[str], crlf: bool = False) -> list[str]:
+    """The rows of ``lines`` (from ``split_keepends``) marked ``mark``; with ``crlf`` (every
+    line end of the diff is CRLF) a CRLF ending is shown as a line end, else its ``\r`` is
+    kept in the row."""
     if lines and lines[-1].endswith("\n"):
         joined = "".join(lines)
-        if "\r" not in joined:  # no CRLF to show as a line end: mark every line in C
+        if not crlf or "\r" not in joined:  # no CRLF to show as a line end: mark lines in C
             rows = (mark + joined.replace("\n", "\n" + mark)).split("\n")
             rows.pop()  # the mark after the last newline
             return rows
     out = []
     for line in lines:
-        if line.endswith("\n"):  # a CRLF ending is shown as a line end, not as a "\r"
-            out.append(mark + line[:-2] if line.endswith("\r\n") else mark + line[:-1])
+        if line.endswith("\n"):  # with crlf, a CRLF ending is a line end, not a "\r"
+            out.append(mark + line[:-2] if crlf and line.endswith("\r\n") else mark + line[:-1])
         else:
             out.append(mark + line)
             out.append(_NO_NEWLINE)
     return out
 
 
-_CELL_HEADER = re.compile(r"^#%%+ cell \S+ \((?:code|markdown|raw)\)$")
+_CELL_HEADER = re.compile(r"^(#%%+) cell \S+ \((?:code|markdown|raw)\)$")
 
 
 def _cell_section(lines: list[str], first: int) -> str:
     """`` <header>`` of the cell holding line ``first`` (0-based) of a cell view, unless that
-    line is the header itself ("" then, and for a text that is no cell view)."""
-    if first < len(lines) and _CELL_HEADER.match(lines[first].rstrip("\r\n")):
+    line is the header itself ("" then, and for a text that is no cell view).
+
+    A view starts with a header, and every header uses that one's marker (``#%%``, made
+    longer until no source line starts with it: ``runtime/notebook.py``), so a source line
+    that looks like a header with a shorter marker is not taken for one.
+    """
+    found = _CELL_HEADER.match(lines[0].removesuffix("\n")) if lines else None
+    if found is None:
+        return ""
+    marker = found.group(1) + " "
+
+    def header(index: int) -> str | None:
+        line = lines[index].removesuffix("\n")
+        return line if line.startswith(marker) and _CELL_HEADER.match(line) else None
+
+    if first < len(lines) and header(first) is not None:
         return ""
     for index in range(min(first, len(lines)) - 1, -1, -1):
-        line = lines[index].rstrip("\r\n")
-        if _CELL_HEADER.match(line):
+        line = header(index)
+        if line is not None:
             return " " + line
     return ""

@@ -3,8 +3,9 @@
 Hunks are numbered from 0 in the order they appear in ``proposal.diff``,
 counting across files. They come from the same computation as the diff
 (``diffs.unified_diff``), so hunk ``k`` here is the ``k``-th ``@@`` header
-there. A new file is one hunk (an empty new file too, shown as
-``@@ -0,0 +0,0 @@``, since its diff has no rows).
+there. A new file is one hunk (an empty new file too: its diff shows
+``@@ -0,0 +0,0 @@`` and no rows, so a card that counts the ``@@`` lines of
+``proposal.diff`` numbers the hunks as this module does).
 
 Applying a choice works on lines with their endings (``split_keepends``): an
 accepted hunk contributes its new lines, a declined one its old lines, and
@@ -24,8 +25,6 @@ from grinta_jupyter.runtime.diffs import HunkSpan, split_keepends, unified_diff
 if TYPE_CHECKING:
     from grinta_jupyter.runtime.proposal import FileChange, Proposal
 
-_EMPTY_CREATE = HunkSpan(0, 0, 0, 0, "@@ -0,0 +0,0 @@", ())
-
 
 @dataclass(frozen=True)
 class Hunk:
@@ -44,10 +43,7 @@ class Hunk:
 
 def file_hunks(change: FileChange) -> tuple[HunkSpan, ...]:
     """The hunks of one file's change, in diff order."""
-    spans = unified_diff(change.path, change.before, change.after).hunks
-    if not spans and change.before is None:
-        return (_EMPTY_CREATE,)
-    return spans
+    return unified_diff(change.path, change.before, change.after).hunks
 
 
 def hunks(proposal: Proposal) -> list[Hunk]:
