@@ -122,7 +122,13 @@ class Notebook:
 
     @classmethod
     def _parse(cls, text: str, rel: str) -> Notebook:
-        members = object_members(text, skip_ws(text, 0))
+        first = skip_ws(text, 0)
+        members = object_members(text, first)
+        # Jupyter cannot open a file with more after its object (two notebooks run together):
+        # neither is it read as cells, or an edit would be refused as breaking the JSON.
+        close = skip_ws(text, members[-1][1][1] if members else first + 1)  # at its "}"
+        if skip_ws(text, close + 1) != len(text):
+            raise ValueError(f"more text after the notebook's object, at offset {close + 1}")
         top = dict(members)
         major = value_at(text, top.get("nbformat"))
         if major != 4:

@@ -116,9 +116,8 @@ def check_notebook(rel: str, before: str | None, after: str, raw_after: bytes) -
 
 def check_cells(rel: str, before: str, after: str) -> ToolError | None:
     """SYNTAX_ERROR when an edited or new code cell has a Python error it did not have."""
-    marker = _marker_of(after) or _marker_of(before) or BASE_MARKER
-    old = {key: source for key, kind, source in _safe_parse(before, marker) if kind == "code"}
-    for key, kind, source in _safe_parse(after, marker):
+    old = {key: source for key, kind, source in _view_cells(before) if kind == "code"}
+    for key, kind, source in _view_cells(after):
         if kind != "code" or old.get(key) == source:
             continue
         problem = python_error(source)
@@ -141,9 +140,11 @@ def check_cells(rel: str, before: str, after: str) -> ToolError | None:
     return None
 
 
-def _safe_parse(view: str, marker: str) -> list[ViewCell]:
+def _view_cells(view: str) -> list[ViewCell]:
+    """The cells of ``view``, read with its own marker: the views before and after a change
+    may differ in it (a source line starting with ``#%% cell`` added or removed)."""
     try:
-        return parse_view(view, marker)
+        return parse_view(view, _marker_of(view) or BASE_MARKER)
     except ValueError:
         return []
 
@@ -214,9 +215,8 @@ def cleared_outputs(notebook: Notebook, after: str) -> str:
 
 def cell_changes(before: str, after: str) -> dict[str, str]:
     """What a change does to each cell it touches, by key: "edit", "delete" or "insert"."""
-    marker = _marker_of(before) or _marker_of(after) or BASE_MARKER
-    old = {key: source for key, _, source in _safe_parse(before, marker)}
-    new = {key: source for key, _, source in _safe_parse(after, marker)}
+    old = {key: source for key, _, source in _view_cells(before)}
+    new = {key: source for key, _, source in _view_cells(after)}
     changes = {key: "delete" for key in old if key not in new}
     for key, source in new.items():
         if key not in old:
@@ -240,9 +240,8 @@ def selection_problem(before: str, full: str, selected: str) -> str | None:
 
 def touched_cells(before: str, after: str) -> list[str]:
     """Keys of cells whose source the change edits or that it deletes."""
-    marker = _marker_of(before) or _marker_of(after) or BASE_MARKER
-    new = {key: source for key, _, source in _safe_parse(after, marker)}
-    return [key for key, _, source in _safe_parse(before, marker) if new.get(key) != source]
+    new = {key: source for key, _, source in _view_cells(after)}
+    return [key for key, _, source in _view_cells(before) if new.get(key) != source]
 
 
 __all__ = [

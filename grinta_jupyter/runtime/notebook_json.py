@@ -101,17 +101,26 @@ class Layout:
     newline: str = "\n"  # "\r\n" for a notebook written with CRLF
 
 
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # a JSON string
+# A \u escape past ASCII's controls, with the run of backslashes before it: only an odd
+# run escapes (in `\\u00e9` the backslash is escaped and the "u" is plain text).
+_ESCAPE = re.compile(r"(\\+)u(?!00[0-7])[0-9a-fA-F]{4}")
+
+
 def layout_of(text: str) -> Layout:
     """The layout ``text`` is written in (guessed from its first indented key)."""
     match = re.search(r"\{\r?\n([ \t]+)\"", text)
     unit = match.group(1) if match else None
     non_ascii = not text.isascii()
-    escapes = re.search(r"\\u(?!00[0-7])[0-9a-fA-F]{4}", text) is not None
+    escapes = any(len(found.group(1)) % 2 for found in _ESCAPE.finditer(text))
+    # On one line, separators are read between values, never inside a string (a source
+    # holding `": `); an indented file's are json's own.
+    bare = _STRING.sub('""', text) if unit is None else text
     return Layout(
         unit=unit,
         ensure_ascii=escapes and not non_ascii,
-        item_separator=", " if unit is None and re.search(r"\", \"", text) else ",",
-        key_separator=": " if re.search(r"\": ", text) else ":",
+        item_separator=", " if unit is None and '", "' in bare else ",",
+        key_separator=": " if '": ' in bare else ":",
         newline="\r\n" if "\r\n" in text else "\n",
     )
 

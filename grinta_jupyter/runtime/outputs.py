@@ -16,6 +16,10 @@ from typing import Any
 
 OUTPUT_TEXT_CHARS = 600
 OUTPUT_TEXT_LINES = 12
+# Names a notebook gives (an output's type, a stream's name, an error's ename, a MIME
+# type) are short in any real one; a hostile one is cut here.
+_NAME_CHARS = 80
+_MIMES_SHOWN = 3
 
 
 def summarize_outputs(outputs: Sequence[dict[str, Any]], limit: int = 10) -> list[str]:
@@ -25,15 +29,15 @@ def summarize_outputs(outputs: Sequence[dict[str, Any]], limit: int = 10) -> lis
     for output in outputs[:limit]:
         kind = output.get("output_type")
         if kind == "stream":
-            lines.append(f"{output.get('name', 'stdout')}: " + _bounded(_text(output.get("text"))))
+            name = _name(output.get("name", "stdout"))
+            lines.append(f"{name}: " + _bounded(_text(output.get("text"))))
         elif kind == "error":
-            lines.append(
-                f"error: {output.get('ename', '?')}: {_bounded(str(output.get('evalue', '')), 300)}"
-            )
+            ename = _name(output.get("ename", "?"))
+            lines.append(f"error: {ename}: {_bounded(str(output.get('evalue', '')), 300)}")
         elif kind in ("execute_result", "display_data"):
             lines.append(_bundle(output))
         else:
-            lines.append(f"[{kind}]")
+            lines.append(f"[{_name(kind)}]")
     if len(outputs) > limit:
         lines.append(f"[{len(outputs) - limit} more outputs]")
     return lines
@@ -43,6 +47,11 @@ def _text(value: Any) -> str:
     if isinstance(value, list):
         return "".join(str(v) for v in value)
     return str(value or "")
+
+
+def _name(value: Any) -> str:
+    name = str(value)
+    return name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS] + "..."
 
 
 def _bounded(text: str, chars: int = OUTPUT_TEXT_CHARS) -> str:
@@ -57,17 +66,25 @@ def _bounded(text: str, chars: int = OUTPUT_TEXT_CHARS) -> str:
 
 
 def _bundle(output: dict[str, Any]) -> str:
-    data = output.get("data") or {}
-    metadata = output.get("metadata") or {}
+    # Not validated on read: a hand-edited notebook may hold anything here.
+    data = output.get("data")
+    data = data if isinstance(data, dict) else {}
+    metadata = output.get("metadata")
+    metadata = metadata if isinstance(metadata, dict) else {}
     shown: list[str] = []
-    for mime, value in data.items():
-        if mime.startswith("image/") and mime != "image/svg+xml":
-            size = _image_size(mime, _text(value), metadata.get(mime) or {})
-            shown.append(f"[{mime} {size}]" if size else f"[{mime}]")
+    images = [m for m in data if m.startswith("image/") and m != "image/svg+xml"]
+    for mime in images[:_MIMES_SHOWN]:
+        sizes = metadata.get(mime)
+        size = _image_size(mime, _text(data[mime]), sizes if isinstance(sizes, dict) else {})
+        shown.append(f"[{_name(mime)} {size}]" if size else f"[{_name(mime)}]")
+    if len(images) > _MIMES_SHOWN:
+        shown.append(f"[{len(images) - _MIMES_SHOWN} more images]")
     if "text/plain" in data:
         shown.append(_bounded(_text(data["text/plain"])))
     elif not shown:
-        shown.extend(f"[{mime}, {len(_text(data[mime]))} chars]" for mime in list(data)[:3])
+        shown.extend(
+            f"[{_name(mime)}, {len(_text(data[mime]))} chars]" for mime in list(data)[:_MIMES_SHOWN]
+        )
     prefix = "result" if output.get("output_type") == "execute_result" else "display"
     return f"{prefix}: " + " ".join(shown)
 
@@ -76,8 +93,11 @@ def _image_size(mime: str, b64: str, metadata: dict[str, Any]) -> str | None:
     width, height = metadata.get("width"), metadata.get("height")
     if isinstance(width, int) and isinstance(height, int):
         return f"{width}x{height}"
+    # Base64 wrapped in lines (as older writers save it) is cut to whole 4-character
+    # groups once the line breaks are gone, or the decoder refuses it as badly padded.
+    head64 = "".join(b64[:65536].split())
     try:
-        head = base64.b64decode(b64[:65536].replace("\n", "")[: 65536 - 65536 % 4], validate=False)
+        head = base64.b64decode(head64[: len(head64) - len(head64) % 4], validate=False)
     except ValueError:
         return None
     if head.startswith(b"\x89PNG") and len(head) >= 24:
