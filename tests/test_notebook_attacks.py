@@ -419,13 +419,6 @@ def test_a_selection_of_hunks_says_only_which_outputs_it_clears(tmp_path: Path) 
     assert "b (1 output)" not in selected.summary, selected.summary  # what the card says
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tools/cells.replace_in_cells turns old_string's CRLF into LF, and cell sources "
-    "keep their CRLF: no multi-line string matches a CRLF cell, whatever the model sends; "
-    "fix: match each cell with its own line endings (adapt needle and replacement to a "
-    "cell whose source uses CRLF)",
-)
 def test_a_cell_whose_source_has_crlf_line_endings_can_be_edited_by_string(tmp_path: Path) -> None:
     """Attack: a notebook saved on Windows by a tool that kept CRLF inside cell sources
     (`"source": ["import os\\r\\n", "x = 1\\r\\n", "y = 2"]`). The read shows plain lines;
@@ -437,16 +430,12 @@ def test_a_cell_whose_source_has_crlf_line_endings_can_be_edited_by_string(tmp_p
     for old, new in (("x = 1\ny = 2", "x = 3\ny = 4"), ("x = 1\r\ny = 2", "x = 3\r\ny = 4")):
         proposal = replace(rt, old, new)
         assert proposal.ok, proposal.error
+    # Committed, the cell keeps its CRLF line ends and nothing else changes.
+    assert rt.commit(replace(rt, "x = 1\ny = 2", "x = 3\ny = 4")).ok
+    source = json.loads((root / NB).read_text())["cells"][0]["source"]
+    assert "".join(source) == "import os\r\nx = 3\r\ny = 4", source
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tools/cells.resolve_cell takes any unique id prefix for a write, so `cell:3` "
-    "(what the read's `[cell 3/3]` invites) deletes the cell whose id starts with 3; "
-    "fix: for writes, refuse a prefix that is a cell position (all digits, at most the "
-    "number of cells) unless it is an exact id, with the cell at that position as the "
-    "candidate",
-)
 def test_a_position_is_never_taken_for_an_id_prefix_by_a_write(tmp_path: Path) -> None:
     """Attack: a model reads `[cell 3/3] nb.ipynb::cell:c0ffee00` and deletes `cell:3`;
     cell 2's id starts with `3`. Writes must target: a position-like key that is not an
@@ -460,22 +449,42 @@ def test_a_position_is_never_taken_for_an_id_prefix_by_a_write(tmp_path: Path) -
         ),
     )
     rt = Runtime(root)
+    before = (root / NB).read_bytes()
     assert "[cell 3/3] nb.ipynb::cell:c0ffee00" in read(rt)
     proposal = cell_edit(rt, f"{NB}::cell:3", "delete")
     assert proposal.error is not None, proposal.summary
+    assert proposal.error.code == "AMBIGUOUS_SYMBOL" and "by position" in proposal.error.message
+    offered = [c.path for c in proposal.error.candidates]
+    assert offered == [f"{NB}::cell:c0ffee00", f"{NB}::cell:3e9f0a11"], offered
+    # A position no id starts with is refused too, with the cell at that position offered.
+    proposal = cell_edit(rt, f"{NB}::cell:1", "delete")
+    assert proposal.error is not None and proposal.error.code == "AMBIGUOUS_SYMBOL"
+    assert [c.path for c in proposal.error.candidates] == [f"{NB}::cell:a1b2c3d4"]
+    # The full id, and a prefix that is no position, still target.
+    assert cell_edit(rt, f"{NB}::cell:c0ffee00", "delete").error is None
+    assert cell_edit(rt, f"{NB}::cell:3e9", "delete").error is None
+    assert (root / NB).read_bytes() == before, "nothing was committed"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tools/cells.render_notebook always keeps the first cell's block whole, so one "
-    "cell of 400 lines of 2,000 characters reads as 760 KB where a .py file is cut at "
-    "read_max_chars (40,000); fix: cut the first block to the read limits too, with the "
-    "note to read the cell by its address and start_line",
-)
 def test_a_read_of_a_notebook_is_bounded_like_a_read_of_a_file(tmp_path: Path) -> None:
     """Attack: a notebook whose first cell holds 400 lines of 1,900 characters (a pasted
     data blob)."""
     blob = "\n".join("x = '" + "a" * 1900 + "'" for _ in range(400))
     root = workspace(tmp_path, notebook_text(code_cell("a", blob), code_cell("b", "y = 1")))
-    text = read(Runtime(root))
-    assert len(text) <= Settings().read_max_chars + 1_000, len(text)
+    rt = Runtime(root)
+    limit = Settings().read_max_chars
+    text = read(rt)
+    assert len(text) <= limit + 1_000, len(text)
+    assert f"more lines in this cell: read symbol='{NB}::cell:a' with start_line=" in text
+    # The cell read by its address is bounded too, and goes on where the note says.
+    shown: list[str] = []
+    start = 1
+    while True:
+        observation = rt.call("read", {"symbol": f"{NB}::cell:a", "start_line": start})
+        assert observation.ok, observation.error
+        assert len(observation.output) <= limit + 1_000, len(observation.output)
+        shown += [row for row in observation.output.split("\n") if "\tx = '" in row]
+        if "continue with" not in observation.output:
+            break
+        start = int(observation.output.rsplit("start_line=", 1)[1].rstrip("]"))
+    assert len(shown) == 400 and shown[-1].startswith("   400\t"), len(shown)

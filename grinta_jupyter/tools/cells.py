@@ -159,7 +159,13 @@ def resolve_cell(
     found = exact or (
         [(n, c) for n, c in enumerate(cells, 1) if c[0].startswith(key)] if key and has_ids else []
     )
-    if len(found) == 1:
+    # A key of digits that is no id may mean the cell at that position (a read shows
+    # "[cell 3/7]"), or an id that starts so: never taken for either, that cell is offered.
+    positional = has_ids and not exact and key.isdigit() and 1 <= int(key) <= len(cells)
+    if positional:
+        at = (int(key), cells[int(key) - 1])
+        found = [at, *(f for f in found if f[0] != at[0])]
+    if len(found) == 1 and not positional:
         position, (cell_key, kind, source) = found[0]
         how = "the cell with this id" if exact else "the only cell whose id starts so"
         if not has_ids:
@@ -182,9 +188,15 @@ def resolve_cell(
         raise ToolFailure(error, (Resolution(address, None, "no cell has this id"),))
     listed = found[:MAX_LISTED]
     why = "writes never guess" if write else "reads return the candidates"
+    what = (
+        f"{address!r} is no cell id; it may mean cell {key} of {len(cells)} (by position)"
+        + (f" or {len(found) - 1} whose id starts with {key!r}" if len(found) > 1 else "")
+        if positional
+        else f"{address!r} names {len(found)} cells"
+    )
     error = ToolError(
         AMBIGUOUS_SYMBOL,
-        f"{address!r} names {len(found)} cells; give the full cell id",
+        f"{what}; give the full cell id",
         tuple(cell_candidate(rel, k, kind, s) for _, (k, kind, s) in listed),
         more=len(found) - len(listed),
     )
@@ -293,6 +305,14 @@ def edit_definition(
     return f"{action} {symbol.qualname} in {staged.rel}::cell:{key}"
 
 
+def _in_style(text: str, source: str) -> str:
+    """``text`` (its line ends LF) with the line ends of the cell ``source``: CRLF in a cell
+    whose every line ends so (a notebook saved by a tool that kept them), whose read shows
+    plain lines; else as it is."""
+    crlf = "\r\n" in source and source.count("\n") == source.count("\r\n")
+    return text.replace("\n", "\r\n") if crlf else text
+
+
 def replace_in_cells(
     staged: StagedFile, old: str, new: str, replace_all: bool, max_chars: int | None
 ) -> int:
@@ -301,7 +321,7 @@ def replace_in_cells(
 
     needle, replacement = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
     cells = staged_cells(staged)
-    counts = [source.count(needle) for _, _, source in cells]
+    counts = [source.count(_in_style(needle, source)) for _, _, source in cells]
     count = sum(counts)
     if not count:
         found, partial = near_misses(staged, old)
@@ -320,7 +340,7 @@ def replace_in_cells(
         ]
         candidates = []
         for key, _, source, _ in places[:MAX_LISTED]:
-            line = source[: source.find(needle)].count("\n") + 1
+            line = source[: source.find(_in_style(needle, source))].count("\n") + 1
             candidates.append(
                 Candidate(f"{staged.rel}::cell:{key}", line, _cell_snippet(source, line))
             )
@@ -335,7 +355,17 @@ def replace_in_cells(
             )
         )
     edited = [
-        (key, kind, source.replace(needle, replacement, -1 if replace_all else 1) if n else source)
+        (
+            key,
+            kind,
+            source.replace(
+                _in_style(needle, source),
+                _in_style(replacement, source),
+                -1 if replace_all else 1,
+            )
+            if n
+            else source,
+        )
         for (key, kind, source), n in zip(cells, counts, strict=True)
     ]
     size = sum(len(source) for _, _, source in edited)
@@ -410,13 +440,13 @@ def _cell_block(rel: str, notebook: Notebook, position: int, settings: Settings)
     source_lines = cell.source.split("\n") if cell.source else []
     if source_lines and source_lines[-1] == "":
         source_lines.pop()  # a final newline adds no line, as in a file
-    limit = settings.max_line_chars
-    for number, line in enumerate(source_lines[: settings.read_max_lines], 1):
-        if len(line) > limit:
-            line = line[:limit] + f" [... {len(line) - limit} more chars]"
-        lines.append(f"{number:6}\t{line}")
-    if len(source_lines) > settings.read_max_lines:
-        lines.append(f"[{len(source_lines) - settings.read_max_lines} more lines in this cell]")
+    rows = _source_rows(source_lines, 1, min(len(source_lines), settings.read_max_lines), settings)
+    lines.extend(rows)
+    if len(rows) < len(source_lines):  # past the read's line or character limit
+        lines.append(
+            f"[{len(source_lines) - len(rows)} more lines in this cell: read "
+            f"symbol='{rel}::cell:{cell.key}' with start_line={len(rows) + 1}]"
+        )
     for summary in summarize_outputs(cell.outputs):
         first, *rest = summary.split("\n")
         lines.append("   out: " + first)
@@ -424,14 +454,41 @@ def _cell_block(rel: str, notebook: Notebook, position: int, settings: Settings)
     return "\n".join(lines)
 
 
-def render_cell_lines(rel: str, key: str, source: str, first: int, last: int) -> str:
-    """Lines ``first..last`` of one cell's source, numbered within the cell."""
+def render_cell_lines(
+    rel: str, key: str, source: str, first: int, last: int, settings: Settings
+) -> str:
+    """Lines ``first..last`` of one cell's source, numbered within the cell; cut to the read
+    limits (a line to ``max_line_chars``, all of them to ``read_max_chars``) with a note on
+    how to go on."""
     lines = source.split("\n")
-    rows = [f"{n:6}\t{lines[n - 1]}" for n in range(first, min(last, len(lines)) + 1)]
-    return (
-        f"{rel}::cell:{key} (lines {first}-{min(last, len(lines))} of {len(lines)})\n"
-        + "\n".join(rows)
-    )
+    last = min(last, len(lines))
+    rows = _source_rows(lines, first, last, settings)
+    shown = first + len(rows) - 1
+    text = f"{rel}::cell:{key} (lines {first}-{shown} of {len(lines)})\n" + "\n".join(rows)
+    if shown < last:
+        text += (
+            f"\n[output limit reached: continue with symbol='{rel}::cell:{key}' "
+            f"start_line={shown + 1}]"
+        )
+    return text
+
+
+def _source_rows(lines: list[str], first: int, last: int, settings: Settings) -> list[str]:
+    """Numbered rows of ``lines[first - 1 : last]``, each line cut to ``max_line_chars``,
+    as many as fit in ``read_max_chars`` (at least one)."""
+    limit = settings.max_line_chars
+    rows: list[str] = []
+    size = 0
+    for number in range(first, last + 1):
+        line = lines[number - 1]
+        if len(line) > limit:
+            line = line[:limit] + f" [... {len(line) - limit} more chars]"
+        row = f"{number:6}\t{line}"
+        if rows and size + len(row) > settings.read_max_chars:
+            break
+        rows.append(row)
+        size += len(row) + 1
+    return rows
 
 
 def outline(rel: str, notebook: Notebook, symbols: Sequence[Symbol]) -> str:

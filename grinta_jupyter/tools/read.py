@@ -164,7 +164,16 @@ def _read_symbol(args: ReadArgs, ctx: ToolContext) -> ReadResult:
             raise fail(INVALID_ARGS, f"name the notebook too: 'path.ipynb::{qualname}'")
         target, resolution = cells.resolve_cell(ctx, path, qualname, write=False)
         count = target.source.count("\n") + 1
-        output = cells.render_cell_lines(target.path, target.key, target.source, 1, count)
+        first = args.start_line or 1
+        if first > count:
+            raise fail(
+                INVALID_ARGS, f"start_line {first} is past the end of the cell ({count} lines)"
+            )
+        if args.end_line is not None and args.end_line < first:
+            raise fail(INVALID_ARGS, f"end_line {args.end_line} is before start_line {first}")
+        output = cells.render_cell_lines(
+            target.path, target.key, target.source, first, args.end_line or count, ctx.settings
+        )
         return ReadResult(
             f"{target.cell_type} cell {target.position} of {target.total}: {output}", (resolution,)
         )
@@ -176,7 +185,7 @@ def _read_symbol(args: ReadArgs, ctx: ToolContext) -> ReadResult:
     if symbol.cell and isinstance(textfile, NotebookFile):
         source = next((c.source for c in textfile.nb.cells if c.key == symbol.cell), "")
         output = cells.render_cell_lines(
-            symbol.path, symbol.cell, source, symbol.start_line, symbol.end_line
+            symbol.path, symbol.cell, source, symbol.start_line, symbol.end_line, ctx.settings
         )
         return ReadResult(output, (resolution,))
     lines = split_lines(textfile.text)
