@@ -15,7 +15,6 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -445,13 +444,6 @@ def test_a_file_changed_after_the_hunks_were_chosen_is_not_written(tmp_path):
 # -- redaction ------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="mime.step_payload redacts the diff as one string, so a secret that starts with a "
-    "row marker ('-', '+', ' ') and equals a row eats that marker; the rest of the hunk is "
-    "read as notes. Fix (jupyter/mime.py, outside this change): redact each row's text "
-    "after the marker, or re-count the hunk.",
-)
 def test_a_redacted_secret_never_changes_the_role_of_a_row(tmp_path):
     """Attack: a secret (here the model's key, given in code) equal to "-" plus a line the
     edit removes. Redacting the card's diff turned the row "-<line>" into "[REDACTED]", and
