@@ -239,3 +239,44 @@ def test_an_edit_clicked_on_a_card_is_staged_off_the_event_loop(tmp_path: Path):
     # compile. A staging on the loop would show none: the click would not return first.)
     during = sum(1 for t in ticks if window[0] <= t <= window[1])
     assert during >= 2, (took, during)
+
+
+def test_an_approval_of_a_card_drawn_before_an_edit_is_refused(tmp_path: Path):
+    """A click on Approve that crossed an edit's new diff (the page still showed the diff
+    before the edit) names the proposal it saw by its ``edits`` count: refused, nothing
+    decided; an approval of the diff now shown commits it."""
+    import asyncio
+
+    from grinta_jupyter.agent import NeedsDecision, Session
+    from grinta_jupyter.agent.models import ScriptedModel, call, reply
+    from grinta_jupyter.jupyter.panel import SessionPanel
+
+    (tmp_path / "a.py").write_text("x = 1\ny = 2\n")
+    edit = {"path": "a.py", "old_string": "x = 1\n", "new_string": "x = 10\n"}
+    turns = [reply("", call("replace_string", **edit)), reply("", call("finish", summary="ok"))]
+    session = Session("t", model=ScriptedModel(turns), root=tmp_path)
+    panel = SessionPanel(session)
+    seen: list[str] = []
+
+    async def go() -> None:
+        async for update in session.updates():
+            panel.apply(update)
+            if not isinstance(update, NeedsDecision):
+                continue
+            card = panel.cards[update.step.number]
+            if update.step.edits == 0:
+                card.receive({"event": "edit", "arguments": {**edit, "new_string": "x = 99\n"}})
+                continue
+            for stale in (
+                {"event": "approve", "edits": 0},
+                {"event": "hunks", "accepted": [0], "edits": 0},
+            ):
+                card.receive(stale)
+                seen.append(card.status)
+                assert session.pending is not None and session.pending.decision is None
+            card.receive({"event": "approve", "edits": update.step.edits})
+
+    asyncio.run(asyncio.wait_for(go(), 60))
+    assert len(seen) == 2 and all("edited after the card you approved" in s for s in seen), seen
+    assert (tmp_path / "a.py").read_text() == "x = 99\ny = 2\n"
+    assert session.steps[0].edits == 1 and session.steps[0].decision == "approve"

@@ -25,7 +25,10 @@ decision (``grinta_jupyter.agent.updates``) and handed to ``on_decision``:
 ``{"event": "edit", "arguments": {...}}``,
 ``{"event": "hunks", "accepted": [int, ...], "reason": str}``. A message of
 any other shape is ignored and said so in ``status``: nothing is decided on
-a guess.
+a guess. An approval (whole or of hunks) from the page carries the ``edits``
+count of the proposal it drew; when the proposal was edited since (a click that
+crossed the edit's new diff on its way), it is refused and said so in
+``status``: nobody approves a diff, or hunk numbers, they did not see.
 
 Two more widgets load the same module (``kind`` tells it what to draw):
 
@@ -120,8 +123,20 @@ class StepCardWidget(anywidget.AnyWidget):
         if decision is None:
             self.status = f"grinta: ignored a message that is not a decision: {content!r:.200}"
             return
+        if isinstance(decision, (Approve, ApproveHunks)) and not self._seen(content):
+            self.status = (
+                "grinta: the proposal was edited after the card you approved was drawn: "
+                "look at its diff again (nothing was decided)"
+            )
+            return
         if self.on_decision is not None:
             self.on_decision(decision)
+
+    def _seen(self, content: object) -> bool:
+        """Whether an approval names the proposal the card shows now: the page sends the
+        ``edits`` count of the one it drew (none from a caller that drew nothing)."""
+        seen = content.get("edits") if isinstance(content, dict) else None
+        return seen is None or seen == self.payload.get("edits", seen)
 
     def _received(self, _widget: object, content: object, _buffers: Sequence[object]) -> None:
         self.receive(content)

@@ -19,12 +19,16 @@ export const TEXT_FIELDS = ['new_string', 'content', 'new_source'] as const;
 
 export const DEFAULT_VETO_REASON = 'vetoed by the user';
 
-/** What the card sends to the kernel. */
+/**
+ * What the card sends to the kernel. An approval carries the `edits` count of the
+ * proposal the reviewer saw: the kernel refuses it when the proposal was edited since
+ * (an edit's new diff not drawn yet), so nobody approves a diff they did not see.
+ */
 export type CardMessage =
-  | { event: 'approve' }
+  | { event: 'approve'; edits?: number }
   | { event: 'veto'; reason: string }
   | { event: 'edit'; arguments: Record<string, unknown> }
-  | { event: 'hunks'; accepted: number[]; reason: string };
+  | { event: 'hunks'; accepted: number[]; reason: string; edits?: number };
 
 /** How many hunks the step's diff has, counting across files. */
 export function hunkCount(diff: string): number {

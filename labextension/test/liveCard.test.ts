@@ -116,7 +116,10 @@ describe('the live card', () => {
     const bar = one(node, 'grinta-actions');
     const enter = press(bar, 'Enter');
     assert.ok(enter.defaultPrevented && enter.stopped, 'the notebook does not see the key');
-    assert.deepEqual(model.sent, [{ event: 'approve' }, { event: 'approve' }]);
+    assert.deepEqual(model.sent, [
+      { event: 'approve', edits: 0 },
+      { event: 'approve', edits: 0 }
+    ]);
     press(bar, 'Enter', true);
     assert.equal(model.sent.length, 2, 'Shift+Enter is the notebook’s');
 
@@ -178,8 +181,14 @@ describe('per-hunk approval in the live card', () => {
     typeInto(one(node, 'grinta-hunk-reason'), 'g() stays as it is');
     press(one(node, 'grinta-actions'), 'Enter');
     assert.deepEqual(model.sent, [
-      { event: 'hunks', accepted: [0, 2], reason: 'g() stays as it is' }
+      { event: 'hunks', accepted: [0, 2], reason: 'g() stays as it is', edits: 0 }
     ]);
+  });
+
+  it('names the proposal it approves by its edits, so an edited one is not approved unseen', () => {
+    const { model, node } = mount({ payload: payload({ edits: 2 }), pending: true });
+    click(one(node, 'grinta-approve'));
+    assert.deepEqual(model.sent, [{ event: 'approve', edits: 2 }]);
   });
 
   it('turns into a veto when every hunk is unchecked', () => {
@@ -224,7 +233,7 @@ describe('per-hunk approval in the live card', () => {
     );
     assert.equal(one(again, 'grinta-hunk-reason').value, 'not g');
     click(one(again, 'grinta-approve'));
-    assert.deepEqual(model.sent, [{ event: 'hunks', accepted: [0, 2], reason: 'not g' }]);
+    assert.deepEqual(model.sent, [{ event: 'hunks', accepted: [0, 2], reason: 'not g', edits: 0 }]);
   });
 
   it('keeps the review in a view by another wrapper of the card, as anywidget makes for each view', async () => {

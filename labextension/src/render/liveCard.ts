@@ -336,6 +336,10 @@ export class LiveCard {
       this.setMode('veto'); // nothing selected: say why, or cancel
       return;
     }
+    const step = this.step();
+    if (step && (message.event === 'approve' || message.event === 'hunks')) {
+      message.edits = step.edits; // the proposal seen: the kernel refuses it once edited
+    }
     this.send(message);
   }
 
