@@ -386,12 +386,6 @@ def test_the_staged_view_is_exactly_what_is_written(tmp_path: Path, layout: str)
 # -- bugs outside the notebook runtime, kept as expected failures -------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="facade._select copies the full proposal's summary, so a selection of hunks that "
-    "leaves a cell alone still says its outputs are cleared; fix: recompute the "
-    "cleared_outputs notes from the restaged files in Runtime._select",
-)
 def test_a_selection_of_hunks_says_only_which_outputs_it_clears(tmp_path: Path) -> None:
     """Attack: approve one of two hunks of an edit of two cells that have outputs.
 
@@ -417,6 +411,8 @@ def test_a_selection_of_hunks_says_only_which_outputs_it_clears(tmp_path: Path) 
     committed(rt, selected)
     assert cells_of(root / NB)[1]["outputs"] == [stream]  # what is written
     assert "b (1 output)" not in selected.summary, selected.summary  # what the card says
+    assert "clears the outputs and execution count of edited cell a (1 output)" in selected.summary
+    assert "(1 of 2 hunks accepted by the reviewer)" in selected.summary
 
 
 def test_a_cell_whose_source_has_crlf_line_endings_can_be_edited_by_string(tmp_path: Path) -> None:

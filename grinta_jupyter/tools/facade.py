@@ -421,18 +421,11 @@ class Runtime:
             )
         if isinstance(result, WriteResult):
             changes = self._changes(staged)
-            # What the diff of a notebook's cell view cannot show: outputs it clears.
-            cleared = [
-                f"{rel}: {note}"
-                for rel, item in staged.items()
-                if isinstance(item.original, NotebookFile)
-                and (note := cleared_outputs(item.original.nb, item.text))
-            ]
             return WriteProposal(
                 spec.name,
                 args,
                 error=self._check(changes),
-                summary="; ".join([result.summary, *cleared]),
+                summary="; ".join([result.summary, *_cleared(staged)]),
                 resolutions=result.resolutions,
                 changes=tuple(changes),
             )
@@ -499,7 +492,21 @@ class Runtime:
                     INVALID_ARGS,
                     f"{change.path}: {problem}; approve all of its hunks, or veto the edit",
                 )
-        summary = f"{proposal.summary} ({len(chosen)} of {total} hunks accepted by the reviewer)"
+        # The outputs the whole proposal would clear, said in its summary, are not those of
+        # the hunks chosen: the summary says what the chosen ones clear.
+        whole = _cleared(
+            {
+                c.path: self._restage(c, c.after)
+                for c in proposal.changes
+                if is_notebook(c.path) and c.after is not None
+            }
+        )
+        base = proposal.summary
+        if whole and base.endswith("; " + "; ".join(whole)):
+            base = base[: -len("; " + "; ".join(whole))]
+        summary = "; ".join(
+            [f"{base} ({len(chosen)} of {total} hunks accepted by the reviewer)", *_cleared(staged)]
+        )
         return WriteProposal(
             proposal.tool,
             proposal.args,
@@ -652,6 +659,16 @@ class Runtime:
 def _first_line(text: str, fallback: str) -> str:
     """The one-line summary of an output: its first line, bounded."""
     return text.splitlines()[0][:200] if text else fallback
+
+
+def _cleared(staged: dict[str, StagedFile]) -> list[str]:
+    """What the diff of a notebook's cell view cannot show: the outputs writing it clears."""
+    return [
+        f"{rel}: {note}"
+        for rel, item in staged.items()
+        if isinstance(item.original, NotebookFile)
+        and (note := cleared_outputs(item.original.nb, item.text))
+    ]
 
 
 def _hunk_indexes(accepted: Iterable[int], total: int) -> list[int]:
