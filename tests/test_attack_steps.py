@@ -532,13 +532,21 @@ def _rows_name_their_lines(old: str, new: str) -> None:
     files = parse_unified(diff.text)
     assert len(files) == 1
     parsed = files[0]
+    # A row is its line without the line end: a CRLF is a line end only when every line end
+    # of both texts is one; otherwise the "\r" is the row's, so a change to it shows.
+    crlf = all(line.endswith("\r\n") for line in a + b if line.endswith("\n"))
+
+    def shown(line: str) -> str:
+        line = line.removesuffix("\n")
+        return line.removesuffix("\r") if crlf else line
+
     removed = 0
     for hunk in parsed.hunks:
         for row in hunk.rows:
             if row.old_line is not None:
-                assert a[row.old_line - 1].removesuffix("\n").removesuffix("\r") == row.text
+                assert shown(a[row.old_line - 1]) == row.text
             if row.new_line is not None:
-                assert b[row.new_line - 1].removesuffix("\n").removesuffix("\r") == row.text
+                assert shown(b[row.new_line - 1]) == row.text
             removed += row.role == "del"
     assert removed == diff.removed == parsed.removed
     assert [(n, line) for n, line in diff.added] == [

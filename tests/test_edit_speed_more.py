@@ -256,11 +256,14 @@ def test_first_character_filter_loses_no_placeholder() -> None:
 # -- diffs --------------------------------------------------------------------------------
 
 
-def _reference_lines(mark: str, lines: list[str]) -> list[str]:
+def _reference_lines(mark: str, lines: list[str], crlf: bool) -> list[str]:
+    """Row by row: a CRLF ending is a line end only with ``crlf`` (every line end of the
+    diff is one), else its "\\r" stays in the row."""
     out = []
     for line in lines:
         if line.endswith("\n"):
-            out.append(mark + line[:-2] if line.endswith("\r\n") else mark + line[:-1])
+            cut = 2 if crlf and line.endswith("\r\n") else 1
+            out.append(mark + line[:-cut])
         else:
             out.extend([mark + line, "\\ No newline at end of file"])
     return out
@@ -296,7 +299,8 @@ def test_marked_rows_and_bare_lines_match_line_by_line(text: str) -> None:
     for start in range(len(lines) + 1):
         for end in range(start, len(lines) + 1):
             part = lines[start:end]
-            assert _lines("+", part) == _reference_lines("+", part)
+            for crlf in (False, True):
+                assert _lines("+", part, crlf) == _reference_lines("+", part, crlf)
             assert _bare(part) == [line.removesuffix("\n").removesuffix("\r") for line in part]
 
 
