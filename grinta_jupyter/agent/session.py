@@ -92,7 +92,7 @@ from grinta_jupyter.runtime.proposal import (
     ReadProposal,
     WriteProposal,
 )
-from grinta_jupyter.runtime.secrets import Secrets
+from grinta_jupyter.runtime.secrets import REDACTED, Secrets
 from grinta_jupyter.runtime.textfile import sha256
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
@@ -651,12 +651,23 @@ class Session:
             f"({', '.join(staged.paths)}); it was not applied again"
         )
         step.observation = Observation(True, text)
-        # Named, so that a rewind undoes it like any other (its undo record says which).
-        commit_id = self.runtime.find_commit(staged.base, staged.after)
-        self._emit(
-            ev.Committed(call_id=call.id, ok=True, commit_id=commit_id, paths=staged.paths),
-            step.number,
+        # Named, so that a rewind undoes it like any other (its undo record says which);
+        # once only: a commit logged before the interruption (its observation was not) is
+        # already in the log, and a rewind would undo it twice.
+        # (Models reuse call ids across replies: only what follows this call's proposal.)
+        path = branch_events(self.log.events, self.branch)
+        start = max(
+            i for i, e in enumerate(path) if isinstance(e, ev.ToolProposed) and e.call_id == call.id
         )
+        logged = any(
+            isinstance(e, ev.Committed) and e.ok and e.call_id == call.id for e in path[start:]
+        )
+        if not logged:
+            commit_id = self.runtime.find_commit(staged.base, staged.after)
+            self._emit(
+                ev.Committed(call_id=call.id, ok=True, commit_id=commit_id, paths=staged.paths),
+                step.number,
+            )
         self._emit(
             ev.Observed(
                 call_id=call.id,
@@ -909,7 +920,7 @@ class Session:
         step = Step(len(self.steps) + 1, call, proposal, text)
         if call.id in self._restaging:
             step.restaged = True
-            step.stale = _stale(self._restaging.pop(call.id), proposal)
+            step.stale = _stale(self._restaging.pop(call.id), proposal) or _redacted_arguments(call)
         self.steps.append(step)
         self._record_proposal(step)
         if isinstance(step.proposal, FinishProposal) and step.proposal.ok:
@@ -1309,6 +1320,17 @@ def _read_path(proposal: Proposal) -> str:
         if found:
             return found.group(1)
     return ""
+
+
+def _redacted_arguments(call: ToolCall) -> str | None:
+    """Why a resumed call must not run as its log holds it, if it must not: its arguments
+    held a secret, which the log keeps redacted, so the call would now write the mark."""
+    if REDACTED not in (call.arguments or ""):
+        return None
+    return (
+        "its arguments held a secret, which the session's log keeps redacted: as resumed, "
+        f"the call would write {REDACTED} in its place; edit the arguments, or veto"
+    )
 
 
 def _stale(recorded: ev.DiffStaged | None, proposal: Proposal) -> str | None:

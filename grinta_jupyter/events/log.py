@@ -24,7 +24,8 @@ JSON escapes, read back exactly.
 A log is read back with ``read_events``, or, for a path a person gave, with
 ``read_log``: a path that is missing, not a file, unreadable, empty, or not a
 grinta session log raises ``LogError`` with one line saying which, for front
-ends to show as is.
+ends to show as is. A last line without its newline was torn by a crash and is
+not an event (resume cuts it); any other line that is not an event is refused.
 """
 
 from __future__ import annotations
@@ -270,14 +271,18 @@ def read_log(path: str | os.PathLike[str]) -> list[Event]:
 
 
 def _iter_file(path: Path) -> Iterator[Event]:
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, 1):
-            line = line.strip()
+    with path.open("rb") as handle:
+        for number, raw in enumerate(handle, 1):
+            # Every line is written with its newline in one go: a last line without one is
+            # torn by a crash (perhaps inside a character), never an event, even when it
+            # parses; resume cuts exactly that line (``session._drop_torn_tail``). A whole
+            # line that does not parse (a newer version's event, a hand edit) is refused.
+            if not raw.endswith(b"\n"):
+                return
+            line = raw.decode("utf-8").strip()
             if not line:
                 continue
             try:
                 yield parse_event(json.loads(line))
-            except (ValueError, TypeError) as exc:  # a torn last line from a crash is skipped
-                if handle.readline() == "":
-                    return
+            except (ValueError, TypeError) as exc:
                 raise ValueError(f"{path}:{number}: not a grinta event: {exc}") from None
