@@ -70,8 +70,9 @@ def test_a_scripted_session_inspects_and_executes_in_a_real_kernel(kernel, tmp_p
     # and only a cell can open the gate.
     wait_for(kc, "started.is_set()")
     assert run(kc, "print(session.done, needed)").strip() == "False ['execute']"
-    run(kc, "gate.set()")
-    wait_for(kc, "session.done")
+    # One cell opens the gate and waits for the end: a cell that ends meanwhile would let the
+    # inline backend show and close the code's figure first (docs/notebook.md, execute).
+    run(kc, "import asyncio\ngate.set()\nwhile not session.done:\n    await asyncio.sleep(0.05)")
 
     steps = json.loads(
         run(
