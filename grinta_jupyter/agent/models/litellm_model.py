@@ -53,6 +53,9 @@ _BARE_NAMES: tuple[tuple[re.Pattern[str], str], ...] = (
 
 # A server asking us to wait longer than this is not worth blocking a notebook for.
 MAX_RETRY_AFTER = 60.0
+# A stream whose chunks are already buffered never makes ``async for`` wait: the loop is given
+# back this often, so the kernel's cells, widgets and Stop go on during a long, fast reply.
+_YIELD_EVERY = 0.02
 
 # Sent to OpenAI-compatible servers that need no key; the OpenAI client insists on one.
 _PLACEHOLDER_KEY = "no-key"
@@ -154,6 +157,7 @@ class LiteLLMModel:
     ) -> ModelReply:
         stream = await litellm.acompletion(**request)
         chunks = []
+        gave_back = time.monotonic()
         try:
             async for chunk in stream:
                 chunks.append(chunk)
@@ -162,11 +166,19 @@ class LiteLLMModel:
                     streamed.append(delta)
                     if on_text is not None:
                         on_text(delta)
+                if time.monotonic() - gave_back > _YIELD_EVERY:
+                    await asyncio.sleep(0)
+                    gave_back = time.monotonic()
         finally:
             # Also on cancellation: release the HTTP connection now, not at GC.
             await stream.aclose()
         messages = request["messages"]
-        built = litellm.stream_chunk_builder(chunks, messages=messages) if chunks else None
+        # Putting thousands of chunks back together takes seconds: off the event loop.
+        built = (
+            await asyncio.to_thread(litellm.stream_chunk_builder, chunks, messages=messages)
+            if chunks
+            else None
+        )
         if built is None or not built.choices:
             raise ModelError("BAD_RESPONSE", f"{self.model} sent an empty response; try again")
         choice = built.choices[0]
@@ -186,7 +198,7 @@ class LiteLLMModel:
             usage=Usage(
                 prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
                 completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
-                cost=self._cost(litellm, built),
+                cost=await asyncio.to_thread(self._cost, litellm, built),
             ),
             finish_reason=choice.finish_reason,
         )
