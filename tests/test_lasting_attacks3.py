@@ -23,8 +23,9 @@ from grinta_jupyter.agent.session import RewindError, Session
 from grinta_jupyter.agent.updates import ApproveHunks, NeedsDecision, StepObserved
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import REDACTED, LogError, read_events
-from tests.conftest import drive, snapshot, until_decision
+from tests.conftest import snapshot, until_decision
 from tests.test_lasting import ADD, NEW, SUB, with_a_test
+from tests.test_lasting_attacks import _finished_log
 
 REPO = Path(__file__).parent.parent
 
@@ -32,15 +33,6 @@ REPO = Path(__file__).parent.parent
 @pytest.fixture
 def ws(ws: Path) -> Path:
     return with_a_test(ws)
-
-
-def _finished_log(ws: Path) -> Path:
-    model = ScriptedModel(
-        [reply("", call("read", path="README.md")), reply("", call("finish", summary="ok"))]
-    )
-    session = drive(Session("look", model=model, root=ws, policy="auto"), lambda s: s.approve())
-    assert session.log_path is not None
-    return session.log_path
 
 
 def _waiting_log(ws: Path) -> Path:
