@@ -88,7 +88,8 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
 
         The agent serves every chat: when others still use it, it is not stopped, and the
         turn of this closed chat would go on (writing, in *Run without asking*) with nobody
-        to see it. When it is the last, stopping the agent ends the turn resumably.
+        to see it. When it is the last, stopping the agent ends the turn (resumably, unless
+        the agent records the stop before its process ends).
         """
         self._closing = True
         if self.processing and self._client_started():
