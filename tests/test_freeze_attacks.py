@@ -280,18 +280,6 @@ def test_a_long_reply_streamed_fast_does_not_freeze_the_loop(
     assert gap < 0.5, f"the kernel's event loop stood still for {gap:.1f} s"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG: the panel redraws its thinking line for every chunk of the model's text "
-    "(jupyter/panel.py apply(ModelText), fed chunk by chunk by controller.NotebookSession."
-    "apply): one widget message of up to 8,000 characters of HTML per chunk, ~5,000 "
-    "messages and ~40 MB for this reply, past jupyter_server's iopub limits (1,000 "
-    "messages/s, 1 MB/s), which then drops the kernel's output, a cell's too; a client that "
-    "reads iopub late loses the status of the next cell to ZMQ's high-water mark (the cell "
-    "looks hung). Fix: coalesce ModelText before the panel, e.g. NotebookSession holds the "
-    "text and hands it on at most every 0.1 s (loop.call_later), flushing before any other "
-    "update.",
-)
 def test_a_long_reply_streamed_fast_does_not_flood_the_front_end(
     kernel: Kernel, server: OpenAIServer
 ) -> None:

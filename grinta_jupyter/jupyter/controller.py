@@ -36,6 +36,7 @@ import contextlib
 import contextvars
 import importlib
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -46,6 +47,7 @@ from grinta_jupyter.agent.updates import (
     DEFAULT_VETO_REASON,
     Approve,
     ContextCondensed,
+    ModelText,
     NeedsDecision,
     Rewound,
     SessionEnded,
@@ -84,6 +86,10 @@ BUSY_HINT = (
     "the kernel is busy running a cell: nothing was given; send it again once the cell has finished"
 )
 T = TypeVar("T")
+# The model's streamed text reaches the panel at most this often: one widget message per
+# chunk (thousands a second from a fast provider) would pass jupyter_server's iopub limits,
+# which then drop the kernel's output, a cell's too.
+TEXT_EVERY_S = 0.1
 SAY_HINT = "the session has ended: give it a next task with %grinta continue TASK"
 CONTINUE_HINT = (
     "the session is still working on its task: tell it something with %grinta say TEXT, "
@@ -120,6 +126,11 @@ class NotebookSession:
         self.loop = running_loop()
         self.panel: SessionPanel | None = None
         self.trace: Any = None
+        # The model's text held back from the panel (``TEXT_EVERY_S``), and its flush.
+        self._text_lock = threading.Lock()
+        self._held_text: list[str] = []
+        self._text_shown_at = 0.0
+        self._text_flush: asyncio.TimerHandle | None = None
         if widgets:
             from grinta_jupyter.jupyter.panel import SessionPanel
 
@@ -155,7 +166,15 @@ class NotebookSession:
         At the end the display becomes the trace before the panel changes: a front end
         that removes the panel's view while it still builds the views of a new child (the
         summary card) fails in ipywidgets' own code (a disposed box's ``widgets``).
+
+        The model's streamed text goes to the panel at most every ``TEXT_EVERY_S``, the
+        chunks between joined into one ``ModelText``; what is held is shown before any
+        other update, so the panel sees everything, in order.
         """
+        if isinstance(update, ModelText):
+            self._hold_text(update.text)
+            return
+        self._flush_text()
         ended = isinstance(update, SessionEnded)
         if ended and self.trace is not None:
             self.trace.update(self.bundle(), raw=True)
@@ -167,6 +186,38 @@ class NotebookSession:
             self._model_problem()
         if _current is self:
             _announce()
+
+    def _hold_text(self, text: str) -> None:
+        """Keep ``text`` for the panel; show what is held now if the last showing is old
+        enough, else once it is (a timer on the view's loop, when this runs there; elsewhere,
+        as in manual mode, the next update or the end of ``advance`` shows it)."""
+        if self.panel is None:
+            return
+        with self._text_lock:
+            self._held_text.append(text)
+            if self._text_flush is not None:
+                return
+            wait = self._text_shown_at + TEXT_EVERY_S - time.monotonic()
+            loop = self.loop
+            if wait > 0:
+                if loop is not None and not self.manual and running_loop() is loop:
+                    self._text_flush = loop.call_later(wait, self._flush_text)
+                return
+        self._flush_text()
+
+    def _flush_text(self) -> None:
+        """Show the held text on the panel, as one ``ModelText``."""
+        with self._text_lock:
+            if self._text_flush is not None:
+                self._text_flush.cancel()
+                self._text_flush = None
+            if not self._held_text:
+                return
+            text = "".join(self._held_text)
+            self._held_text.clear()
+            self._text_shown_at = time.monotonic()
+        if self.panel is not None:
+            self.panel.apply(ModelText(text))
 
     def _model_problem(self) -> None:
         """The session ended on a model error: every model bar says it, with the fix; a key
@@ -293,6 +344,7 @@ class NotebookSession:
             step = getattr(update, "step", None)
             if step is not None and step.number not in touched:
                 touched.append(step.number)
+        self._flush_text()
         return touched
 
     def _after_decision(self) -> None:
