@@ -348,11 +348,6 @@ def pending_in_new_messages(ychat: YChat, old: set[str]) -> dict[str, Any] | Non
     return None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="jupyter-ai-acp-client leaves a turn's tool calls as they were when its persona "
-    "shuts down: the saved chat keeps Approve/Veto buttons nobody asks any more",
-)
 def test_no_approve_button_stays_pending_after_the_server_stopped(
     openai_server: OpenAIServer, project: Path
 ) -> None:

@@ -11,6 +11,7 @@ goes (to the model, not behind the task); and it stops a closed chat's turn.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from dataclasses import replace
 from typing import Any, ClassVar
@@ -96,7 +97,38 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
             client = await self.get_client()
             if len(client.list_sessions()) > 1:
                 await self.cancel_response()
-        await super().shutdown()
+        try:
+            await super().shutdown()
+        finally:
+            self._settle_buttons()
+
+    def _settle_buttons(self) -> None:
+        """Take the Approve/Veto buttons off this persona's tool calls still waiting.
+
+        Once the persona is gone nobody hears a click on them, yet the saved chat would
+        keep them live. They are marked answered without an answer, as the client marks
+        a request it cancels itself; the write stays undecided in grinta's session, and
+        the chat reopened asks it again, in a new message.
+        """
+        try:
+            messages = self.chat.get_messages()
+        except Exception:  # the chat document is gone with the server: nothing to keep
+            return
+        for message in messages:
+            calls = (message.metadata or {}).get("tool_calls")
+            if message.sender != self.id or not isinstance(calls, list):
+                continue
+            waiting = [
+                c for c in calls if isinstance(c, dict) and c.get("permission_status") == "pending"
+            ]
+            if not waiting:
+                continue
+            settled = [{**c, "permission_status": "resolved"} if c in waiting else c for c in calls]
+            with contextlib.suppress(Exception):
+                self.chat.update_message(
+                    replace(message, metadata={**message.metadata, "tool_calls": settled}),
+                    trigger_actions=[],
+                )
 
     def _build_history_context(self, *args: Any, **kwargs: Any) -> str:
         """No chat history in a prompt: the task is the message as written.
