@@ -12,7 +12,9 @@ it once; in a Python file of 1,000 lines or more, an edit of a file known to
 compile compiles only the definitions it touched (top-level ones, or the
 members of one top-level class) once its layout is known (``runtime/regions.py``
 says how, and why the answer is the whole file's); a whole-file compile of a large
-text is made in two halves at once, one in a helper process (``runtime/halves.py``).
+text is made in two halves at once, one in a helper process (``runtime/halves.py``);
+a huge one (``ASIDE_MIN_CHARS``) in a process of its own, so that no compile holds the
+interpreter's lock, and with it the kernel's event loop, for seconds.
 
 JSON is strict: ``NaN``, ``Infinity`` and ``-Infinity`` (which Python's
 ``json.loads`` accepts) are errors, and so is a key repeated in one object
@@ -26,9 +28,11 @@ adds no error tree-sitter can see. Suffixes are matched ignoring case
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
 import re
+import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import PurePosixPath
@@ -47,12 +51,83 @@ else:  # pragma: no cover - exercised on 3.10 only
 FirstError = tuple[int, str] | None
 
 
+# From this size (a compile of 0.2-0.5 s on the VM of docs/speed.md) a Python text is
+# compiled in a process of its own: ``compile`` is one C call that holds the interpreter's
+# lock throughout, and in a kernel that stops its event loop (the Stop button, every widget).
+ASIDE_MIN_CHARS = 500_000
+ASIDE_TIMEOUT_S = 120.0  # an 8 MB file compiles in about 5 s
+# Run with ``python -I -S``. Its stdin: the path, a line saying whether to compile the bytes
+# that follow (a text declaring a coding, read by it as Python reads the file) or their
+# UTF-8 text (as ``_python`` compiles any other), then the source. Its answer: one line of
+# JSON, null or [line, message].
+_ASIDE = """
+import json, sys, warnings
+warnings.simplefilter("ignore")
+path = sys.stdin.buffer.readline().decode("utf-8", "surrogateescape")[:-1]
+as_bytes = sys.stdin.buffer.readline() == b"bytes\\n"
+source = sys.stdin.buffer.read()
+try:
+    compile(source if as_bytes else source.decode("utf-8"), path, "exec", dont_inherit=True)
+    answer = None
+except SyntaxError as exc:
+    answer = [exc.lineno or 1, exc.msg]
+except ValueError as exc:
+    answer = [1, str(exc)]
+sys.stdout.write(json.dumps(answer))
+"""
+
+
+class _Unanswered(Exception):
+    """The process of its own gave no answer (it could not start, died, or took too long)."""
+
+
+def _compile_aside(text: str, path: str, as_bytes: bool) -> FirstError:
+    """What ``compile`` says of ``text`` (of its UTF-8 bytes, with ``as_bytes``) in a fresh
+    interpreter, with this one's limit on the digits of an integer literal. Raises
+    ``_Unanswered`` when that interpreter gives no answer, UnicodeError for a text UTF-8
+    cannot encode."""
+    command = [
+        sys.executable,
+        "-I",
+        "-S",
+        "-X",
+        f"int_max_str_digits={sys.get_int_max_str_digits()}",
+        "-c",
+        _ASIDE,
+    ]
+    head = path.replace("\n", " ") + ("\nbytes\n" if as_bytes else "\ntext\n")
+    stdin = head.encode("utf-8", "surrogateescape") + text.encode("utf-8")
+    try:
+        done = subprocess.run(
+            command,
+            input=stdin,
+            capture_output=True,
+            timeout=ASIDE_TIMEOUT_S,
+            check=False,
+            start_new_session=True,  # deaf to the kernel's Ctrl-C, as the halves helper is
+        )
+        answer = json.loads(done.stdout) if done.returncode == 0 else False
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise _Unanswered(repr(exc)) from exc
+    if answer is None:
+        return None
+    if isinstance(answer, list) and len(answer) == 2:
+        line, message = answer
+        if isinstance(line, int) and isinstance(message, str):
+            return line, message
+    raise _Unanswered(f"exit status {done.returncode}: {done.stderr[-200:]!r}")
+
+
 def _python(text: str, path: str, flags: int = 0) -> FirstError:
     # ``compile`` of a str ignores a coding declaration; Python reads the file by it. Files are
     # written as UTF-8, so those bytes are what to compile when the text declares a coding.
+    declares = regions.declares_coding(text)
+    if not flags and len(text) >= ASIDE_MIN_CHARS:
+        with contextlib.suppress(_Unanswered, UnicodeError):  # else compiled here, as below
+            return _compile_aside(text, path, as_bytes=declares)
     source: str | bytes = text
     try:
-        if regions.declares_coding(text):
+        if declares:
             source = text.encode("utf-8")
         elif not flags and halves.compiles(text):  # two halves at once, here and in a helper
             return None
