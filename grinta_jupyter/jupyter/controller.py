@@ -163,9 +163,13 @@ class NotebookSession:
     def apply(self, update: Update) -> None:
         """Show one update: on the panel, and in the trace when a step or the session ends.
 
-        At the end the display becomes the trace before the panel changes: a front end
-        that removes the panel's view while it still builds the views of a new child (the
-        summary card) fails in ipywidgets' own code (a disposed box's ``widgets``).
+        The display is redrawn with the new trace before the panel shows the update. A
+        redraw makes the front end build the panel's view anew, so what the update changes
+        (a card that now waits, a new card) appears only in the view that stays: drawn in
+        the old one, an instant before it goes, it could take a click that is then lost; and
+        a front end that removes the panel's view while it still builds the view of a new
+        child (a card, the summary) fails in ipywidgets' own code (a disposed box's
+        ``widgets``). At the end the display becomes the trace alone.
 
         The model's streamed text goes to the panel at most every ``TEXT_EVERY_S``, the
         chunks between joined into one ``ModelText``; what is held is shown before any
@@ -176,12 +180,10 @@ class NotebookSession:
             return
         self._flush_text()
         ended = isinstance(update, SessionEnded)
-        if ended and self.trace is not None:
+        if isinstance(update, TRACE_CHANGES) and self.trace is not None:
             self.trace.update(self.bundle(), raw=True)
         if self.panel is not None:
             self.panel.apply(update)
-        if isinstance(update, TRACE_CHANGES) and not ended and self.trace is not None:
-            self.trace.update(self.bundle(), raw=True)
         if ended:
             self._model_problem()
         if _current is self:
