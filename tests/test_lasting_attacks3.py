@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -247,17 +248,13 @@ def test_a_crash_between_a_commit_and_its_observation_still_rewinds(ws: Path) ->
     assert snapshot(ws) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="a crash after an ApproveHunks decision whose partial commit landed: resume does "
-    "not recognise the commit (only `approve`/`auto` count, and it compares the disk with "
-    "the whole proposal's hashes), so the log never records it and a later rewind to 0 "
-    "reports success while the file keeps the approved hunk",
-)
 def test_a_partial_commit_that_landed_before_a_crash_is_undone_by_a_rewind(ws: Path) -> None:
     """Attack: ApproveHunks([0]) of a two-hunk edit, killed once the commit landed and
     before it was logged; resume, then rewind to 0. The rewind must restore the file or
-    refuse; it must not say it rewound while the session's hunk stays."""
+    refuse; it must not say it rewound while the session's hunk stays. Resume recognised
+    only `approve`/`auto` decisions and compared the disk with the whole proposal's hashes;
+    fixed in agent/session.py (``_landed_hunks``, agent/partial.py: the accepted hunks' commit, by the
+    journal)."""
     far = ws / "pkg" / "far.py"
     far.write_text(
         "def add(a, b):\n    return a + b\n"
@@ -503,3 +500,262 @@ def test_a_rewound_session_replays_after_its_workspace_moved(ws: Path, tmp_path:
     for branch in (None, 0):
         report = replay(log, branch=branch)
         assert report.identical, (branch, report.differences)
+
+
+# -- 9. a write approved in part (ApproveHunks), interrupted around its commit ------------------
+
+FAR = (
+    "def add(a, b):\n    return a + b\n"
+    + "".join(f"\n\ndef f{i}():\n    return {i}\n" for i in range(10))
+    + "\n\ndef sub(a, b):\n    return a - b\n"
+)
+FAR_EDITS = [{**ADD, "path": "pkg/far.py"}, {**SUB, "path": "pkg/far.py"}]
+
+
+class _Killed(BaseException):
+    """The process dying at this point (nothing of the session's runs after it)."""
+
+
+def _decided_in_part(
+    ws: Path, edits: list[dict[str, str]], hunks: list[int], edit: list[dict[str, str]] | None
+) -> Session:
+    """A session whose multiedit waits, then (edited to ``edit`` first, if given) is
+    approved in part: ``hunks`` only."""
+    session = until_decision(
+        Session("two", model=ScriptedModel([reply("", call("multiedit", edits=edits))]), root=ws)
+    )
+    if edit is not None:
+        session.edit({"edits": edit})
+    session.decide(ApproveHunks(hunks, "only some"))
+    return session
+
+
+def _commit_then_cut(session: Session, cut: str) -> Path:
+    """Drive ``session``'s decided commit, then cut its log as a crash would have: after the
+    decision (``decision``) or after the commit's own event (``commit``)."""
+
+    async def commit_only() -> None:
+        async for update in session.updates():
+            if not isinstance(update, NeedsDecision):
+                return
+
+    asyncio.run(commit_only())
+    session.log.close()
+    log = session.log_path
+    assert log is not None
+    lines = log.read_text().splitlines(keepends=True)
+    kept = max(i for i, line in enumerate(lines) if json.loads(line)["type"] == cut)
+    log.write_text("".join(lines[: kept + 1]))
+    return log
+
+
+@pytest.mark.parametrize("cut", ["user_decision", "commit"])
+def test_a_partial_commit_recovered_on_resume_is_logged_once_and_tells_what_was_declined(
+    ws: Path, cut: str
+) -> None:
+    """Attack: ApproveHunks([0]) of a two-hunk write, killed once its commit landed, before
+    the commit was logged (or after, before its observation). Resume must record it as done
+    (named, once), tell the model the second hunk was declined and not applied, and a rewind
+    to 0 then restores the file; resuming again adds nothing."""
+    far = ws / "pkg" / "far.py"
+    far.write_text(FAR)
+    before = snapshot(ws)
+    log = _commit_then_cut(_decided_in_part(ws, FAR_EDITS, [0], None), cut)
+    assert "return b + a" in far.read_text() and "return a - b" in far.read_text()
+    resumed = Session.resume(log, model=ScriptedModel([]))
+    assert resumed.queue == []
+    assert [e.recovered for e in resumed.log.events if isinstance(e, ev.Resumed)] == [["call_0_0"]]
+    commits = [e for e in resumed.log.events if isinstance(e, ev.Committed)]
+    assert len(commits) == 1 and commits[0].ok and commits[0].commit_id
+    step = resumed.steps[-1]
+    assert step.decision == "approve_hunks" and step.observation is not None
+    told = step.observation.output
+    assert "before the session was interrupted" in told
+    assert "1 of 2 hunks" in told and "hunk 2 in pkg/far.py" in told and "NOT applied" in told
+    assert "return b + a" in step.proposal.diff and "b - a" not in step.proposal.diff
+    resumed.log.close()
+    again = Session.resume(log, model=ScriptedModel([]))
+    assert sum(isinstance(e, ev.Committed) for e in again.log.events) == 1
+    assert again.queue == [] and len(again.steps) == 1
+    again.rewind(0)
+    assert snapshot(ws) == before
+    again.log.close()
+
+
+def _dying(session: Session, *, after: bool) -> Any:
+    """``session.runtime.commit``, killed before it writes anything, or once it returned."""
+    real = session.runtime.commit
+
+    def commit(proposal: Any, **kwargs: Any) -> Any:
+        if after:
+            real(proposal, **kwargs)
+        raise _Killed
+
+    return commit
+
+
+def test_a_partial_commit_that_did_not_land_resumes_undone_and_waits_for_a_person(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Attack: ApproveHunks([0]) decided and logged, the process killed before the partial
+    commit landed (first with the file as staged, then with the file changed by an editor
+    since, so the commit was refused). Resumed under policy="auto", the write must not be
+    recorded as committed, and must not be committed whole either (the user declined a
+    hunk): it waits for a person, the file as it was."""
+    far = ws / "pkg" / "far.py"
+    for changed in (False, True):
+        far.write_text(FAR)
+        session = _decided_in_part(ws, FAR_EDITS, [0], None)
+        if changed:
+            far.write_text(FAR + "# the user's\n")
+        monkeypatch.setattr(session.runtime, "commit", _dying(session, after=changed))
+        with pytest.raises(_Killed):
+            until_decision(session)
+        session.log.close()
+        files = snapshot(ws)
+        assert session.log_path is not None
+        later = ScriptedModel([reply("", call("finish", summary="x"))] * 3)
+        resumed = until_decision(Session.resume(session.log_path, model=later, policy="auto"))
+        assert snapshot(ws) == files, changed
+        assert not any(isinstance(e, ev.Committed) and e.ok for e in resumed.log.events)
+        assert resumed.pending is not None and resumed.pending.restaged, changed
+        assert resumed.pending.stale, changed
+        if not changed:
+            assert "only some of its hunks" in resumed.pending.stale
+        resumed.log.close()
+        shutil.rmtree(ws / ".grinta")
+
+
+def test_a_partial_commit_of_one_file_is_recovered_though_a_declined_file_changed(
+    ws: Path,
+) -> None:
+    """Attack: a two-file write whose hunk in README.md is declined and whose hunk in
+    pkg/core.py is approved; the user edits README.md meanwhile (the partial commit does not
+    touch it), the commit lands, the process dies before logging it. Resume must recognise
+    the commit of pkg/core.py alone; a rewind to 0 restores it and keeps the user's edit."""
+    edits = [ADD, {"path": "README.md", "old_string": "# demo", "new_string": "# demo, swapped"}]
+    before = snapshot(ws)
+    session = _decided_in_part(ws, edits, [0], None)
+    readme = ws / "README.md"
+    readme.write_text(readme.read_text() + "the user's line\n")
+    mine = readme.read_bytes()
+    log = _commit_then_cut(session, "user_decision")
+    assert "return b + a" in (ws / "pkg" / "core.py").read_text()
+    resumed = Session.resume(log, model=ScriptedModel([]))
+    assert resumed.queue == [], "recognised as landed"
+    commits = [e for e in resumed.log.events if isinstance(e, ev.Committed)]
+    assert [(c.paths, bool(c.commit_id)) for c in commits] == [(["pkg/core.py"], True)]
+    resumed.rewind(0)
+    assert readme.read_bytes() == mine
+    assert snapshot(ws) == {**before, "README.md": mine}
+    resumed.log.close()
+
+
+def test_an_edit_then_a_partial_approval_that_landed_is_recovered_and_rewound(ws: Path) -> None:
+    """Attack: the user edits the write's arguments, then approves only the second hunk of
+    the edited proposal; killed once that commit landed, before it was logged. Resume must
+    compare the disk with what the edited proposal's accepted hunk writes (not the model's
+    first proposal), record it, and a rewind to 0 restores the file."""
+    far = ws / "pkg" / "far.py"
+    far.write_text(FAR)
+    before = snapshot(ws)
+    edited = [
+        {"path": "pkg/far.py", "old_string": "return a + b", "new_string": "return a + b + 0"},
+        {"path": "pkg/far.py", "old_string": "return a - b", "new_string": "return a - b - 0"},
+    ]
+    log = _commit_then_cut(_decided_in_part(ws, FAR_EDITS, [1], edited), "user_decision")
+    text = far.read_text()
+    assert "return a - b - 0" in text and "return a + b\n" in text
+    resumed = Session.resume(log, model=ScriptedModel([]))
+    assert resumed.queue == []
+    assert "a - b - 0" in resumed.steps[-1].proposal.diff
+    assert "a + b + 0" not in resumed.steps[-1].proposal.diff
+    resumed.rewind(0)
+    assert snapshot(ws) == before
+    resumed.log.close()
+
+
+HUNKS_CHILD = """
+import asyncio, os, signal, sys
+from pathlib import Path
+from grinta_jupyter.agent.models import ScriptedModel, call, reply
+from grinta_jupyter.agent.session import Session
+from grinta_jupyter.agent.updates import ApproveHunks, NeedsDecision
+
+where, arg = Path(sys.argv[1]), sys.argv[2]
+edits = [
+    {"path": "pkg/far.py", "old_string": "return a + b", "new_string": "return b + a"},
+    {"path": "pkg/far.py", "old_string": "return a - b", "new_string": "return -(b - a)"},
+]
+session = Session("two", model=ScriptedModel([reply("", call("multiedit", edits=edits))]), root=where)
+labels = []
+
+def hook(label):
+    labels.append(label)
+    if label == arg:
+        os.kill(os.getpid(), signal.SIGKILL)
+
+commit = session.runtime.commit
+
+def commit_and_maybe_die(proposal, **kwargs):
+    done = commit(proposal, hook=hook, **kwargs)
+    if arg == "after":  # the file written, the commit not logged
+        os.kill(os.getpid(), signal.SIGKILL)
+    return done
+
+session.runtime.commit = commit_and_maybe_die
+
+async def drive():
+    decided = False
+    async for update in session.updates():
+        if isinstance(update, NeedsDecision):
+            if decided:
+                return
+            session.decide(ApproveHunks([0], "only the first"))
+            decided = True
+
+asyncio.run(drive())
+print(" ".join(labels))
+"""
+
+
+def test_a_kill_at_every_durable_step_of_a_partial_commit_resumes_as_the_disk_says(
+    ws: Path, tmp_path: Path
+) -> None:
+    """Attack: kill -9 at every durable step of a partial commit (ApproveHunks([0]) of a
+    two-hunk write), and between the commit and its log line. The journal's recovery leaves
+    the file all old or all new; resume must agree with it (recorded as committed exactly
+    when the approved hunk is there; otherwise the call waits again), the declined hunk is
+    never written, and a rewind to 0 restores the file byte for byte."""
+    (ws / "pkg" / "far.py").write_text(FAR)
+    script = tmp_path / "hunks_child.py"
+    script.write_text(HUNKS_CHILD)
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+
+    def child(where: Path, arg: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, str(script), str(where), arg],
+            capture_output=True,
+            text=True,
+            cwd=REPO,
+            env=env,
+            timeout=60,
+        )
+
+    listed = child(shutil.copytree(ws, tmp_path / "list"), "list")
+    labels = listed.stdout.split()
+    assert listed.returncode == 0 and "decided" in labels, listed.stderr
+    for when in [*labels, "after"]:
+        copy = shutil.copytree(ws, tmp_path / f"ws-{when}")
+        before = snapshot(copy)
+        assert child(copy, when).returncode == -9, when
+        log = next((copy / ".grinta" / "sessions").glob("*.jsonl"))
+        resumed = Session.resume(log, model=ScriptedModel([]))
+        text = (copy / "pkg" / "far.py").read_text()
+        landed = "return b + a" in text
+        assert "return a - b" in text, "the declined hunk is never written"
+        committed = [e for e in resumed.log.events if isinstance(e, ev.Committed) and e.ok]
+        assert len(committed) == int(landed) and bool(resumed.queue) == (not landed), when
+        resumed.rewind(0)
+        assert snapshot(copy) == before, when
+        resumed.log.close()

@@ -48,6 +48,14 @@ from grinta_jupyter.agent.history import (
     setting,
 )
 from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall, Usage
+from grinta_jupyter.agent.partial import (
+    CLOCK_SLACK,
+    accepted_part,
+    declined_note,
+    declined_text,
+    hunk_decisions,
+    not_landed,
+)
 from grinta_jupyter.agent.recorder import proposal_events, reply_event, target_of
 from grinta_jupyter.agent.rules import load_rules
 from grinta_jupyter.agent.step import (
@@ -171,6 +179,8 @@ class Session:
         self._snapshots = SnapshotStore(self.root)
         self._snapshotted: set[str] = set()  # paths whose starting state is recorded
         self._restaging: dict[str, ev.DiffStaged | None] = {}  # resumed calls, by call id
+        # Resumed calls approved in part whose commit did not land: why a person decides again.
+        self._partly_approved: dict[str, str] = {}
         self.state = State.THINKING
         self.steps: list[Step] = []
         self.pending: Step | None = None
@@ -608,14 +618,27 @@ class Session:
             ):
                 self.steps.pop()
             decided = state.approved
+            # Calls approved in part (``ApproveHunks``): what landed is only the accepted hunks.
+            partly = hunk_decisions(branch_events(events, self.branch))
             for call, text in state.unfinished:
                 staged = state.staged.get(call.id)
                 if staged is not None and call.id in decided and self._landed(staged):
                     self._recover(call, staged)
                     recovered.append(call.id)
-                else:
-                    self.queue.append((call, text))
-                    self._restaging[call.id] = staged
+                    continue
+                part = (
+                    self._landed_hunks(call, staged, partly[call.id])
+                    if staged is not None and call.id in partly
+                    else None
+                )
+                if part is not None:
+                    self._recover(call, part[0], partly[call.id], part[1])
+                    recovered.append(call.id)
+                    continue
+                self.queue.append((call, text))
+                self._restaging[call.id] = staged
+                if call.id in partly:  # its partial commit did not land: never the whole one
+                    self._partly_approved[call.id] = not_landed(partly[call.id])
         self._emit(
             ev.Resumed(
                 model=getattr(self.model, "name", type(self.model).__name__),
@@ -637,19 +660,85 @@ class Session:
             for path in staged.paths
         )
 
-    def _recover(self, call: ToolCall, staged: ev.DiffStaged) -> None:
-        """Record a commit that landed before the interruption as the step's outcome."""
+    def _landed_hunks(
+        self, call: ToolCall, staged: ev.DiffStaged, decision: ev.UserDecision
+    ) -> tuple[ev.DiffStaged, str] | None:
+        """What an ``approve_hunks`` decision committed, when that commit landed before the
+        interruption: the part of ``staged`` it wrote, and what the model is told about the
+        hunks declined. None when it did not land (or cannot be told apart from what did not).
+
+        The log holds the whole proposal's hashes and the accepted hunks, not the bytes those
+        hunks give: the journal does. The commit landed when the files the accepted hunks
+        touch, and only those, went from the bytes staged to what they hold now by a commit
+        the journal keeps, made after the decision and not already another call's.
+        """
+        if not staged.base or any(path not in staged.base for path in staged.paths):
+            return None  # an old log without the staged hashes: nothing to compare
+        part = accepted_part(staged.diff, decision.hunks or [])
+        if part is not None:
+            # The commit wrote these files only: a file whose hunks were all declined may
+            # have changed since (an editor), and says nothing about this commit.
+            touched = [path for path in part.paths if path in staged.base]
+            if touched != part.paths:
+                return None
+        else:  # a diff that cannot be read back (hand-edited): the files that changed
+            touched = [path for path in staged.paths if self._disk_sha(path) != staged.base[path]]
+        disk = {path: self._disk_sha(path) for path in touched}
+        if not touched or any(disk[path] in ("", staged.base[path]) for path in touched):
+            return None  # not written (or unreadable): it did not land
+        record = self.runtime.journal.find(
+            {path: (staged.base[path], disk[path]) for path in touched}
+        )
+        claimed = {
+            e.commit_id
+            for e in self.log.events
+            if isinstance(e, ev.Committed) and e.commit_id and e.seq < decision.seq
+        }
+        if (
+            record is None
+            or record.id in claimed  # an earlier commit's (the same change made before)
+            or record.created < decision.ts - CLOCK_SLACK  # made before this decision
+            or not record.label.endswith(" " + ", ".join(touched))
+        ):
+            return None
+        landed = ev.DiffStaged(
+            call_id=call.id,
+            paths=touched,
+            diff=part.diff if part is not None else staged.diff,
+            added=part.added if part is not None else staged.added,
+            removed=part.removed if part is not None else staged.removed,
+            base={path: staged.base[path] for path in touched},
+            after={path: disk[path] for path in touched},
+        )
+        return landed, declined_text(part, decision)
+
+    def _recover(
+        self,
+        call: ToolCall,
+        staged: ev.DiffStaged,
+        hunks: ev.UserDecision | None = None,
+        note: str = "",
+    ) -> None:
+        """Record a commit that landed before the interruption as the step's outcome.
+
+        ``hunks``: the ``approve_hunks`` decision whose commit it was (``staged`` then holds
+        the files and hashes of the accepted hunks only); ``note``: what the model is told
+        about the hunks declined."""
         proposed = next(
             e
             for e in reversed(self.log.events)
             if isinstance(e, ev.ToolProposed) and e.call_id == call.id
         )
         step = Step(len(self.steps) + 1, call, recorded_proposal(proposed, staged))
+        if hunks is not None:
+            step.decision, step.reason = "approve_hunks", hunks.reason or None
         self.steps.append(step)
         text = (
             f"{call.name} was committed before the session was interrupted "
             f"({', '.join(staged.paths)}); it was not applied again"
         )
+        notes = [note] if note else []
+        text = "\n\n".join([text, *notes])
         step.observation = Observation(True, text)
         # Named, so that a rewind undoes it like any other (its undo record says which);
         # once only: a commit logged before the interruption (its observation was not) is
@@ -676,6 +765,7 @@ class Session:
                 output=text,
                 target=target_of(step.proposal),
                 summary=f"{call.name} -> committed before the interruption",
+                notes=notes,
                 fenced=False,
             ),
             step.number,
@@ -920,7 +1010,12 @@ class Session:
         step = Step(len(self.steps) + 1, call, proposal, text)
         if call.id in self._restaging:
             step.restaged = True
-            step.stale = _stale(self._restaging.pop(call.id), proposal) or _redacted_arguments(call)
+            partly = self._partly_approved.pop(call.id, None)
+            step.stale = (
+                _stale(self._restaging.pop(call.id), proposal)
+                or partly
+                or _redacted_arguments(call)
+            )
         self.steps.append(step)
         self._record_proposal(step)
         if isinstance(step.proposal, FinishProposal) and step.proposal.ok:
@@ -1400,17 +1495,3 @@ class _Selected:
         self.accepted = accepted
         self.reason = reason
         self.note = note
-
-
-def declined_note(proposal: Proposal, accepted: Sequence[int], reason: str) -> str:
-    """What the model is told about the hunks the user declined (grinta's words, not data)."""
-    from grinta_jupyter.runtime.hunks import hunks
-
-    every = hunks(proposal)
-    declined = [h for h in every if h.index not in set(accepted)]
-    listed = "; ".join(f"hunk {h.index + 1} in {h.path} ({h.header.strip()})" for h in declined)
-    note = (
-        f"[review] The user approved {len(every) - len(declined)} of {len(every)} hunks of this "
-        f"edit. Declined, and NOT applied: {listed}. The files hold only the approved hunks."
-    )
-    return note + (f" The user's reason: {reason}" if reason else "")
