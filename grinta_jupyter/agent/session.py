@@ -319,7 +319,10 @@ class Session:
         returns the new proposal, which waits for a decision in turn.
         ``ApproveHunks(indices, reason)`` stages the accepted hunks of a write now and
         returns that proposal; when it does not validate (half an edit can break the
-        syntax) nothing is decided and the step still waits.
+        syntax) nothing is decided and the step still waits. Both stage (read, match,
+        validate) on the calling thread before they return: from an event loop that must
+        keep turning, call ``decide`` in a worker thread (``asyncio.to_thread``), as the
+        notebook panel does.
         """
         if not isinstance(decision, (Approve, Veto, Edit, ApproveHunks)):
             raise TypeError(
