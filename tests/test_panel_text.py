@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from grinta_jupyter.agent import NeedsDecision, Session, StepProposed
+from grinta_jupyter.agent import ModelText, ModelTurn, NeedsDecision, Session, StepProposed
 from grinta_jupyter.agent.models import ScriptedModel, call, reply
 from grinta_jupyter.agent.models.base import ModelReply
 from grinta_jupyter.jupyter.controller import TEXT_EVERY_S, NotebookSession
@@ -85,23 +85,34 @@ def test_a_fast_stream_reaches_the_panel_joined_and_whole(tmp_path: Path) -> Non
     assert at_card and f"&lt;{CHUNKS - 1}&gt;" in at_card[0], at_card[0][-200:]
 
 
-def test_the_text_held_is_shown_after_a_pause_without_another_update(tmp_path: Path) -> None:
-    """The last chunks of a burst are not kept until the next update: a timer shows them."""
-    session = _session(tmp_path)
-    view = NotebookSession(session, manual=False)
+def _text_on_loop(
+    tmp_path: Path, scenario: Callable[[NotebookSession, list[str]], Any]
+) -> list[str]:
+    """Run ``scenario(view, shown)`` (a coroutine) on a loop the view takes as its own, after
+    a ModelTurn; what the thinking line showed."""
+    view = NotebookSession(_session(tmp_path), manual=False)
     shown = _watch(view)
-    from grinta_jupyter.agent import ModelText, ModelTurn
 
     async def go() -> None:
         view.loop = asyncio.get_running_loop()
         view.apply(ModelTurn(1))
+        await scenario(view, shown)
+
+    asyncio.run(go())
+    return shown
+
+
+def test_the_text_held_is_shown_after_a_pause_without_another_update(tmp_path: Path) -> None:
+    """The last chunks of a burst are not kept until the next update: a timer shows them."""
+
+    async def go(view: NotebookSession, shown: list[str]) -> None:
         view.apply(ModelText("first "))  # shown at once: nothing was shown lately
         view.apply(ModelText("second"))  # held: the first was just shown
         assert "second" not in (shown[-1] if shown else "")
         await asyncio.sleep(TEXT_EVERY_S * 3)
         assert "first second" in shown[-1]
 
-    asyncio.run(go())
+    shown = _text_on_loop(tmp_path, go)
     assert len([v for v in shown if "first" in v]) == 2
 
 
@@ -121,14 +132,8 @@ def test_manual_mode_shows_the_text_held_at_the_end_of_a_step(tmp_path: Path) ->
 
 def test_a_late_timer_shows_nothing_twice(tmp_path: Path) -> None:
     """A flush that fires after its text was shown by an update shows nothing twice."""
-    session = _session(tmp_path)
-    view = NotebookSession(session, manual=False)
-    shown = _watch(view)
-    from grinta_jupyter.agent import ModelText, ModelTurn
 
-    async def go() -> None:
-        view.loop = asyncio.get_running_loop()
-        view.apply(ModelTurn(1))
+    async def go(view: NotebookSession, shown: list[str]) -> None:
         view.apply(ModelText("a"))
         view.apply(ModelText("b"))  # held, a timer set
         view.apply(ModelTurn(1))  # shows "ab" first, then clears the line
@@ -136,6 +141,6 @@ def test_a_late_timer_shows_nothing_twice(tmp_path: Path) -> None:
         await asyncio.sleep(TEXT_EVERY_S * 3)
         assert len(shown) == count, shown[count:]
 
-    asyncio.run(go())
+    shown = _text_on_loop(tmp_path, go)
     assert any("ab" in v for v in shown)
     assert shown[-1] == "" or "ab" not in shown[-1]
