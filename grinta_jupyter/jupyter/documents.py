@@ -1,25 +1,46 @@
 """The documents open in JupyterLab or Notebook 7, asked over comms: the runtime's ``OpenDocuments``.
 
-The labextension (labextension/src/documents.ts) registers the comm target
-``grinta.documents`` on the kernel of every notebook it shows, and the kernel
-registers ``grinta.documents.answer``. For each question the kernel opens a
-fresh comm on ``grinta.documents`` (so a page loaded after the session
-started is asked too), and every page connected to this kernel answers by
-opening a comm of its own on ``grinta.documents.answer``, naming the
-question::
+The labextension (labextension/src/documents.ts) registers the comm targets
+``grinta.documents`` and ``grinta.documents.watch`` on the kernel of every
+notebook it shows, and the kernel registers ``grinta.documents.answer``. Two
+ways bring a page's documents:
+
+- Questions. For each question the kernel opens a fresh comm on
+  ``grinta.documents`` (so a page loaded after the session started is asked
+  too), and every page connected to this kernel answers by opening a comm of
+  its own on ``grinta.documents.answer``, naming the question.
+- Pushes. A page that knows this kernel listens pushes its documents on a
+  comm of its own, at once and again whenever what it would answer changes (a
+  document opened, closed, renamed, made dirty or saved). It knows once the
+  kernel asked it anything: a question, or the watch the kernel opens when it
+  starts listening (a ``KernelDocuments`` made); a page that connects later
+  learns it from ``comm_info``, which lists a comm on
+  ``grinta.documents.answer`` (``BEACON``, never opened to a front end) while
+  the kernel listens::
 
     kernel → pages   comm_open grinta.documents         {"request": "documents", "question": ID}
+    kernel → pages   comm_open grinta.documents.watch   {"request": "watch"}
     page → kernel    comm_open grinta.documents.answer  {"question": ID, "app": APP,
                          "root": SERVER_ROOT, "host": PATH,
                          "documents": [{"path": PATH, "dirty": BOOL}, ...]}
+                     or, a push:                        {"push": true, "app": APP, "root": ...,
+                                                         "host": ..., "documents": [...]}
     kernel → page    comm_msg on the page's comm        {"request": "reload", "paths": [PATH, ...]}
                                                         (after a write: that page's documents)
-    kernel → both    comm_close
+    kernel → both    comm_close (a push's comm: when the page pushes again, or is forgotten)
 
-Each page answers on its own comm, so no page can silence another: a page
-without the extension closes the question's comm (JupyterLab closes a comm
-whose target it does not know), which ipykernel would otherwise take as the
-end of every answer on it.
+Each page answers and pushes on its own comms, so no page can silence
+another: a page without the extension closes the question's comm (JupyterLab
+closes a comm whose target it does not know), which ipykernel would otherwise
+take as the end of every answer on it.
+
+Why pushes: a question is opened, and its answers taken, on the kernel's event
+loop, and a page's comm_open is handled there too. While a cell holds that loop
+(``%grinta approve`` in ``--manual`` mode commits on a background loop while its
+cell waits; any cell that runs long while a session commits), no question can
+be asked. Shell messages are handled in order, so what a page pushed before the
+busy cell was sent is known when the cell starts; pushes sent during it count
+only after it.
 
 Front-end paths are relative to the Jupyter server's root. The kernel resolves
 them against ``root`` (the page config's ``serverRoot``, ``~`` expanded), or,
@@ -27,9 +48,9 @@ where the page does not carry it (Notebook 7), against the notebook that
 hosts this kernel: ``$JPY_SESSION_NAME`` (its absolute path, set by
 jupyter_server) less ``host`` (the same notebook as the front end names it).
 Files are compared by their real paths, so links and ``~`` do not matter. An
-answer that cannot be placed (no app, no list of documents, no usable root)
-does not count as an answer; a path that cannot be resolved (a NUL byte, a
-lone surrogate, longer than ``MAX_PATH``) is skipped, its answer kept.
+answer or push that cannot be placed (no app, no list of documents, no usable
+root) does not count; a path that cannot be resolved (a NUL byte, a lone
+surrogate, longer than ``MAX_PATH``) is skipped, its answer kept.
 
 Bounds: a question waits until as many pages answered as answered the
 previous one (at least one; pages told apart by ``app``), for at most
@@ -40,14 +61,28 @@ open ``linger`` seconds after it is decided to count late answers (another
 browser window, a busy tab), so the next question waits for them too. A
 question takes at most ``MAX_ANSWERS`` answers and resolves at most
 ``MAX_DOCUMENTS`` paths in all; deciding what is unsaved resolves only the
-documents said to be dirty.
+documents said to be dirty. The kernel keeps the last push of at most
+``MAX_ANSWERS`` pages (a page new beyond them is refused), each at most
+``MAX_DOCUMENTS`` entries, resolved under the same budget as answers.
+
+When the loop is busy: the asker waits at most ``busy`` seconds for the loop to
+open the question. If it did not, the answer comes from the pages' last pushes
+(a page that never pushed: nothing open, as with no answer), with no wait
+beyond that; the question is then asked when the loop is free again, and once
+it is decided (``timeout`` plus ``linger`` later) the pages that did not answer
+it, and did not push since it was asked, are forgotten, so a closed tab's last
+push does not refuse writes forever (every question decided forgets them so).
+With the loop free, the answers decide, as before: the pushes do not count. A
+write made meanwhile is told to the pages that pushed it open (the reload on
+the comm of their last push) when the loop is free again: the page reloads
+what is still without unsaved changes then.
 
 Threads: the runtime asks from a worker thread (the session commits in
 ``asyncio.to_thread``) while the kernel's event loop runs; comms are opened,
 written and answered on that loop (``call_soon_threadsafe``), which only
-checks an answer's shape there; paths are resolved in the asking thread.
-Asked on the loop's own thread, where no answer could arrive while it waits,
-it answers "nothing open" at once.
+checks an answer's or a push's shape there; paths are resolved in the asking
+thread. Asked on the loop's own thread, where no answer could arrive while it
+waits, it answers at once from the last pushes.
 """
 
 from __future__ import annotations
@@ -64,10 +99,14 @@ from typing import Any, Protocol, TypeGuard
 
 TARGET = "grinta.documents"
 ANSWER_TARGET = "grinta.documents.answer"
+WATCH_TARGET = "grinta.documents.watch"
 MAX_DOCUMENTS = 10_000  # paths resolved per question, and entries read per answer
 MAX_ANSWERS = 16  # answers taken per question: more pages than that is not a person's desk
 MAX_PATH = 4096  # characters in a root or a path; longer is not a file of ours
 MAX_NAME = 256  # characters in an app or question id
+# A comm the kernel keeps on ANSWER_TARGET while it listens, never opened to a front end: a
+# page that connects asks comm_info whether one is there before it pushes anything.
+BEACON = "grinta-documents-listening"
 
 
 class Comm(Protocol):
@@ -147,7 +186,8 @@ def kernel_documents(root: str | os.PathLike[str]) -> KernelDocuments | None:
 def _open_kernel_comm(data: dict[str, Any]) -> Comm:
     import comm
 
-    opened: Comm = comm.create_comm(target_name=TARGET, data=data)
+    target = WATCH_TARGET if data.get("request") == "watch" else TARGET
+    opened: Comm = comm.create_comm(target_name=target, data=data)
     return opened
 
 
@@ -157,6 +197,9 @@ def _listen_on_kernel(receive: AnswerReceiver) -> None:
     manager = comm.get_comm_manager()
     if manager.targets.get(ANSWER_TARGET) != receive:
         manager.register_target(ANSWER_TARGET, receive)
+    if BEACON not in manager.comms:  # a front end may have closed it: it is told again
+        beacon = comm.create_comm(target_name=ANSWER_TARGET, comm_id=BEACON, primary=False)
+        manager.register_comm(beacon)
 
 
 @dataclass(frozen=True)
@@ -197,7 +240,7 @@ def _place(data: Mapping[str, Any], session_name: str | None) -> _Placed | None:
     if not (isinstance(app, str) and 0 < len(app) <= MAX_NAME) or not isinstance(docs, list):
         return None
     base = _server_root(data.get("root"), data.get("host"), session_name)
-    return None if base is None else _Placed(app, base, docs)
+    return None if base is None else _Placed(app, base, docs[:MAX_DOCUMENTS])
 
 
 def _resolve(
@@ -268,6 +311,9 @@ class _Exchange:
     question: str = field(default_factory=lambda: uuid.uuid4().hex)
     answers: list[_Placed] = field(default_factory=list)
     unasked: bool = False  # the question could not be asked: no answer will come
+    opened: bool = False  # the loop came to open it
+    late: bool = False  # the asker stopped waiting for the loop: it decided from the pushes
+    pushes: int = 0  # pushes kept when it was opened: a page that pushed since is there
     comm: Comm | None = None
     ready: threading.Condition = field(default_factory=threading.Condition)
 
@@ -284,6 +330,21 @@ class _Exchange:
         with self.ready:
             self.unasked = True
             self.ready.notify_all()
+
+    def open(self) -> bool:
+        """On the loop, as it opens the question: whether the asker still waits for it."""
+        with self.ready:
+            self.opened = True
+            self.ready.notify_all()
+            return not self.late
+
+    def wait_opened(self, timeout: float) -> bool:
+        """Whether the loop opened the question within ``timeout`` seconds; if not, the asker
+        stops waiting for it (``late``), and it is asked only to learn which pages are there."""
+        with self.ready:
+            if not self.ready.wait_for(lambda: self.opened, timeout):
+                self.late = True
+            return self.opened
 
     def wait(self, pages: int, timeout: float) -> list[_Placed]:
         """The answers once ``pages`` distinct pages answered, or after ``timeout`` seconds."""
@@ -302,19 +363,76 @@ class _Exchange:
             return list(self.answers)
 
 
+class _Pushed:
+    """The last push of each page, by app: taken on the loop, read in the asking thread."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.pages: dict[str, _Placed] = {}
+        self.when: dict[str, int] = {}  # app -> the number of the push kept
+        self.count = 0  # pushes kept so far
+
+    def take(self, push: _Placed) -> bool:
+        """Keep ``push`` as its page's documents (closing the comm of the page's previous one);
+        False when as many other pages pushed as are kept."""
+        with self.lock:
+            previous = self.pages.get(push.app)
+            if previous is None and len(self.pages) >= MAX_ANSWERS:
+                return False
+            self.count += 1
+            self.pages[push.app] = push
+            self.when[push.app] = self.count
+        if previous is not None and previous.comm is not None and previous.comm is not push.comm:
+            _close(previous.comm)
+        return True
+
+    def last(self) -> list[_Placed]:
+        with self.lock:
+            return list(self.pages.values())
+
+    def comm(self, app: str) -> Comm | None:
+        """The comm of ``app``'s last push (the reload goes on it)."""
+        with self.lock:
+            push = self.pages.get(app)
+            return None if push is None else push.comm
+
+    def forget(self, answered: set[str], before: int) -> None:
+        """Forget the pages whose last push came before push number ``before`` + 1 and that did
+        not answer the question asked then: gone (a page pushing since is there)."""
+        with self.lock:
+            gone = [app for app in self.pages if app not in answered and self.when[app] <= before]
+            pushes = [self.pages.pop(app) for app in gone]
+            for app in gone:
+                del self.when[app]
+        for push in pushes:
+            if push.comm is not None:
+                _close(push.comm)
+
+
 class _Questions:
-    """The questions open in this kernel, by id; touched only on the kernel's loop."""
+    """The questions open in this kernel, by id, touched only on the kernel's loop; and the
+    pages' last pushes."""
 
     def __init__(self) -> None:
         self.open: dict[str, _Exchange] = {}
+        self.pushed = _Pushed()
 
     def receive(self, comm: Comm, msg: dict[str, Any]) -> None:
         """A page opened its answer comm (the target callback of ``ANSWER_TARGET``)."""
         content = msg.get("content")
         data = content.get("data") if isinstance(content, dict) else None
-        question = data.get("question") if isinstance(data, dict) else None
+        if not isinstance(data, dict):
+            _close(comm)
+            return
+        session_name = os.environ.get("JPY_SESSION_NAME")
+        question = data.get("question")
+        if question is None and data.get("push") is True:
+            placed = _place(data, session_name)
+            if placed is None or not self.pushed.take(replace(placed, comm=comm)):
+                _close(comm)  # kept open otherwise: the reload of a write goes on it
+            return
         exchange = self.open.get(question) if isinstance(question, str) else None
-        placed = _place(data, os.environ.get("JPY_SESSION_NAME")) if exchange and data else None
+        placed = _place(data, session_name) if exchange else None
         if exchange is None or placed is None or not exchange.take(replace(placed, comm=comm)):
             _close(comm)  # not an answer to anything open: nothing will be sent on it
 
@@ -335,6 +453,7 @@ class KernelDocuments:
         timeout: float = 2.0,
         probe: float = 0.3,
         linger: float = 1.0,
+        busy: float = 0.25,
     ):
         self.root = _real(Path(root))
         self._loop = loop
@@ -344,17 +463,14 @@ class KernelDocuments:
         self.timeout = timeout
         self.probe = probe
         self.linger = linger
+        self.busy = busy
         self._expected = 1  # pages that answered the last question
         self._heard = True  # until a question goes unanswered, wait the whole timeout
-        loop.call_soon_threadsafe(self._note_loop_thread)
+        loop.call_soon_threadsafe(self._start_listening)
 
     def unsaved(self, paths: Sequence[str]) -> list[str]:
         wanted = {self._real(p): p for p in paths}
-        exchange = self._ask()
-        if exchange is None:
-            return []
-        answers = self._collect(exchange)
-        self._finish(exchange, [])
+        answers = self._documents()
         dirty: set[Path] = set()
         budget = MAX_DOCUMENTS
         for answer in answers:
@@ -365,11 +481,13 @@ class KernelDocuments:
 
     def changed(self, paths: Sequence[str]) -> None:
         wanted = {self._real(p) for p in paths}
-        exchange = self._ask()
-        if exchange is None:
-            return
-        answers = self._collect(exchange)
+        exchange = None if self._on_loop() else self._ask()
+        if exchange is not None and exchange.wait_opened(self.busy):
+            answers = self._collect(exchange)
+        else:  # the loop is busy (or this is it): the pages that pushed are told when it is free
+            answers, exchange = _QUESTIONS.pushed.last(), None
         reloads: list[tuple[Comm, list[str]]] = []
+        pushed: list[tuple[str, list[str]]] = []
         budget = MAX_DOCUMENTS
         for answer in answers:
             documents, used = _resolve(answer, budget, dirty_only=False)
@@ -377,22 +495,52 @@ class KernelDocuments:
             front = sorted({f for real, (f, _) in documents.items() if real in wanted})
             if front and answer.comm is not None:
                 reloads.append((answer.comm, front))
-        self._finish(exchange, reloads)
+                pushed.append((answer.app, front))
+        if exchange is not None:
+            self._finish(exchange, reloads)
+        elif pushed:
+            with contextlib.suppress(RuntimeError):  # the loop closed: the comms went with it
+                self._loop.call_soon_threadsafe(_send_pushed_reloads, pushed)
 
     # -- the exchange ---------------------------------------------------------------------
 
     def _real(self, path: str) -> Path:
         return _real(self.root / path)
 
-    def _note_loop_thread(self) -> None:
+    def _start_listening(self) -> None:
+        """On the loop: take pushes from now on, and tell the pages already there to push."""
         self._loop_thread = threading.get_ident()
+        try:
+            self._listen(_QUESTIONS.receive)
+            watch = self._open_comm({"request": "watch"})
+        except Exception:  # no kernel to talk through: the questions will say nothing is open
+            return
+        # Closed once a page without the extension closed it too (no warning for a comm gone).
+        self._loop.call_later(self.linger, _close, watch)
+
+    def _on_loop(self) -> bool:
+        return threading.get_ident() == self._loop_thread
+
+    def _documents(self) -> list[_Placed]:
+        """What the pages have open: their answers to a question, or, when the loop cannot ask
+        one in time, their last pushes."""
+        if self._loop.is_closed():
+            return []
+        exchange = None if self._on_loop() else self._ask()
+        if exchange is None or not exchange.wait_opened(self.busy):
+            return _QUESTIONS.pushed.last()
+        answers = self._collect(exchange)
+        self._finish(exchange, [])
+        return answers
 
     def _ask(self) -> _Exchange | None:
-        if self._loop.is_closed() or threading.get_ident() == self._loop_thread:
+        if self._loop.is_closed():
             return None
         exchange = _Exchange()
 
         def open_on_loop() -> None:
+            waited = exchange.open()
+            exchange.pushes = _QUESTIONS.pushed.count
             _QUESTIONS.open[exchange.question] = exchange
             try:
                 self._listen(_QUESTIONS.receive)
@@ -402,6 +550,9 @@ class KernelDocuments:
             except Exception:  # no kernel to talk through: nothing is open
                 _QUESTIONS.open.pop(exchange.question, None)
                 exchange.give_up()
+                return
+            if not waited:  # asked only to learn which pages are still there
+                self._loop.call_later(self.timeout + self.linger, self._end, exchange)
 
         try:
             self._loop.call_soon_threadsafe(open_on_loop)
@@ -421,25 +572,40 @@ class KernelDocuments:
         ``linger`` seconds, counting the answers that came late."""
 
         def on_loop() -> None:
-            for comm, paths in reloads:
-                with contextlib.suppress(Exception):  # the page is gone: nothing to reload
-                    comm.send({"request": "reload", "paths": paths})
+            _send_reloads(reloads)
             for answer in exchange.taken():
                 if answer.comm is not None:
                     _close(answer.comm)
-            self._loop.call_later(self.linger, end)
-
-        def end() -> None:
-            _QUESTIONS.open.pop(exchange.question, None)
-            answers = exchange.taken()
-            if answers:  # late answers count: that page waits to be asked next time
-                self._expected = len({a.app for a in answers})
-                self._heard = True
-            for answer in answers:
-                if answer.comm is not None:
-                    _close(answer.comm)
-            if exchange.comm is not None:
-                _close(exchange.comm)
+            self._loop.call_later(self.linger, self._end, exchange)
 
         with contextlib.suppress(RuntimeError):  # the loop closed: the comms went with it
             self._loop.call_soon_threadsafe(on_loop)
+
+    def _end(self, exchange: _Exchange) -> None:
+        """On the loop: the question is over. The pages that answered it, even late, are the
+        pages there: the next question waits for them, and the others' pushes are forgotten."""
+        _QUESTIONS.open.pop(exchange.question, None)
+        answers = exchange.taken()
+        if answers:  # late answers count: that page waits to be asked next time
+            self._expected = len({a.app for a in answers})
+            self._heard = True
+        _QUESTIONS.pushed.forget({a.app for a in answers}, exchange.pushes)
+        for answer in answers:
+            if answer.comm is not None:
+                _close(answer.comm)
+        if exchange.comm is not None:
+            _close(exchange.comm)
+
+
+def _send_pushed_reloads(reloads: list[tuple[str, list[str]]]) -> None:
+    """On the loop: each page's reload on the comm of its last push (it may have pushed again)."""
+    for app, paths in reloads:
+        comm = _QUESTIONS.pushed.comm(app)
+        if comm is not None:
+            _send_reloads([(comm, paths)])
+
+
+def _send_reloads(reloads: list[tuple[Comm, list[str]]]) -> None:
+    for comm, paths in reloads:
+        with contextlib.suppress(Exception):  # the page is gone: nothing to reload
+            comm.send({"request": "reload", "paths": paths})

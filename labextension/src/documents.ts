@@ -14,8 +14,18 @@
  * and no "file changed on disk" dialog follows; a trusted notebook stays
  * trusted. Every document widget counts: notebooks, the file editor, any
  * other. Under real-time collaboration the server itself loads the file into
- * the shared document, so nothing is reloaded here. The messages and the
- * rules are in openDocuments.ts (pure, unit-tested) and
+ * the shared document, so nothing is reloaded here.
+ *
+ * A kernel busy in a cell (`%grinta approve` in manual mode holds it while the
+ * session commits) cannot ask. So this page also pushes its documents, on a
+ * comm of its own on `grinta.documents.answer`, to every kernel that listens:
+ * one that asked anything, opened a comm on `grinta.documents.watch` (it does
+ * when a session starts), or lists a comm on `grinta.documents.answer` in its
+ * comm_info when this page connects to it. It pushes at once, then whenever
+ * what it would answer changes (a document made dirty or saved, opened,
+ * closed, renamed); the kernel keeps the last push's comm open and sends a
+ * "reload" on it after a write it made while busy. The messages and the rules
+ * are in openDocuments.ts (pure, unit-tested) and
  * grinta_jupyter/jupyter/documents.py.
  */
 
@@ -31,9 +41,13 @@ import {
   ANSWER_TARGET,
   DOCUMENTS_TARGET,
   documentsAnswer,
+  documentsPush,
+  kernelListens,
   OpenDocument,
+  pushKey,
   readRequest,
-  toReload
+  toReload,
+  WATCH_TARGET
 } from './openDocuments';
 
 // Shell areas a document may be shown in (JupyterLab's and Notebook 7's).
@@ -57,6 +71,7 @@ function openDocuments(app: JupyterFrontEnd): OpenDocument[] {
       if (seen.has(widget)) continue;
       seen.add(widget);
       const context = (widget as Partial<{ context: DocumentRegistry.Context }>).context;
+      if (context) followChanges(app, context);
       if (!context?.model || !context.isReady) continue;
       docs.push({
         path: contents.localPath(context.path),
@@ -99,6 +114,111 @@ async function reload(app: JupyterFrontEnd, paths: string[]): Promise<void> {
   });
 }
 
+// -- pushes -------------------------------------------------------------------------
+
+/** A kernel that listens, the notebook that connects it, and the last push it was sent. */
+interface Listener {
+  panel: NotebookPanel;
+  last: string | null;
+}
+
+const listening = new Map<Kernel.IKernelConnection, Listener>();
+const followed = new WeakSet<object>();
+let pushScheduled = false;
+// A backstop for a change no signal tells (pushes are sent only when they differ).
+const POLL_MS = 1000;
+let poll: ReturnType<typeof setInterval> | null = null;
+
+/** Push to `kernel` from now on (again at once, even if nothing changed). */
+function listen(
+  app: JupyterFrontEnd,
+  panel: NotebookPanel,
+  kernel: Kernel.IKernelConnection
+): void {
+  const known = listening.get(kernel);
+  if (known) {
+    known.last = null;
+  } else {
+    listening.set(kernel, { panel, last: null });
+    const forget = () => {
+      listening.delete(kernel);
+    };
+    kernel.disposed.connect(forget);
+    kernel.statusChanged.connect((_kernel, status) => {
+      // A restarted kernel listens again only once a session asks it.
+      if (status === 'restarting' || status === 'autorestarting' || status === 'dead') forget();
+    });
+  }
+  if (poll === null) {
+    poll = setInterval(() => pushAll(app), POLL_MS);
+  }
+  schedulePush(app);
+}
+
+/**
+ * Push once the current change is done (one push for a burst of signals), before any later
+ * event: a change made just before the user runs a cell reaches the kernel first.
+ */
+function schedulePush(app: JupyterFrontEnd): void {
+  if (pushScheduled || listening.size === 0) return;
+  pushScheduled = true;
+  void Promise.resolve().then(() => {
+    pushScheduled = false;
+    pushAll(app);
+  });
+}
+
+/** Push when a document's unsaved state, path or life changes. */
+function followChanges(app: JupyterFrontEnd, context: DocumentRegistry.Context): void {
+  if (followed.has(context)) return;
+  followed.add(context);
+  const changed = () => schedulePush(app);
+  context.model?.stateChanged.connect((_model, change) => {
+    if (change.name === 'dirty') changed();
+  });
+  context.pathChanged.connect(changed);
+  context.disposed.connect(changed);
+  void context.ready.then(changed, () => undefined);
+}
+
+function pushAll(app: JupyterFrontEnd): void {
+  if (listening.size === 0) return;
+  const docs = openDocuments(app);
+  const root = PageConfig.getOption('serverRoot');
+  for (const [kernel, listener] of listening) {
+    if (kernel.isDisposed) {
+      listening.delete(kernel);
+      continue;
+    }
+    const host = app.serviceManager.contents.localPath(listener.panel.sessionContext.path);
+    const push = documentsPush(APP_ID, root, host, docs);
+    const key = pushKey(push);
+    if (key === listener.last) continue;
+    try {
+      const own = kernel.createComm(ANSWER_TARGET);
+      own.onMsg = message => onReload(app, message);
+      own.open(push as unknown as JSONObject);
+      listener.last = key;
+    } catch (reason) {
+      // The connection is going away (a restart, a closed tab): nothing to push to.
+      console.warn('grinta: could not tell the kernel about open documents', reason);
+    }
+  }
+  if (listening.size === 0 && poll !== null) {
+    clearInterval(poll);
+    poll = null;
+  }
+}
+
+function onReload(app: JupyterFrontEnd, message: KernelMessage.ICommMsgMsg): void {
+  const request = readRequest(message.content.data);
+  if (request?.request === 'reload') {
+    void reload(app, request.paths);
+  }
+}
+
+// -- answers --------------------------------------------------------------------------
+
 // Questions this page is answering, until the kernel closes them. Only one
 // connection per kernel handles comms, but a notebook's connection can be
 // replaced while a question is open.
@@ -125,17 +245,13 @@ function answer(
   const reply = documentsAnswer(id, APP_ID, root, host, openDocuments(app));
   try {
     const own = kernel.createComm(ANSWER_TARGET);
-    own.onMsg = message => {
-      const request = readRequest(message.content.data);
-      if (request?.request === 'reload') {
-        void reload(app, request.paths);
-      }
-    };
+    own.onMsg = message => onReload(app, message);
     own.open(reply as unknown as JSONObject);
   } catch (reason) {
     // The connection is going away (a restart, a closed tab): nothing to answer with.
     console.warn('grinta: could not answer the kernel about open documents', reason);
   }
+  if (!listening.has(kernel)) listen(app, panel, kernel);
 }
 
 function watch(app: JupyterFrontEnd, panel: NotebookPanel, kernels: WeakSet<object>): void {
@@ -146,6 +262,16 @@ function watch(app: JupyterFrontEnd, panel: NotebookPanel, kernels: WeakSet<obje
     kernel.registerCommTarget(DOCUMENTS_TARGET, (comm, msg) =>
       answer(app, panel, kernel, comm, msg)
     );
+    kernel.registerCommTarget(WATCH_TARGET, (_comm, msg) => {
+      if (readRequest(msg.content.data)?.request === 'watch') listen(app, panel, kernel);
+    });
+    // A kernel whose session started before this page connected: its comm_info says so.
+    kernel
+      .requestCommInfo({ target_name: ANSWER_TARGET })
+      .then(reply => {
+        if (kernelListens(reply.content) && !listening.has(kernel)) listen(app, panel, kernel);
+      })
+      .catch(() => undefined); // the connection went away meanwhile
   };
   panel.sessionContext.kernelChanged.connect(register);
   void panel.sessionContext.ready.then(register);
@@ -162,6 +288,10 @@ const plugin: JupyterFrontEndPlugin<void> = {
     const kernels = new WeakSet<object>();
     tracker.forEach(panel => watch(app, panel, kernels));
     tracker.widgetAdded.connect((_tracker, panel) => watch(app, panel, kernels));
+    // A document opened or closed: push, if any kernel listens.
+    const shell = app.shell as Partial<{ layoutModified: { connect(slot: () => void): boolean } }>;
+    shell.layoutModified?.connect(() => schedulePush(app));
+    app.shell.currentChanged?.connect(() => schedulePush(app));
   }
 };
 

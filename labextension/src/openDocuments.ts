@@ -6,6 +6,12 @@
  *
  * Paths are relative to the Jupyter server's root, without a drive prefix
  * (`RTC:` under real-time collaboration): the kernel resolves them.
+ *
+ * Besides answering questions, a page pushes its documents to every kernel
+ * that listens (it asked anything, or its comm_info lists a comm on
+ * ANSWER_TARGET), at once and whenever they change: a kernel busy in a cell
+ * (`%grinta approve` in manual mode) cannot ask, and then decides from the
+ * last push it handled before the cell.
  */
 
 /** The target the kernel asks on: one comm per question, opened by the kernel. */
@@ -15,6 +21,8 @@ export const DOCUMENTS_TARGET = 'grinta.documents';
  * without the extension (which closes the question's comm) silences no one.
  */
 export const ANSWER_TARGET = 'grinta.documents.answer';
+/** The target the kernel opens a comm on when it starts listening: push from now on. */
+export const WATCH_TARGET = 'grinta.documents.watch';
 
 /** A document open in the page, as far as the kernel needs to know. */
 export interface OpenDocument {
@@ -48,22 +56,69 @@ export function documentsAnswer(
   host: string,
   open: OpenDocument[]
 ): DocumentsAnswer {
+  return { question, app, root, host, documents: uniqueDocuments(open) };
+}
+
+/** What this page pushes: what it would answer, marked as a push instead of naming a question. */
+export interface DocumentsPush {
+  push: true;
+  app: string;
+  root: string;
+  host: string;
+  documents: { path: string; dirty: boolean }[];
+}
+
+export function documentsPush(
+  app: string,
+  root: string,
+  host: string,
+  open: OpenDocument[]
+): DocumentsPush {
+  return { push: true, app, root, host, documents: uniqueDocuments(open) };
+}
+
+/** Equal for two pushes that tell the kernel the same: only a different one is sent. */
+export function pushKey(push: DocumentsPush): string {
+  return JSON.stringify([push.root, push.host, push.documents]);
+}
+
+/**
+ * Whether a kernel's `comm_info_reply` (asked for ANSWER_TARGET) says it
+ * listens: it lists a comm on that target (the kernel keeps one while it does).
+ */
+export function kernelListens(reply: unknown): boolean {
+  if (typeof reply !== 'object' || reply === null) return false;
+  const { status, comms } = reply as { status?: unknown; comms?: unknown };
+  if (status !== 'ok' || typeof comms !== 'object' || comms === null) return false;
+  return Object.values(comms).some(
+    info =>
+      typeof info === 'object' &&
+      info !== null &&
+      (info as { target_name?: unknown }).target_name === ANSWER_TARGET
+  );
+}
+
+function uniqueDocuments(open: OpenDocument[]): { path: string; dirty: boolean }[] {
   const dirty = new Map<string, boolean>();
   for (const doc of open) {
     dirty.set(doc.path, (dirty.get(doc.path) ?? false) || doc.dirty);
   }
-  const documents = [...dirty].map(([path, d]) => ({ path, dirty: d }));
-  return { question, app, root, host, documents };
+  return [...dirty].map(([path, d]) => ({ path, dirty: d }));
 }
 
 /**
  * What the kernel asks for: `documents` (on the question's comm, with the
- * question's id), `reload` with its paths (on this page's answer comm), or
- * null for anything else.
+ * question's id), `watch` (on a comm of WATCH_TARGET: push from now on),
+ * `reload` with its paths (on this page's answer or push comm), or null for
+ * anything else.
  */
 export function readRequest(
   data: unknown
-): { request: 'documents'; question: string } | { request: 'reload'; paths: string[] } | null {
+):
+  | { request: 'documents'; question: string }
+  | { request: 'watch' }
+  | { request: 'reload'; paths: string[] }
+  | null {
   if (typeof data !== 'object' || data === null) return null;
   const { request, paths, question } = data as {
     request?: unknown;
@@ -72,6 +127,9 @@ export function readRequest(
   };
   if (request === 'documents') {
     return typeof question === 'string' && question !== '' ? { request, question } : null;
+  }
+  if (request === 'watch') {
+    return { request };
   }
   if (request === 'reload' && Array.isArray(paths)) {
     return { request, paths: paths.filter((p): p is string => typeof p === 'string') };

@@ -6,7 +6,16 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { documentsAnswer, OpenDocument, readRequest, toReload } from '../src/openDocuments';
+import {
+  ANSWER_TARGET,
+  documentsAnswer,
+  documentsPush,
+  kernelListens,
+  OpenDocument,
+  pushKey,
+  readRequest,
+  toReload
+} from '../src/openDocuments';
 
 function doc(path: string, dirty = false, collaborative = false): OpenDocument {
   return { path, dirty, collaborative, revert: () => Promise.resolve() };
@@ -29,6 +38,45 @@ describe('the answer about open documents', () => {
   });
 });
 
+describe('the push of open documents', () => {
+  it('says what the answer says, marked as a push instead of naming a question', () => {
+    const open = [doc('a.ipynb'), doc('b.py', true), doc('a.ipynb', true)];
+    assert.deepEqual(documentsPush('app1', '/srv', 'host.ipynb', open), {
+      push: true,
+      app: 'app1',
+      root: '/srv',
+      host: 'host.ipynb',
+      documents: [
+        { path: 'a.ipynb', dirty: true },
+        { path: 'b.py', dirty: true }
+      ]
+    });
+    assert.equal('question' in documentsPush('app1', '/srv', 'h', open), false);
+  });
+
+  it('is sent again only when what it says changes', () => {
+    const before = documentsPush('app1', '/srv', 'h.ipynb', [doc('a.py'), doc('b.py')]);
+    const same = documentsPush('app1', '/srv', 'h.ipynb', [doc('a.py'), doc('b.py'), doc('a.py')]);
+    assert.equal(pushKey(same), pushKey(before));
+    const dirty = documentsPush('app1', '/srv', 'h.ipynb', [doc('a.py', true), doc('b.py')]);
+    const closed = documentsPush('app1', '/srv', 'h.ipynb', [doc('a.py')]);
+    const moved = documentsPush('app1', '/srv', 'renamed.ipynb', [doc('a.py'), doc('b.py')]);
+    for (const other of [dirty, closed, moved]) {
+      assert.notEqual(pushKey(other), pushKey(before));
+    }
+  });
+
+  it('goes to a kernel whose comm_info lists a comm on the answer target', () => {
+    const on = (target: string) => ({ status: 'ok', comms: { c1: { target_name: target } } });
+    assert.equal(kernelListens(on(ANSWER_TARGET)), true);
+    assert.equal(kernelListens(on('jupyter.widget')), false);
+    assert.equal(kernelListens({ status: 'ok', comms: {} }), false);
+    assert.equal(kernelListens({ status: 'error', comms: on(ANSWER_TARGET).comms }), false);
+    assert.equal(kernelListens({ status: 'ok', comms: { c1: null } }), false);
+    assert.equal(kernelListens(null), false);
+  });
+});
+
 describe('requests from the kernel', () => {
   it('are read strictly', () => {
     assert.deepEqual(readRequest({ request: 'documents', question: 'q1' }), {
@@ -41,6 +89,7 @@ describe('requests from the kernel', () => {
       request: 'reload',
       paths: ['a.py', 'b.py']
     });
+    assert.deepEqual(readRequest({ request: 'watch' }), { request: 'watch' });
     assert.equal(readRequest({ request: 'reload' }), null);
     assert.equal(readRequest({ request: 'delete', paths: [] }), null);
     assert.equal(readRequest(null), null);
