@@ -41,6 +41,21 @@ Limits threads cannot lift:
   makes the shell's ``ask_exit`` raise SystemExit in executed code
   (``in_executed_code``; jupyter/kernel.py).
 
+Thread switching: while any executed code's thread is alive, the interpreter's switch
+interval (``sys.setswitchinterval``) is lowered to ``SWITCH_INTERVAL``. A thread that wants
+the GIL from one that runs Python waits up to that interval, and the kernel's own work gives
+the GIL up at every system call: at the default 5 ms, a cell whose traceback IPython formats
+(tens of thousands of ``lstat`` calls) took ~20 s while executed code looped, and so did a
+kernel interrupt's end of a cell. CPython has no per-thread priority or interval, so the
+setting is global; it costs nothing while no two threads want the GIL, and measured nothing
+beyond noise on the looping code's speed when they do. The first run saves the interval it
+finds (the user's own, if they set one) and the last thread to end puts it back, unless
+someone set another meanwhile (that one is kept); an interval already at or under
+``SWITCH_INTERVAL`` is left alone. The count follows the threads, not the tool: an
+exception, a time limit or Stop that ends the code restores it at once, and a thread the tool
+gave up on (stuck) keeps it lowered until that thread ends, since while it loops the kernel
+would otherwise be as slow as before; a thread blocked in a C call costs nothing meanwhile.
+
 Output capture (tools/capture.py): while code runs, ``sys.stdout`` and
 ``sys.stderr`` are stand-ins that route each write by thread; only the
 executing thread's writes are captured, the kernel's and other threads' go
@@ -92,6 +107,8 @@ MAX_OUTPUT_CHARS = 2_000_000  # one rich output's data; a bigger one keeps only 
 MAX_OUTPUTS = 8
 TRACEBACK_FRAMES = 6
 _POLL = 0.05
+# Seconds, the interpreter's switch interval while executed code runs (the default is 0.005).
+SWITCH_INTERVAL = 0.0002
 
 
 class ExecuteArgs(Args):
@@ -196,12 +213,61 @@ def run_code(
     started = time.monotonic()
     ROUTER.install()
     try:
-        thread = threading.Thread(target=run.work, name="grinta-execute", daemon=True)
+        thread = threading.Thread(target=_work, args=(run,), name="grinta-execute", daemon=True)
         thread.start()
         why = _wait(run, thread, timeout, cancel, grace)
     finally:
         ROUTER.uninstall()
     return run.observation(why, timeout, time.monotonic() - started, settings, proposal_id)
+
+
+def _work(run: _Run) -> None:
+    """The worker thread: ``run``, under a short switch interval for as long as the thread
+    lives (an interrupt cannot land outside ``run.work``: see ``_Run``)."""
+    SWITCHING.enter()
+    try:
+        run.work()
+    finally:
+        SWITCHING.leave()
+
+
+class _SwitchInterval:
+    """``sys.setswitchinterval(SWITCH_INTERVAL)`` while at least one run is entered; the
+    interval found by the first is put back after the last, unless it was changed meanwhile."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.runs = 0
+        self._saved = 0.0
+        self._lowered: float | None = None  # the value set, None when nothing was changed
+
+    def enter(self) -> None:
+        with self._lock:
+            if self.runs == 0:
+                self._saved = sys.getswitchinterval()
+                self._lowered = None
+                if self._saved > SWITCH_INTERVAL:
+                    _set_switch_interval(SWITCH_INTERVAL)
+                    self._lowered = sys.getswitchinterval()  # as kept
+            self.runs += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self.runs -= 1
+            if self.runs == 0 and self._lowered is not None:
+                if sys.getswitchinterval() == self._lowered:  # else someone chose another one
+                    _set_switch_interval(self._saved)
+                self._lowered = None
+
+
+SWITCHING = _SwitchInterval()
+
+
+def _set_switch_interval(seconds: float) -> None:
+    """``sys.setswitchinterval(seconds)``, exactly: CPython keeps whole microseconds,
+    truncated, and ``getswitchinterval()`` read back (6999 µs as 0.006999) would otherwise be
+    set 1 µs lower (6998)."""
+    sys.setswitchinterval((round(seconds * 1e6) + 0.5) / 1e6)
 
 
 def _wait(
