@@ -21,7 +21,7 @@ from acp.schema import (
 )
 
 from tests.conftest import snapshot
-from tests.openai_server import stall_reply, tool_call, tool_reply
+from tests.openai_server import stall_reply, text_reply, tool_call, tool_reply
 from tests.test_acp import (
     CORE,
     FIX,
@@ -501,3 +501,30 @@ def test_an_approval_that_comes_after_the_cancel_writes_nothing(openai_server, t
     assert snapshot(root) == before
     edit = editor.starts()[0]
     assert editor.status(edit.tool_call_id) != "completed"
+
+
+def test_a_long_reply_streamed_fast_reaches_the_editor_joined_and_whole(openai_server, tmp_path):
+    """Attack: a fast provider streams 30,000 characters in 10-character pieces (3,000
+    chunks). The editor gets all of it, in order, in far fewer messages than chunks: each
+    message is an update the client applies (Jupyter AI: of the shared chat document)."""
+    from acp.schema import AgentMessageChunk
+
+    root = workspace(tmp_path)
+    text = "".join(f"<{n:05d}>" for n in range(4_286))[:30_000]
+    openai_server.queue(
+        text_reply(text, chunk_size=10), tool_reply(tool_call("finish", {"summary": "Done."}))
+    )
+    editor = Editor()
+
+    async def scenario() -> str:
+        async with grinta_acp(editor, tmp_path, openai_server) as (conn, _):
+            sid = (await conn.new_session(cwd=str(root))).session_id
+            reply = await asyncio.wait_for(
+                conn.prompt(session_id=sid, prompt=[text_block(TASK)]), WAIT
+            )
+            return reply.stop_reason
+
+    assert asyncio.run(scenario()) == "end_turn"
+    assert text in editor.text()
+    messages = [u for u in editor.updates if isinstance(u, AgentMessageChunk)]
+    assert len(messages) < 300, f"{len(messages)} messages for 3,000 chunks"

@@ -123,6 +123,10 @@ log = logging.getLogger("grinta.acp")
 CANCELLED = "cancelled by the user"  # the end reason of a session the client cancelled
 GONE = "the ACP client went away"
 CLOSE_WAIT = 30.0  # seconds a commit or command in flight gets to finish when the client leaves
+# The model's streamed text goes out at most this often, the chunks between joined: a fast
+# provider's thousands of chunks a second would be as many messages for the client to apply
+# (Jupyter AI turns each into an update of the shared chat document).
+TEXT_EVERY_S = 0.05
 
 ModeId = Literal["ask", "review", "auto"]
 MODES: dict[str, SessionMode] = {
@@ -177,6 +181,8 @@ class Conversation:
     asking: asyncio.Future[RequestPermissionResponse] | None = None  # a permission request
     cancelled: bool = False
     commands: set[str] = field(default_factory=set)  # commands the user allowed always
+    held_text: list[str] = field(default_factory=list)  # the model's text not sent yet
+    text_sent_at: float = 0.0  # time.monotonic() of the last text sent
 
     @property
     def running(self) -> bool:
@@ -490,6 +496,7 @@ class GrintaAgent(Agent):
                     await self._report(conv, update)
                     if isinstance(update, NeedsDecision):
                         await self._decide(conv, update.step)
+            await self._send_text(conv)
         except ConnectionError:  # nobody to ask or tell: stop where it is
             conv.cancelled = True
             if not session.done:
@@ -517,10 +524,12 @@ class GrintaAgent(Agent):
         redact = session.secrets.redact
         if isinstance(update, ModelText):
             if update.text:
-                await self.client.session_update(
-                    conv.id, update_agent_message_text(redact(update.text))
-                )
-        elif isinstance(update, StepProposed):
+                conv.held_text.append(update.text)
+                if time.monotonic() - conv.text_sent_at >= TEXT_EVERY_S:
+                    await self._send_text(conv)
+            return
+        await self._send_text(conv)  # the text before what follows it
+        if isinstance(update, StepProposed):
             await self.client.session_update(
                 conv.id, toolcalls.started(session.root, session.branch, update.step, redact)
             )
@@ -626,6 +635,15 @@ class GrintaAgent(Agent):
             conv.asking.cancel()
         if conv.session is not None and not conv.session.done:
             conv.session.stop(reason)
+
+    async def _send_text(self, conv: Conversation) -> None:
+        """Send the model's text held back (``TEXT_EVERY_S``) as one chunk, redacted whole."""
+        if not conv.held_text or conv.session is None:
+            return
+        text = "".join(conv.held_text)
+        conv.held_text.clear()
+        conv.text_sent_at = time.monotonic()
+        await self._say(conv, conv.session.secrets.redact(text))
 
     async def _say(self, conv: Conversation, text: str) -> None:
         await self.client.session_update(conv.id, update_agent_message_text(text))
