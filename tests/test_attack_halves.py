@@ -581,7 +581,7 @@ def test_an_interrupt_right_after_sending_leaves_no_answer_for_the_next_caller(
     _helper_ready()
     # The frames-left probe recurses until RecursionError, which would be raised inside the
     # profile hook and switch it off: a fixed answer keeps the hook on.
-    monkeypatch.setattr(halves, "_headroom", lambda depth=0: 900)
+    monkeypatch.setattr(halves, "frames_left", lambda depth=0: 900)
     here = halves.__file__
     fired: list[str] = []
 

@@ -100,7 +100,12 @@ def test_a_huge_check_leaves_the_interpreter_to_other_threads() -> None:
 def test_without_a_process_of_its_own_the_check_is_made_here(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """No interpreter to start (a broken ``sys.executable``): the same answers, found here."""
+    """No interpreter to start (a broken ``sys.executable``): the same answers, found here.
+    (Compiled whole: the halves helper, started from that path now, would stay off for every
+    later test of this process.)"""
+    from grinta_jupyter.runtime import halves
+
+    monkeypatch.setattr(halves, "SPLIT_MIN_CHARS", 10**12)
     monkeypatch.setattr(sys, "executable", "/nonexistent/python3")
     assert first_error("big.py", BIG, "python") is None
     broken = BIG + "def broken(:\n"

@@ -108,7 +108,7 @@ def compiles(text: str) -> bool:
         payload = (_uses_of_globals(second) + second).encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: the whole compile says where
         return False
-    headroom, digits = _headroom(), sys.get_int_max_str_digits()
+    headroom, digits = frames_left(), sys.get_int_max_str_digits()
     if headroom < _MIN_HEADROOM or digits >= 1 << 31:
         return False
     # The helper compiles as this thread would: no deeper (the compiler's nesting budget is
@@ -135,7 +135,7 @@ def _head(size: int, flags: int, budget: int, digits: int) -> bytes:
     )
 
 
-def _headroom(depth: int = 0) -> int:
+def frames_left(depth: int = 0) -> int:
     """How many more frames this thread can enter before RecursionError, up to
     ``_MAX_HEADROOM`` (about 0.3 ms for a thousand); 0 under a tracer or a profiler (the
     RecursionError could be raised inside it, which switches it off)."""
@@ -144,7 +144,7 @@ def _headroom(depth: int = 0) -> int:
     if depth >= _MAX_HEADROOM:
         return depth
     try:
-        return _headroom(depth + 1)
+        return frames_left(depth + 1)
     except RecursionError:
         return depth
 

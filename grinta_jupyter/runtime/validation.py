@@ -58,14 +58,23 @@ ASIDE_MIN_CHARS = 500_000
 ASIDE_TIMEOUT_S = 120.0  # an 8 MB file compiles in about 5 s
 # Run with ``python -I -S``. Its stdin: the path, a line saying whether to compile the bytes
 # that follow (a text declaring a coding, read by it as Python reads the file) or their
-# UTF-8 text (as ``_python`` compiles any other), then the source. Its answer: one line of
-# JSON, null or [line, message].
+# UTF-8 text (as ``_python`` compiles any other), a line with the frames the compile may
+# use, then the source. Its answer: one line of JSON, null or [line, message].
 _ASIDE = """
 import json, sys, warnings
 warnings.simplefilter("ignore")
 path = sys.stdin.buffer.readline().decode("utf-8", "surrogateescape")[:-1]
 as_bytes = sys.stdin.buffer.readline() == b"bytes\\n"
+budget = int(sys.stdin.buffer.readline())
 source = sys.stdin.buffer.read()
+def headroom(depth=0):
+    try:
+        return headroom(depth + 1)
+    except RecursionError:
+        return depth
+# No deeper than the calling thread could (the compiler allows three levels of nesting per
+# frame left): too deep for it, the text is as deep for this one (RecursionError, no answer).
+sys.setrecursionlimit(sys.getrecursionlimit() - headroom() + budget)
 try:
     compile(source if as_bytes else source.decode("utf-8"), path, "exec", dont_inherit=True)
     answer = None
@@ -83,19 +92,32 @@ class _Unanswered(Exception):
 
 def _compile_aside(text: str, path: str, as_bytes: bool) -> FirstError:
     """What ``compile`` says of ``text`` (of its UTF-8 bytes, with ``as_bytes``) in a fresh
-    interpreter, with this one's limit on the digits of an integer literal. Raises
-    ``_Unanswered`` when that interpreter gives no answer, UnicodeError for a text UTF-8
-    cannot encode."""
+    interpreter, with this one's optimization level and limit on the digits of an integer
+    literal. Raises ``_Unanswered`` when that interpreter gives no answer, UnicodeError for
+    a text UTF-8 cannot encode.
+
+    It compiles as the calling thread would, with no more frames left than ``_python`` has
+    here (counted as ``runtime/halves.py`` counts them; unknown under a tracer or a profiler,
+    then the text is compiled here)."""
+    if not sys.executable:  # None or "" where Python cannot tell its own path
+        raise _Unanswered("no interpreter to start")
+    # ``_python``, one frame up, compiles with this one's headroom and one more frame.
+    headroom = halves.frames_left()
+    if not headroom:
+        raise _Unanswered("under a tracer or a profiler: the frames left are unknown")
     command = [
         sys.executable,
         "-I",
         "-S",
+        # Optimized (-O, PYTHONOPTIMIZE), ``compile`` skips an assert's code and the errors
+        # only code generation finds in it: the child is optimized as this interpreter is.
+        *["-O"] * sys.flags.optimize,
         "-X",
         f"int_max_str_digits={sys.get_int_max_str_digits()}",
         "-c",
         _ASIDE,
     ]
-    head = path.replace("\n", " ") + ("\nbytes\n" if as_bytes else "\ntext\n")
+    head = path.replace("\n", " ") + ("\nbytes\n" if as_bytes else "\ntext\n") + f"{headroom + 1}\n"
     stdin = head.encode("utf-8", "surrogateescape") + text.encode("utf-8")
     try:
         done = subprocess.run(
