@@ -165,3 +165,33 @@ def test_a_malformed_manifest_is_refused_naming_the_problem():
         assert words in str(caught.value), (words, str(caught.value))
     with pytest.raises(DamagedJournal):
         parse_manifest([], "1-a")
+
+
+def test_a_commit_keeps_its_owner_and_find_tells_owners_apart(rt, ws):
+    """A session names its commits; a resumed one must not take another's commit of the
+    same bytes for its own, yet still find one an older version made (no owner)."""
+    import hashlib
+
+    before = (ws / "pkg/core.py").read_bytes()
+    p = rt.propose(
+        "replace_string",
+        {"path": "pkg/core.py", "old_string": "import os", "new_string": "import sys"},
+    )
+    assert rt.commit(p, owner="session A call c1").ok
+    after = (ws / "pkg/core.py").read_bytes()
+    files = {"pkg/core.py": (hashlib.sha256(before).hexdigest(), hashlib.sha256(after).hexdigest())}
+    [record] = rt.journal.history()
+    assert record.owner == "session A call c1"
+    assert rt.journal.find(files, "session A call c1") == record
+    assert rt.journal.find(files, "session B call c1") is None
+    assert rt.journal.find(files) == record  # asked of nobody in particular
+    # An older version's record names no owner: any owner may find it.
+    manifest = record.folder / "manifest.json"
+    data = json.loads(manifest.read_text())
+    del data["owner"]
+    manifest.write_text(json.dumps(data))
+    assert rt.journal.find(files, "session B call c1") is not None
+    # An owner of the wrong shape is nobody's, and the record stays readable.
+    for odd in (5, ["x"], "o" * 5_000):
+        data["owner"] = odd
+        assert parse_manifest(data, "r").owner is None

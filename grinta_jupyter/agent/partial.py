@@ -56,7 +56,8 @@ def hunk_decisions(path: Sequence[ev.Event]) -> dict[str, ev.UserDecision]:
         elif isinstance(event, (ev.ToolProposed, ev.DiffStaged)):
             found.pop(event.call_id, None)
         elif isinstance(event, ev.UserDecision):
-            if event.decision == "approve_hunks" and event.hunks:
+            # One whose hunks were lost (a hand-edited log) still approved only a part.
+            if event.decision == "approve_hunks":
                 found[event.call_id] = event
             else:
                 found.pop(event.call_id, None)
@@ -120,7 +121,7 @@ def declined_text(part: Part | None, decision: ev.UserDecision) -> str:
     reason = decision.reason or ""
     if part is not None:
         return _declined_words(part.total, part.declined, reason)
-    shown = ", ".join(str(index + 1) for index in sorted(set(decision.hunks or [])))
+    shown = _shown(decision)
     note = (
         f"[review] The user approved only some hunks of this edit (hunks {shown}); the "
         "others were declined and NOT applied. The files hold only the approved hunks."
@@ -130,9 +131,15 @@ def declined_text(part: Part | None, decision: ev.UserDecision) -> str:
 
 def not_landed(decision: ev.UserDecision) -> str:
     """Why a resumed call approved in part, whose commit did not land, waits for a person."""
-    shown = ", ".join(str(index + 1) for index in sorted(set(decision.hunks or [])))
+    shown = _shown(decision)
     return (
         f"the user approved only some of its hunks (hunks {shown}) before the session was "
         "interrupted, and that commit did not land: it is staged whole again, so a person "
         "decides (approve the same hunks, or others)"
     )
+
+
+def _shown(decision: ev.UserDecision) -> str:
+    """The decision's hunks, numbered from 1 (a log may have lost them)."""
+    numbers = sorted({index + 1 for index in decision.hunks or [] if isinstance(index, int)})
+    return ", ".join(map(str, numbers)) or "not recorded"

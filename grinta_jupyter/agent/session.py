@@ -625,7 +625,12 @@ class Session:
             partly = hunk_decisions(branch_events(events, self.branch))
             for call, text in state.unfinished:
                 staged = state.staged.get(call.id)
-                if staged is not None and call.id in decided and self._landed(staged):
+                if (
+                    staged is not None
+                    and call.id in decided
+                    and self._landed(staged)
+                    and not self._made_by_another(call, staged)
+                ):
                     self._recover(call, staged)
                     recovered.append(call.id)
                     continue
@@ -654,6 +659,19 @@ class Session:
             self.state = State.DONE
             self.end_reason = state.ended.reason
             self.log.close()
+
+    def _owner(self, call: ToolCall) -> str:
+        """How this session names its commit of ``call`` to the journal (``Journal.find``)."""
+        return f"session {self.id} call {call.id}"
+
+    def _made_by_another(self, call: ToolCall, staged: ev.DiffStaged) -> bool:
+        """Whether the change ``staged`` describes, found on disk, is a kept commit another
+        session (or another of this session's calls) made: then this call's did not land."""
+        if set(staged.base) != set(staged.after):
+            return False
+        files = {path: (staged.base[path], staged.after[path]) for path in staged.base}
+        journal = self.runtime.journal
+        return journal.find(files, self._owner(call)) is None and journal.find(files) is not None
 
     def _landed(self, staged: ev.DiffStaged) -> bool:
         """Whether the files hold what ``staged`` would write (its commit landed)."""
@@ -690,7 +708,7 @@ class Session:
         if not touched or any(disk[path] in ("", staged.base[path]) for path in touched):
             return None  # not written (or unreadable): it did not land
         record = self.runtime.journal.find(
-            {path: (staged.base[path], disk[path]) for path in touched}
+            {path: (staged.base[path], disk[path]) for path in touched}, self._owner(call)
         )
         claimed = {
             e.commit_id
@@ -700,7 +718,9 @@ class Session:
         if (
             record is None
             or record.id in claimed  # an earlier commit's (the same change made before)
-            or record.created < decision.ts - CLOCK_SLACK  # made before this decision
+            # Made before this decision (asked only of a commit that names no owner: an
+            # older version's; the clock may have stepped back since, an owner holds).
+            or (record.owner is None and record.created < decision.ts - CLOCK_SLACK)
             or not record.label.endswith(" " + ", ".join(touched))
         ):
             return None
@@ -755,7 +775,7 @@ class Session:
             isinstance(e, ev.Committed) and e.ok and e.call_id == call.id for e in path[start:]
         )
         if not logged:
-            commit_id = self.runtime.find_commit(staged.base, staged.after)
+            commit_id = self.runtime.find_commit(staged.base, staged.after, self._owner(call))
             self._emit(
                 ev.Committed(call_id=call.id, ok=True, commit_id=commit_id, paths=staged.paths),
                 step.number,
@@ -1105,7 +1125,10 @@ class Session:
                 obs = self.runtime.commit(proposal)
             else:  # commands may run for minutes and commits fsync: keep the event loop free
                 obs = await asyncio.to_thread(
-                    self.runtime.commit, proposal, cancel=self._cancel_command
+                    self.runtime.commit,
+                    proposal,
+                    cancel=self._cancel_command,
+                    owner=self._owner(step.call),
                 )
         except Exception as exc:  # the runtime reports failures as values; a bug must not strand us
             obs = Observation.failure(

@@ -120,6 +120,8 @@ MANIFEST = "manifest.json"
 UNDO_KEEP = 50
 LOCK_WAIT = 5.0  # seconds a commit waits for another process's commit to finish
 
+MAX_OWNER = 1_000  # characters in a commit's owner; longer is no name of ours
+
 # Called with a label at every durable step of a commit; tests use it to kill
 # the process at each point. None in production.
 StepHook = Callable[[str], None] | None
@@ -151,6 +153,7 @@ class CommitRecord:
     files: list[str]
     created: float
     folder: Path | None = field(default=None, repr=False)
+    owner: str | None = None  # who made it, as its caller named it (a session's call)
 
 
 ManifestState = Literal["prepare", "commit"]
@@ -187,6 +190,9 @@ class Manifest:
     # the commit or by the recovery that finishes it, so a crash cannot leave them to restore
     # again what is already restored.
     consumes: tuple[str, ...] = ()
+    # Who made it, as the caller named it (a session names its call, so that a session
+    # resumed after a crash does not take another's commit of the same bytes for its own).
+    owner: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -231,6 +237,7 @@ def parse_manifest(data: object, name: str) -> Manifest:
     if not isinstance(consumes, list) or not all(_plain_name(name) for name in consumes):
         raise damaged("consumes is not a list of record names")
     files = tuple(_parse_file(entry, damaged) for entry in data["files"])
+    owner = data.get("owner")  # advisory (whose commit): anything but a name is nobody's
     return Manifest(
         data["id"],
         data["label"],
@@ -240,6 +247,7 @@ def parse_manifest(data: object, name: str) -> Manifest:
         undoes,
         files,
         tuple(consumes),
+        owner if isinstance(owner, str) and len(owner) <= MAX_OWNER else None,
     )
 
 
@@ -329,11 +337,13 @@ class Journal:
         undoes: str | None = None,
         hook: StepHook = None,
         consumes: tuple[str, ...] = (),
+        owner: str | None = None,
     ) -> CommitRecord:
         """Write every file in ``writes`` or none of them.
 
         ``undoes`` and ``consumes`` name undo records this commit replaces: they are dropped
-        once it is in place (by the recovery that finishes it, after a crash).
+        once it is in place (by the recovery that finishes it, after a crash). ``owner``
+        names who made it (kept with its undo record; ``find`` tells owners apart).
         Raises StaleError or ReadOnlyError (nothing written) and CommitError.
         """
         step = hook or _no_step
@@ -343,7 +353,7 @@ class Journal:
         try:
             modes = [self._check(tree, write).mode for write in writes]
             manifest = self._manifest(txid, label, writes, modes, tree, keep_undo, undoes)
-            manifest = replace(manifest, consumes=consumes)
+            manifest = replace(manifest, consumes=consumes, owner=owner)
             own_lock = self._begin(txid)
             try:
                 return self._prepare_and_decide(manifest, writes, tree, step)
@@ -699,14 +709,19 @@ class Journal:
                 writes.append(FileWrite(entry.path, found.data, old, prune))
         return writes
 
-    def find(self, files: dict[str, tuple[str | None, str | None]]) -> CommitRecord | None:
+    def find(
+        self, files: dict[str, tuple[str | None, str | None]], owner: str | None = None
+    ) -> CommitRecord | None:
         """The newest commit that can be undone whose files went exactly from the first to
-        the second sha256 of ``files`` (None: absent), if one is kept.
+        the second sha256 of ``files`` (None: absent), if one is kept; with ``owner``, one
+        that ``owner`` made or that names no owner (made by an older version).
 
         A session names by this a commit that landed before the crash that lost its id.
         """
         for record in reversed(self.history()):
             if record.folder is None or sorted(record.files) != sorted(files):
+                continue
+            if owner is not None and record.owner not in (None, owner):
                 continue
             try:
                 manifest = _load_manifest(record.folder)
@@ -837,7 +852,12 @@ def _load_manifest(folder: Path) -> Manifest:
 
 def _record(manifest: Manifest, folder: Path | None = None) -> CommitRecord:
     return CommitRecord(
-        manifest.id, manifest.label, [e.path for e in manifest.files], manifest.created, folder
+        manifest.id,
+        manifest.label,
+        [e.path for e in manifest.files],
+        manifest.created,
+        folder,
+        manifest.owner,
     )
 
 

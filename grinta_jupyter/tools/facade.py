@@ -212,11 +212,13 @@ class Runtime:
         *,
         hook: StepHook = None,
         cancel: threading.Event | None = None,
+        owner: str | None = None,
     ) -> Observation:
         """Apply a proposal: all files or none. A stale file refuses the whole commit.
 
         ``cancel``, once set, ends a running command and its process tree (a write is
-        never interrupted: it is atomic and short)."""
+        never interrupted: it is atomic and short). ``owner`` names who commits a write
+        (kept with its undo record: ``find_commit`` tells owners apart)."""
         if proposal.id in self._committed:
             return Observation.failure(
                 ToolError(ALREADY_COMMITTED, "this proposal was already committed"), proposal.id
@@ -237,7 +239,7 @@ class Runtime:
         writes = [FileWrite(c.path, c.old_bytes, c.new_bytes) for c in proposal.changes]
         try:
             record = self.journal.commit(
-                writes, f"{proposal.tool} {', '.join(proposal.paths)}", hook=hook
+                writes, f"{proposal.tool} {', '.join(proposal.paths)}", hook=hook, owner=owner
             )
         except StaleError as exc:
             return Observation.failure(
@@ -298,12 +300,18 @@ class Runtime:
             True, f"undid {record.label}: restored {', '.join(record.files)}", commit_id=record.id
         )
 
-    def find_commit(self, base: dict[str, str | None], after: dict[str, str | None]) -> str | None:
+    def find_commit(
+        self,
+        base: dict[str, str | None],
+        after: dict[str, str | None],
+        owner: str | None = None,
+    ) -> str | None:
         """The id of the kept commit that took these files from ``base`` to ``after``
-        (sha256 per path, None: absent): the newest such, or None."""
+        (sha256 per path, None: absent): the newest such, or None. With ``owner``, only one
+        ``owner`` made (or one that names no owner: an older version's)."""
         if set(base) != set(after):
             return None
-        record = self.journal.find({path: (base[path], after[path]) for path in base})
+        record = self.journal.find({path: (base[path], after[path]) for path in base}, owner)
         return record.id if record is not None else None
 
     def undo_commits(self, commit_ids: list[str], hook: StepHook = None) -> Observation:
