@@ -338,8 +338,15 @@ class NotebookSession:
         """Manual mode: step until something is to be shown; return the step numbers touched."""
         if self.stepper is None:
             return []
+        from grinta_jupyter.jupyter.documents import loop_held
+
+        # On the kernel's loop (a cell, a click) this holds it until the step is done: the
+        # open documents cannot be asked meanwhile, and a commit decides from the pushes.
+        held = loop_held() if self.loop is not None and running_loop() is self.loop else None
+        with held or contextlib.nullcontext():
+            updates = self.stepper.advance()
         touched: list[int] = []
-        for update in self.stepper.advance():
+        for update in updates:
             self.apply(update)
             if isinstance(update, SessionEnded):
                 self._stepped_to_end = True

@@ -65,10 +65,14 @@ documents said to be dirty. The kernel keeps the last push of at most
 ``MAX_ANSWERS`` pages (a page new beyond them is refused), each at most
 ``MAX_DOCUMENTS`` entries, resolved under the same budget as answers.
 
-When the loop is busy: the asker waits at most ``busy`` seconds for the loop to
-open the question. If it did not, the answer comes from the pages' last pushes
-(a page that never pushed: nothing open, as with no answer), with no wait
-beyond that; the question is then asked when the loop is free again, and once
+When the loop is busy: a cell that holds the loop while the session commits
+says so (``loop_held``: ``--manual`` steps and decisions), and the answer
+comes from the pages' last pushes at once; any other busy cell is found out by
+waiting: the asker waits at most ``busy`` seconds (the question's ``timeout``)
+for the loop to open the question. (A guess by time alone, a quarter of a
+second, took a loaded machine's slow loop for a busy one.) Either way the
+answer comes from the pages' last pushes (a page that never pushed: nothing
+open, as with no answer); the question is then asked when the loop is free again, and once
 it is decided (``timeout`` plus ``linger`` later) the pages that did not answer
 it, and did not push since it was asked, are forgotten, so a closed tab's last
 push does not refuse writes forever (every question decided forgets them so).
@@ -92,7 +96,7 @@ import contextlib
 import os
 import threading
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard
@@ -107,6 +111,30 @@ MAX_NAME = 256  # characters in an app or question id
 # A comm the kernel keeps on ANSWER_TARGET while it listens, never opened to a front end: a
 # page that connects asks comm_info whether one is there before it pushes anything.
 BEACON = "grinta-documents-listening"
+
+
+_held_lock = threading.Lock()
+_held = 0  # cells holding the kernel's loop while a session commits (``loop_held``)
+
+
+@contextlib.contextmanager
+def loop_held() -> Iterator[None]:
+    """Say that the caller holds the kernel's loop until the block ends (a ``--manual`` step
+    waits for the session there): no question can be asked meanwhile, so a commit decides
+    from the pages' last pushes at once instead of waiting ``busy`` seconds to find out."""
+    global _held
+    with _held_lock:
+        _held += 1
+    try:
+        yield
+    finally:
+        with _held_lock:
+            _held -= 1
+
+
+def _loop_is_held() -> bool:
+    with _held_lock:
+        return _held > 0
 
 
 class Comm(Protocol):
@@ -453,7 +481,7 @@ class KernelDocuments:
         timeout: float = 2.0,
         probe: float = 0.3,
         linger: float = 1.0,
-        busy: float = 0.25,
+        busy: float = 2.0,
     ):
         self.root = _real(Path(root))
         self._loop = loop
@@ -482,7 +510,7 @@ class KernelDocuments:
     def changed(self, paths: Sequence[str]) -> None:
         wanted = {self._real(p) for p in paths}
         exchange = None if self._on_loop() else self._ask()
-        if exchange is not None and exchange.wait_opened(self.busy):
+        if exchange is not None and exchange.wait_opened(self._busy_wait()):
             answers = self._collect(exchange)
         else:  # the loop is busy (or this is it): the pages that pushed are told when it is free
             answers, exchange = _QUESTIONS.pushed.last(), None
@@ -518,6 +546,11 @@ class KernelDocuments:
         # Closed once a page without the extension closed it too (no warning for a comm gone).
         self._loop.call_later(self.linger, _close, watch)
 
+    def _busy_wait(self) -> float:
+        """How long to wait for the loop to open a question: not at all while a cell says it
+        holds the loop (``loop_held``)."""
+        return 0.0 if _loop_is_held() else self.busy
+
     def _on_loop(self) -> bool:
         return threading.get_ident() == self._loop_thread
 
@@ -527,7 +560,7 @@ class KernelDocuments:
         if self._loop.is_closed():
             return []
         exchange = None if self._on_loop() else self._ask()
-        if exchange is None or not exchange.wait_opened(self.busy):
+        if exchange is None or not exchange.wait_opened(self._busy_wait()):
             return _QUESTIONS.pushed.last()
         answers = self._collect(exchange)
         self._finish(exchange, [])

@@ -56,13 +56,12 @@ FirstError = tuple[int, str] | None
 # lock throughout, and in a kernel that stops its event loop (the Stop button, every widget).
 ASIDE_MIN_CHARS = 500_000
 ASIDE_TIMEOUT_S = 120.0  # an 8 MB file compiles in about 5 s
-# Run with ``python -I -S``. Its stdin: the path, a line saying whether to compile the bytes
-# that follow (a text declaring a coding, read by it as Python reads the file) or their
-# UTF-8 text (as ``_python`` compiles any other), a line with the frames the compile may
-# use, then the source. Its answer: one line of JSON, null or [line, message].
+# Run with ``python -I -S -W ignore``. Its stdin: the path, a line saying whether to compile
+# the bytes that follow (a text declaring a coding, read by it as Python reads the file) or
+# their UTF-8 text (as ``_python`` compiles any other), a line with the frames the compile
+# may use, then the source. Its answer: one line of JSON, null or [line, message].
 _ASIDE = """
-import json, sys, warnings
-warnings.simplefilter("ignore")
+import json, sys
 path = sys.stdin.buffer.readline().decode("utf-8", "surrogateescape")[:-1]
 as_bytes = sys.stdin.buffer.readline() == b"bytes\\n"
 budget = int(sys.stdin.buffer.readline())
@@ -109,6 +108,8 @@ def _compile_aside(text: str, path: str, as_bytes: bool) -> FirstError:
         sys.executable,
         "-I",
         "-S",
+        "-W",
+        "ignore",  # invalid escape sequences etc. are not our business (as ``pyast.quietly``)
         # Optimized (-O, PYTHONOPTIMIZE), ``compile`` skips an assert's code and the errors
         # only code generation finds in it: the child is optimized as this interpreter is.
         *["-O"] * sys.flags.optimize,
