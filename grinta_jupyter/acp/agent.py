@@ -127,6 +127,13 @@ CLOSE_WAIT = 30.0  # seconds a commit or command in flight gets to finish when t
 # provider's thousands of chunks a second would be as many messages for the client to apply
 # (Jupyter AI turns each into an update of the shared chat document).
 TEXT_EVERY_S = 0.05
+# A send made while the model streams keeps back the word it ends inside (a secret the stream
+# cuts is redacted whole, with the rest of it, not shown in two pieces none of which matches),
+# unless that word is longer than HELD_WORD; the word goes with the next send, or once the
+# stream paused TEXT_PAUSE_S (a model thinking before its tool call), or at the turn's end.
+HELD_WORD = 1024
+TEXT_PAUSE_S = 0.5
+_LAST_WORD = re.compile(r"\S*\Z")
 
 ModeId = Literal["ask", "review", "auto"]
 MODES: dict[str, SessionMode] = {
@@ -183,6 +190,9 @@ class Conversation:
     commands: set[str] = field(default_factory=set)  # commands the user allowed always
     held_text: list[str] = field(default_factory=list)  # the model's text not sent yet
     text_sent_at: float = 0.0  # time.monotonic() of the last text sent
+    text_held_at: float = 0.0  # ... of the last piece held
+    text_timer: asyncio.TimerHandle | None = None  # sends the held text once it is due
+    text_flush: asyncio.Task[None] | None = None  # that send, while it runs
 
     @property
     def running(self) -> bool:
@@ -507,8 +517,15 @@ class GrintaAgent(Agent):
             if not session.done:
                 session.stop(f"internal error: {exc!r}")
             with contextlib.suppress(Exception):
+                await self._send_text(conv)  # the model's text before the failure
+            with contextlib.suppress(Exception):
                 await self._say(conv, f"\n\n(grinta failed: {exc!r}; the session stopped.)")
             return "end_turn"
+        finally:  # nothing of this turn is sent after it: text not sent by now is dropped
+            if conv.text_timer is not None:
+                conv.text_timer.cancel()
+                conv.text_timer = None
+            conv.held_text.clear()
         if conv.cancelled or session.end_reason in (CANCELLED, GONE):
             return "cancelled"
         if session.end_reason == "budget:tokens":
@@ -525,8 +542,11 @@ class GrintaAgent(Agent):
         if isinstance(update, ModelText):
             if update.text:
                 conv.held_text.append(update.text)
-                if time.monotonic() - conv.text_sent_at >= TEXT_EVERY_S:
-                    await self._send_text(conv)
+                conv.text_held_at = time.monotonic()
+                if conv.text_held_at - conv.text_sent_at >= TEXT_EVERY_S:
+                    await self._send_text(conv, whole=False)
+                else:  # sent when due, even if the model pauses
+                    self._arm_text(conv)
             return
         await self._send_text(conv)  # the text before what follows it
         if isinstance(update, StepProposed):
@@ -636,20 +656,62 @@ class GrintaAgent(Agent):
         if conv.session is not None and not conv.session.done:
             conv.session.stop(reason)
 
-    async def _send_text(self, conv: Conversation) -> None:
-        """Send the model's text held back (``TEXT_EVERY_S``) as one chunk, redacted whole."""
+    def _arm_text(self, conv: Conversation) -> None:
+        """Send the held text when it is due: ``TEXT_EVERY_S`` after the last send, or, when
+        all of it is the word kept back, once the model paused ``TEXT_PAUSE_S``."""
+        if not conv.held_text or conv.text_timer is not None:
+            return
+        if _last_word_at("".join(conv.held_text)) > 0:
+            due = conv.text_sent_at + TEXT_EVERY_S
+        else:
+            due = conv.text_held_at + TEXT_PAUSE_S
+        conv.text_timer = asyncio.get_running_loop().call_later(
+            max(due - time.monotonic(), 0.0), self._text_due, conv
+        )
+
+    def _text_due(self, conv: Conversation) -> None:
+        """The timer of held text: send it now, unless something else sent it first."""
+        conv.text_timer = None
+        paused = time.monotonic() - conv.text_held_at >= TEXT_PAUSE_S - 0.001
+        flush = conv.text_flush = asyncio.ensure_future(self._send_text(conv, whole=paused))
+        # Its failure (the client gone) is met again by the turn's next send.
+        flush.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+    async def _send_text(self, conv: Conversation, *, whole: bool = True) -> None:
+        """Send the model's text held back (``TEXT_EVERY_S``) as one chunk, redacted whole;
+        while the model streams (``whole`` False), less the word it ends inside."""
+        flush = conv.text_flush
+        if flush is not None and flush is not asyncio.current_task():
+            conv.text_flush = None
+            await asyncio.wait({flush})  # the timer's send goes first
+        if conv.text_timer is not None:
+            conv.text_timer.cancel()
+            conv.text_timer = None
         if not conv.held_text or conv.session is None:
             return
         text = "".join(conv.held_text)
-        conv.held_text.clear()
-        conv.text_sent_at = time.monotonic()
-        await self._say(conv, conv.session.secrets.redact(text))
+        cut = len(text)
+        if not whole:
+            cut = _last_word_at(text)
+            if len(text) - cut > HELD_WORD:
+                cut = len(text)
+        conv.held_text[:] = [text[cut:]] if cut < len(text) else []
+        if cut > 0:
+            conv.text_sent_at = time.monotonic()
+            await self._say(conv, conv.session.secrets.redact(text[:cut]))
+        self._arm_text(conv)
 
     async def _say(self, conv: Conversation, text: str) -> None:
         await self.client.session_update(conv.id, update_agent_message_text(text))
 
 
 # -- the pieces -----------------------------------------------------------------------------
+
+
+def _last_word_at(text: str) -> int:
+    """Where the word ``text`` ends inside begins (its length when it ends in white space)."""
+    found = _LAST_WORD.search(text)
+    return found.start() if found is not None else len(text)
 
 
 def permission_options(step: Step) -> list[PermissionOption]:

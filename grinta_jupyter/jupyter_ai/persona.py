@@ -111,24 +111,43 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
         the chat reopened asks it again, in a new message.
         """
         try:
-            messages = self.chat.get_messages()
+            ids = self._own_message_ids()
         except Exception:  # the chat document is gone with the server: nothing to keep
             return
-        for message in messages:
-            calls = (message.metadata or {}).get("tool_calls")
-            if message.sender != self.id or not isinstance(calls, list):
-                continue
-            waiting = [
-                c for c in calls if isinstance(c, dict) and c.get("permission_status") == "pending"
-            ]
-            if not waiting:
-                continue
-            settled = [{**c, "permission_status": "resolved"} if c in waiting else c for c in calls]
-            with contextlib.suppress(Exception):
-                self.chat.update_message(
-                    replace(message, metadata={**message.metadata, "tool_calls": settled}),
-                    trigger_actions=[],
-                )
+        for message_id in ids:
+            with contextlib.suppress(Exception):  # a message spoilt by a writer: left as is
+                self._settle(message_id)
+
+    def _own_message_ids(self) -> list[str]:
+        """The ids of this persona's messages in the chat."""
+        ymessages = getattr(self.chat, "ymessages", None)
+        if ymessages is None:  # a chat kept by the server alone (no shared document)
+            return [m.id for m in self.chat.get_messages() if m.sender == self.id]
+        # Read as dicts (a shared document): one message this server's Message cannot take,
+        # written by a newer client, must not keep the others' buttons live.
+        return [
+            m["id"]
+            for m in ymessages.to_py() or []
+            if isinstance(m, dict) and m.get("sender") == self.id and isinstance(m.get("id"), str)
+        ]
+
+    def _settle(self, message_id: str) -> None:
+        message = self.chat.get_message(message_id)
+        if message is None or not isinstance(message.metadata, dict):
+            return  # metadata any writer of the shared chat could spoil
+        calls = message.metadata.get("tool_calls")
+        if not isinstance(calls, list):
+            return
+        waiting = [
+            c for c in calls if isinstance(c, dict) and c.get("permission_status") == "pending"
+        ]
+        if not waiting:
+            return
+        settled = [{**c, "permission_status": "resolved"} if c in waiting else c for c in calls]
+        self.chat.update_message(
+            replace(message, metadata={**message.metadata, "tool_calls": settled}),
+            trigger_actions=[],
+        )
 
     def _build_history_context(self, *args: Any, **kwargs: Any) -> str:
         """No chat history in a prompt: the task is the message as written.
