@@ -12,14 +12,14 @@ worker thread while the kernel's loop runs, so the cells here do the same:
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.manager import start_new_kernel
+
+from tests.kernels import running_kernel
 
 TIMEOUT = 60
 TARGET = "grinta.documents"
@@ -42,14 +42,9 @@ def served(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kernel(served: Path) -> Iterator[Any]:
-    env = {"PATH": os.environ["PATH"], "JPY_SESSION_NAME": str(served / "host.ipynb")}
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(served), env=env)
-    try:
+    with running_kernel(served, {"JPY_SESSION_NAME": str(served / "host.ipynb")}) as kc:
         run(kc, f"from grinta_jupyter.jupyter.documents import *\nroot = {str(served / 'ws')!r}")
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def run(

@@ -13,7 +13,6 @@ messages are handled in order. tests/browser/test_documents_manual.py drives the
 from __future__ import annotations
 
 import json
-import os
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,9 +20,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jupyter_client.manager import start_new_kernel
 
 from grinta_jupyter.jupyter.documents import MAX_ANSWERS
+from tests.kernels import running_kernel
 from tests.openai_server import OpenAIServer, text_reply, tool_call, tool_reply
 
 TIMEOUT = 60
@@ -141,18 +140,13 @@ def served(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def kernel(served: Path) -> Iterator[Any]:
-    env = {"PATH": os.environ["PATH"], "JPY_SESSION_NAME": str(served / "host.ipynb")}
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(served), env=env)
-    try:
+    with running_kernel(served, {"JPY_SESSION_NAME": str(served / "host.ipynb")}) as kc:
         run(
             kc,
             "import asyncio, json\nfrom grinta_jupyter.jupyter.documents import *\n"
             f"root = {str(served / 'ws')!r}",
         )
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def listening(kc: Any, *pages: Page, timeout: float = 2.0, probe: float = 0.3) -> None:
@@ -323,20 +317,15 @@ def model() -> Iterator[OpenAIServer]:
 @pytest.fixture
 def grinta_kernel(served: Path, model: OpenAIServer) -> Iterator[Any]:
     env = {
-        "PATH": os.environ["PATH"],
         "JPY_SESSION_NAME": str(served / "host.ipynb"),
         "GRINTA_MODEL": "openai/test-model",
         "GRINTA_API_KEY": "sk-local",
         "GRINTA_API_BASE": model.url,
         "LITELLM_LOCAL_MODEL_COST_MAP": "True",
     }
-    km, kc = start_new_kernel(kernel_name="python3", cwd=str(served), env=env)
-    try:
+    with running_kernel(served, env) as kc:
         run(kc, "import asyncio, grinta_jupyter\n%load_ext grinta_jupyter")
         yield kc
-    finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=True)
 
 
 def manual_session(kc: Any, served: Path, model: OpenAIServer, page: Page) -> None:
