@@ -283,7 +283,8 @@ def test_a_page_of_another_notebook_on_this_kernel_is_heard(kernel: Any, served:
 
 class SlowPage(Page):
     """A page still there but slow to answer (a throttled background tab): it notes each
-    question and answers when told; like the extension, it pushes only what changed."""
+    question and answers when told; like the extension, it pushes only what changed, and
+    again when the kernel closes the comm of its last push (it forgot the page)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -302,16 +303,6 @@ class SlowPage(Page):
         self.asked.clear()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="BUG (labextension/src/documents.ts with documents.py's forgetting): a page that "
-    "answers the question asked after a busy cell later than timeout + linger is forgotten "
-    "although it is there; the kernel closes its push comm, but the page keeps its last push's "
-    "key (pushAll skips a push equal to listener.last; no onClose on the push comm), so it "
-    "never pushes again until a document changes: the next busy commit overwrites its unsaved "
-    "file. Fix in TS: on the close of the comm of its LAST push, set listener.last = null "
-    "(and schedulePush), or in the kernel: take a placeable late answer as the page's push.",
-)
 def test_a_slow_page_still_there_keeps_its_unsaved_file_refused(kernel: Any, served: Path) -> None:
     page = SlowPage(kernel, served)
     listening(kernel, page, timeout=0.5)

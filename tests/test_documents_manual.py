@@ -95,6 +95,9 @@ class Page:
                 self.reloads.append(content["data"]["paths"])
         elif kind == "comm_close" and content["comm_id"] in self.own:
             self.closed.add(content["comm_id"])
+            last = self.pushes and content["comm_id"] == self.pushes[-1]
+            if last and self.answers and self.watched:  # a kernel that listens forgot it:
+                self.push()  # being here, it pushes again (documents.ts, onPushClosed)
 
 
 def run(kc: Any, code: str, *pages: Page, timeout: float = TIMEOUT) -> str:

@@ -24,7 +24,8 @@
  * comm_info when this page connects to it. It pushes at once, then whenever
  * what it would answer changes (a document made dirty or saved, opened,
  * closed, renamed); the kernel keeps the last push's comm open and sends a
- * "reload" on it after a write it made while busy. The messages and the rules
+ * "reload" on it after a write it made while busy, and closes it when it forgets
+ * the page: then, being here, the page pushes again. The messages and the rules
  * are in openDocuments.ts (pure, unit-tested) and
  * grinta_jupyter/jupyter/documents.py.
  */
@@ -120,6 +121,7 @@ async function reload(app: JupyterFrontEnd, paths: string[]): Promise<void> {
 interface Listener {
   panel: NotebookPanel;
   last: string | null;
+  repushedAt: number; // Date.now() of the last push made because the kernel forgot this page
 }
 
 const listening = new Map<Kernel.IKernelConnection, Listener>();
@@ -127,6 +129,8 @@ const followed = new WeakSet<object>();
 let pushScheduled = false;
 // A backstop for a change no signal tells (pushes are sent only when they differ).
 const POLL_MS = 1000;
+// At most one push this often because the kernel closed the comm of this page's last push.
+const REPUSH_MS = 5000;
 let poll: ReturnType<typeof setInterval> | null = null;
 
 /** Push to `kernel` from now on (again at once, even if nothing changed). */
@@ -139,7 +143,7 @@ function listen(
   if (known) {
     known.last = null;
   } else {
-    listening.set(kernel, { panel, last: null });
+    listening.set(kernel, { panel, last: null, repushedAt: 0 });
     const forget = () => {
       listening.delete(kernel);
     };
@@ -197,6 +201,7 @@ function pushAll(app: JupyterFrontEnd): void {
     try {
       const own = kernel.createComm(ANSWER_TARGET);
       own.onMsg = message => onReload(app, message);
+      own.onClose = () => onPushClosed(app, listener, key);
       own.open(push as unknown as JSONObject);
       listener.last = key;
     } catch (reason) {
@@ -208,6 +213,25 @@ function pushAll(app: JupyterFrontEnd): void {
     clearInterval(poll);
     poll = null;
   }
+}
+
+/**
+ * The kernel closed the comm of a push. When a later push replaced it, that is expected.
+ * When it was this page's last, the kernel forgot the page (it answered a question too late:
+ * a throttled background tab), yet the page is here: it pushes again, or its unsaved files
+ * would be written by the next commit made while the kernel is busy. At most every
+ * REPUSH_MS: a kernel that keeps no more pages closes every push at once.
+ */
+function onPushClosed(app: JupyterFrontEnd, listener: Listener, key: string): void {
+  if (listener.last !== key) return;
+  const wait = Math.max(0, listener.repushedAt + REPUSH_MS - Date.now());
+  listener.repushedAt = Date.now() + wait;
+  setTimeout(() => {
+    if (listener.last === key) {
+      listener.last = null;
+      schedulePush(app);
+    }
+  }, wait);
 }
 
 function onReload(app: JupyterFrontEnd, message: KernelMessage.ICommMsgMsg): void {

@@ -205,3 +205,62 @@ def test_a_page_loaded_after_the_manual_session_started_protects_unsaved_work(
         assert _execute(page, OUTCOME.format(n=1), host).strip() == "DOCUMENT_UNSAVED"
     finally:
         _shut_down(page)
+
+
+FORGET = """
+from grinta_jupyter.jupyter import documents as _d
+_d._QUESTIONS.pushed.forget(set(), _d._QUESTIONS.pushed.count)
+print(len(_d._QUESTIONS.pushed.last()))
+"""
+HELD_UNSAVED = """
+import json, threading
+from grinta_jupyter.jupyter import documents as _d
+_found = {}
+_t = threading.Thread(target=lambda: _found.update(u=_docs.unsaved(["util.py"])))
+with _d.loop_held():
+    _t.start()
+    _t.join()
+print(json.dumps(_found["u"]))
+"""
+
+
+def test_a_page_the_kernel_forgot_while_it_is_there_pushes_again(
+    page: Any, lab_server: LabServer
+) -> None:
+    """The kernel forgets a page that answers a question too late (a throttled background
+    tab) and closes the comm of its last push. The page is there: it pushes again, so its
+    unsaved file is still refused by a commit made while a cell holds the kernel."""
+    host, workspace = "forgot-host.ipynb", "forgot-ws"
+    script = f"{workspace}/util.py"
+    root = lab_server.root
+    _host(root, host, workspace)
+    try:
+        open_notebook(page, host)
+        page.wait_for_function(
+            f"() => ({DOCUMENT_JS})({host!r}).sessionContext.kernelDisplayStatus === 'idle'",
+            timeout=60_000,
+        )
+        _execute(
+            page,
+            "from grinta_jupyter.jupyter.documents import kernel_documents\n"
+            f"_docs = kernel_documents({str(root / workspace)!r})",
+            host,
+        )
+        _open_file(page, script)
+        _type_in_editor(page, script, "# typed\n")
+        assert _dirty(page, script)
+        assert json.loads(_execute(page, HELD_UNSAVED, host)) == ["util.py"]
+        assert _execute(page, FORGET, host).strip() == "0"
+        page.wait_for_function(
+            f"""async () => {{
+              const out = await ({EXECUTE_JS})([{host!r},
+                'from grinta_jupyter.jupyter import documents as _d\\n'
+                + 'print(len(_d._QUESTIONS.pushed.last()))']);
+              return out.trim() === '1';
+            }}""",
+            timeout=SHOWN_TIMEOUT_MS,
+            polling=500,
+        )
+        assert json.loads(_execute(page, HELD_UNSAVED, host)) == ["util.py"]
+    finally:
+        _shut_down(page)
