@@ -700,6 +700,16 @@ def test_two_partial_approvals_of_one_call_across_resumes_the_last_one_counts(ws
     twice.log.close()
 
 
+def _forge_hunks(log: Path, hunks: list[int] | None) -> None:
+    """Edit the log's last ``user_decision`` to name ``hunks`` (a hand-edited log)."""
+    lines = log.read_text().splitlines(keepends=True)
+    at = max(i for i, line in enumerate(lines) if json.loads(line)["type"] == "user_decision")
+    event = json.loads(lines[at])
+    event["hunks"] = hunks
+    lines[at] = json.dumps(event) + "\n"
+    log.write_text("".join(lines))
+
+
 @pytest.mark.parametrize("forged", [[7], [0, 0], [-1], None, []])
 def test_a_forged_hunk_list_never_names_a_commit_a_rewind_cannot_undo(
     ws: Path, forged: list[int] | None
@@ -711,12 +721,7 @@ def test_a_forged_hunk_list_never_names_a_commit_a_rewind_cannot_undo(
     far.write_text(FAR)
     before = snapshot(ws)
     log = _landed_then_crashed(_waiting(ws, _edits("pkg/far.py")), [0])
-    lines = log.read_text().splitlines(keepends=True)
-    at = max(i for i, line in enumerate(lines) if json.loads(line)["type"] == "user_decision")
-    event = json.loads(lines[at])
-    event["hunks"] = forged
-    lines[at] = json.dumps(event) + "\n"
-    log.write_text("".join(lines))
+    _forge_hunks(log, forged)
     resumed = Session.resume(log, model=ScriptedModel([]))
     try:
         resumed.rewind(0)
@@ -834,12 +839,7 @@ def test_a_partial_decision_whose_hunks_are_lost_never_commits_the_whole_write(
     far.write_text(FAR)
     before = snapshot(ws)
     log = _dies_before_commit(_waiting(ws, _edits("pkg/far.py")), [0])
-    lines = log.read_text().splitlines(keepends=True)
-    at = max(i for i, line in enumerate(lines) if json.loads(line)["type"] == "user_decision")
-    event = json.loads(lines[at])
-    event["hunks"] = forged
-    lines[at] = json.dumps(event) + "\n"
-    log.write_text("".join(lines))
+    _forge_hunks(log, forged)
     later = ScriptedModel([reply("", call("finish", summary="x"))] * 3)
     resumed = until_decision(Session.resume(log, model=later, policy="auto"))
     try:

@@ -22,6 +22,13 @@ from typing import Any
 import pytest
 
 from tests.browser.conftest import LabServer, open_notebook, wait_for_app
+from tests.browser.test_documents import (
+    DOCUMENT_JS,
+    EXECUTE_JS,
+    _activate,
+    _dirty,
+    _open_file,
+)
 from tests.openai_server import OpenAIServer, text_reply, tool_call, tool_reply
 
 pytestmark = pytest.mark.browser
@@ -30,26 +37,6 @@ HOST = "manual-host.ipynb"
 WORKSPACE = "manual-ws"
 SCRIPT = f"{WORKSPACE}/util.py"
 SHOWN_TIMEOUT_MS = 20_000
-
-DOCUMENT_JS = """
-path => [...window.jupyterapp.shell.widgets('main')].find(w => w.node.dataset.grintaPath === path)
-"""
-
-EXECUTE_JS = f"""
-async ([path, code]) => {{
-  const panel = ({DOCUMENT_JS})(path);
-  const future = panel.sessionContext.session.kernel.requestExecute({{ code, stop_on_error: true }});
-  let out = '';
-  let error = null;
-  future.onIOPub = msg => {{
-    if (msg.header.msg_type === 'stream') out += msg.content.text;
-    if (msg.header.msg_type === 'error') error = msg.content.ename + ': ' + msg.content.evalue;
-  }};
-  await future.done;
-  if (error) throw new Error(error);
-  return out;
-}}
-"""
 
 SAVE_JS = f"async path => {{ await ({DOCUMENT_JS})(path).context.save(); }}"
 
@@ -69,10 +56,6 @@ def _execute(page: Any, code: str, host: str = HOST) -> str:
     return str(page.evaluate(EXECUTE_JS, [host, code]))
 
 
-def _dirty(page: Any, path: str) -> bool:
-    return bool(page.evaluate(f"path => ({DOCUMENT_JS})(path).context.model.dirty", path))
-
-
 def _host(root: Path, host: str = HOST, workspace: str = WORKSPACE) -> None:
     (root / workspace).mkdir(exist_ok=True)
     (root / workspace / "util.py").write_text("LIMIT = 10\n")
@@ -85,21 +68,9 @@ def _host(root: Path, host: str = HOST, workspace: str = WORKSPACE) -> None:
     (root / host).write_text(json.dumps(nb))
 
 
-def _open_file(page: Any, path: str) -> None:
-    page.evaluate(
-        """async path => {
-          const widget = await window.jupyterapp.commands.execute(
-            'docmanager:open', {path, factory: 'Editor'});
-          widget.node.dataset.grintaPath = path;
-          await widget.context.ready;
-        }""",
-        path,
-    )
-
-
 def _type_in_editor(page: Any, path: str, text: str) -> None:
     editor = page.locator(f'[data-grinta-path="{path}"] .jp-FileEditor .cm-content')
-    page.evaluate(f"path => window.jupyterapp.shell.activateById(({DOCUMENT_JS})(path).id)", path)
+    _activate(page, path)
     editor.click()
     page.keyboard.press("Control+End")
     page.keyboard.type(text)
