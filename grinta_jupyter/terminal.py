@@ -163,12 +163,16 @@ async def _drive(session: Session, console: Console) -> None:
         StepObserved,
         StepProposed,
     )
+    from grinta_jupyter.runtime.secrets import StreamRedactor
 
     closing: Step | None = None  # vetoed because stdin closed: stop once it is observed
+    text = StreamRedactor(session.secrets)  # a printed piece cannot be taken back
     async for update in session.updates():
         if isinstance(update, ModelText):
-            console.model_text(update.text)
-        elif isinstance(update, StepProposed):
+            console.model_text(text.feed(update.text))
+            continue
+        console.model_text(text.end())  # the text before what follows it
+        if isinstance(update, StepProposed):
             console.show_proposal(update.step)
         elif isinstance(update, ContextCondensed):
             console.say(

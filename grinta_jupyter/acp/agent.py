@@ -117,6 +117,7 @@ from grinta_jupyter.agent.updates import (
 from grinta_jupyter.config import Config
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.events.log import LogError, read_log
+from grinta_jupyter.runtime.secrets import StreamRedactor
 
 log = logging.getLogger("grinta.acp")
 
@@ -126,14 +127,9 @@ CLOSE_WAIT = 30.0  # seconds a commit or command in flight gets to finish when t
 # The model's streamed text goes out at most this often, the chunks between joined: a fast
 # provider's thousands of chunks a second would be as many messages for the client to apply
 # (Jupyter AI turns each into an update of the shared chat document).
+# What a send gives out is redacted as a stream (runtime/secrets.StreamRedactor): the end of
+# the text that could be part of a secret still being written waits for the rest of it.
 TEXT_EVERY_S = 0.05
-# A send made while the model streams keeps back the word it ends inside (a secret the stream
-# cuts is redacted whole, with the rest of it, not shown in two pieces none of which matches),
-# unless that word is longer than HELD_WORD; the word goes with the next send, or once the
-# stream paused TEXT_PAUSE_S (a model thinking before its tool call), or at the turn's end.
-HELD_WORD = 1024
-TEXT_PAUSE_S = 0.5
-_LAST_WORD = re.compile(r"\S*\Z")
 
 ModeId = Literal["ask", "review", "auto"]
 MODES: dict[str, SessionMode] = {
@@ -189,8 +185,8 @@ class Conversation:
     cancelled: bool = False
     commands: set[str] = field(default_factory=set)  # commands the user allowed always
     held_text: list[str] = field(default_factory=list)  # the model's text not sent yet
+    text_redactor: StreamRedactor | None = None  # what the sends of this turn gave out
     text_sent_at: float = 0.0  # time.monotonic() of the last text sent
-    text_held_at: float = 0.0  # ... of the last piece held
     text_timer: asyncio.TimerHandle | None = None  # sends the held text once it is due
     text_flush: asyncio.Task[None] | None = None  # that send, while it runs
 
@@ -526,6 +522,7 @@ class GrintaAgent(Agent):
                 conv.text_timer.cancel()
                 conv.text_timer = None
             conv.held_text.clear()
+            conv.text_redactor = None
         if conv.cancelled or session.end_reason in (CANCELLED, GONE):
             return "cancelled"
         if session.end_reason == "budget:tokens":
@@ -542,8 +539,7 @@ class GrintaAgent(Agent):
         if isinstance(update, ModelText):
             if update.text:
                 conv.held_text.append(update.text)
-                conv.text_held_at = time.monotonic()
-                if conv.text_held_at - conv.text_sent_at >= TEXT_EVERY_S:
+                if time.monotonic() - conv.text_sent_at >= TEXT_EVERY_S:
                     await self._send_text(conv, whole=False)
                 else:  # sent when due, even if the model pauses
                     self._arm_text(conv)
@@ -657,14 +653,10 @@ class GrintaAgent(Agent):
             conv.session.stop(reason)
 
     def _arm_text(self, conv: Conversation) -> None:
-        """Send the held text when it is due: ``TEXT_EVERY_S`` after the last send, or, when
-        all of it is the word kept back, once the model paused ``TEXT_PAUSE_S``."""
+        """Send the held text when it is due: ``TEXT_EVERY_S`` after the last send."""
         if not conv.held_text or conv.text_timer is not None:
             return
-        if _last_word_at("".join(conv.held_text)) > 0:
-            due = conv.text_sent_at + TEXT_EVERY_S
-        else:
-            due = conv.text_held_at + TEXT_PAUSE_S
+        due = conv.text_sent_at + TEXT_EVERY_S
         conv.text_timer = asyncio.get_running_loop().call_later(
             max(due - time.monotonic(), 0.0), self._text_due, conv
         )
@@ -672,14 +664,14 @@ class GrintaAgent(Agent):
     def _text_due(self, conv: Conversation) -> None:
         """The timer of held text: send it now, unless something else sent it first."""
         conv.text_timer = None
-        paused = time.monotonic() - conv.text_held_at >= TEXT_PAUSE_S - 0.001
-        flush = conv.text_flush = asyncio.ensure_future(self._send_text(conv, whole=paused))
+        flush = conv.text_flush = asyncio.ensure_future(self._send_text(conv, whole=False))
         # Its failure (the client gone) is met again by the turn's next send.
         flush.add_done_callback(lambda done: done.cancelled() or done.exception())
 
     async def _send_text(self, conv: Conversation, *, whole: bool = True) -> None:
-        """Send the model's text held back (``TEXT_EVERY_S``) as one chunk, redacted whole;
-        while the model streams (``whole`` False), less the word it ends inside."""
+        """Send the model's text held back (``TEXT_EVERY_S``) as one chunk, redacted; while
+        the model streams (``whole`` False), less its end that could be part of a secret
+        still being written (kept until the text goes on past it or the reply ends)."""
         flush = conv.text_flush
         if flush is not None and flush is not asyncio.current_task():
             conv.text_flush = None
@@ -687,18 +679,17 @@ class GrintaAgent(Agent):
         if conv.text_timer is not None:
             conv.text_timer.cancel()
             conv.text_timer = None
-        if not conv.held_text or conv.session is None:
+        if conv.session is None:
             return
-        text = "".join(conv.held_text)
-        cut = len(text)
-        if not whole:
-            cut = _last_word_at(text)
-            if len(text) - cut > HELD_WORD:
-                cut = len(text)
-        conv.held_text[:] = [text[cut:]] if cut < len(text) else []
-        if cut > 0:
+        if conv.text_redactor is None:
+            conv.text_redactor = StreamRedactor(conv.session.secrets)
+        text = conv.text_redactor.feed("".join(conv.held_text))
+        conv.held_text.clear()
+        if whole:
+            text += conv.text_redactor.end()
+        if text:
             conv.text_sent_at = time.monotonic()
-            await self._say(conv, conv.session.secrets.redact(text[:cut]))
+            await self._say(conv, text)
         self._arm_text(conv)
 
     async def _say(self, conv: Conversation, text: str) -> None:
@@ -706,12 +697,6 @@ class GrintaAgent(Agent):
 
 
 # -- the pieces -----------------------------------------------------------------------------
-
-
-def _last_word_at(text: str) -> int:
-    """Where the word ``text`` ends inside begins (its length when it ends in white space)."""
-    found = _LAST_WORD.search(text)
-    return found.start() if found is not None else len(text)
 
 
 def permission_options(step: Step) -> list[PermissionOption]:

@@ -73,6 +73,7 @@ from grinta_jupyter.jupyter.mime import (
 from grinta_jupyter.jupyter.modelbar import model_bar
 from grinta_jupyter.jupyter.timeline import Mark, timeline
 from grinta_jupyter.runtime.display import visible
+from grinta_jupyter.runtime.secrets import StreamRedactor
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
@@ -110,7 +111,9 @@ class SessionPanel:
         self.marks: list[MarkWidget] = []
         self.retired = False  # another session became current: the box takes nothing
         self.state = "starting"
+        # The model's streamed text shown so far (redacted), and what redacts it as it comes.
         self._stream = ""
+        self._redactor = StreamRedactor(self.secrets)
         self.header = w.HTML()
         self.stop_button = w.Button(
             description="Stop", button_style="warning", icon="stop", layout=w.Layout(width="90px")
@@ -169,11 +172,13 @@ class SessionPanel:
         """Show ``update`` (one of agent/updates.py's); the controller calls this for each."""
         if isinstance(update, ModelTurn):
             self._stream = ""
+            self._redactor = StreamRedactor(self.secrets)
             self.state = "thinking"
             self.thinking.value = _thinking_html("")
         elif isinstance(update, ModelText):
-            self._stream = (self._stream + update.text)[-4 * MAX_THINKING_CHARS :]
-            self.thinking.value = _thinking_html(self.secrets.redact(self._stream))
+            shown = self._stream + self._redactor.feed(update.text)  # redacted as it streams
+            self._stream = shown[-4 * MAX_THINKING_CHARS :]
+            self.thinking.value = _thinking_html(self._stream)
         elif isinstance(update, StepProposed):  # a re-staged (edited) proposal stays pending
             self.thinking.value = ""
             self.state = "staged"

@@ -69,6 +69,10 @@ _URL_PASSWORD = re.compile(
 # A setting inside a value: a URL's query (?token=...&...) or a connection string (a=b;c=d).
 _SETTING = re.compile(r"(?:^|[?&;])\s*([A-Za-z][\w .-]*?)\s*=\s*([^;&#\s]+)")
 PARTIAL = 12  # a word holding this many leading or trailing characters of a secret is one
+# A streamed word holding this many characters of such a secret waits to be given out whole,
+# up to this long (``StreamRedactor``).
+STRETCH = 4
+HELD_WORD = 4096
 
 
 def is_secret_name(name: str) -> bool:
@@ -188,16 +192,112 @@ class Secrets:
         return data
 
 
+class StreamRedactor:
+    """Text that arrives in pieces (a model's streamed reply), given out redacted as it comes,
+    and never a piece of a secret.
+
+    Each piece redacted alone would let a secret cut across two pieces through, one harmless
+    half at a time. So the end of the text that could be the beginning, or any other part,
+    of a secret still being written (the longest end of it found inside a secret, in any of
+    its printed forms) is kept back until the text goes on past it, or ends (``end``). A
+    secret is thus given out only whole, where ``redact`` finds it, however long the stream
+    pauses inside it. What is kept back is short: as much of a secret as the text ends with
+    (often a character or two of ordinary text that happens to occur in one).
+
+    A word that holds ``STRETCH`` characters of a secret long enough for the partial rules
+    is kept back whole until it ends (at most ``HELD_WORD`` characters of it): the whole
+    word is redacted if it ends with the secret's last characters, so a piece of the secret
+    before them must not have gone out first.
+    """
+
+    def __init__(self, secrets: Secrets) -> None:
+        self.secrets = secrets
+        self._held = ""
+
+    def feed(self, piece: str) -> str:
+        """The text that can be given out now that ``piece`` came, redacted ("" if none)."""
+        text = self._held + piece
+        if not self.secrets.values:
+            self._held = ""
+            return text
+        values = self.secrets.values
+        cut = len(text) - _secret_tail(text, _forms(values))
+        word = _word_start(text)
+        if word < cut and len(text) - word <= HELD_WORD:
+            stretches = _stretches(values)
+            inside = text[word:]
+            if any(inside[i : i + STRETCH] in stretches for i in range(len(inside) - STRETCH + 1)):
+                cut = word
+        for match in _pattern(values).finditer(text):  # never through a secret written whole
+            if match.start() >= cut:
+                break
+            if cut < match.end():
+                cut = match.start()
+        self._held = text[cut:]
+        return self.secrets.redact(text[:cut])
+
+    def end(self) -> str:
+        """The text kept back, redacted: the stream ended, nothing can complete it now."""
+        text, self._held = self._held, ""
+        return self.secrets.redact(text)
+
+    @property
+    def held(self) -> str:
+        """The text kept back (not redacted: never show it)."""
+        return self._held
+
+
+def _secret_tail(text: str, forms: tuple[str, ...]) -> int:
+    """How many of ``text``'s last characters are found together inside one of ``forms``."""
+    size = 0
+    inside = forms
+    while size < len(text):
+        tail = text[len(text) - size - 1 :]
+        inside = tuple(form for form in inside if tail in form)
+        if not inside:
+            break
+        size += 1
+    return size
+
+
+def _word_start(text: str) -> int:
+    """Where the word ``text`` ends with begins, as the partial rules see words; no further
+    back than ``HELD_WORD`` and one characters from the end."""
+    start = len(text)
+    stop = max(0, len(text) - HELD_WORD - 1)
+    while start > stop and not (text[start - 1].isspace() or text[start - 1] in "\"'\\"):
+        start -= 1
+    return start
+
+
 @lru_cache(maxsize=32)
-def _pattern(values: tuple[str, ...]) -> re.Pattern[str]:
+def _stretches(values: tuple[str, ...]) -> frozenset[str]:
+    """Every ``STRETCH`` characters running in a secret the partial rules cover."""
+    return frozenset(
+        value[i : i + STRETCH]
+        for value in values
+        if len(value) >= 2 * PARTIAL
+        for i in range(len(value) - STRETCH + 1)
+    )
+
+
+@lru_cache(maxsize=32)
+def _forms(values: tuple[str, ...]) -> tuple[str, ...]:
+    """Every printed form of ``values``, longest first."""
     forms: set[str] = set()
-    partial: set[str] = set()
     for value in values:
         forms.update(_printed_forms(value))
+    return tuple(sorted((form for form in forms if form), key=len, reverse=True))
+
+
+@lru_cache(maxsize=32)
+def _pattern(values: tuple[str, ...]) -> re.Pattern[str]:
+    partial: set[str] = set()
+    for value in values:
         if len(value) >= 2 * PARTIAL:
             partial.add(re.escape(value[:PARTIAL]) + r"[^\s\"'\\]*")
             partial.add(r"[^\s\"'\\]*" + re.escape(value[-PARTIAL:]))
-    whole = [re.escape(form) for form in sorted(forms, key=len, reverse=True) if form]
+    whole = [re.escape(form) for form in _forms(values)]
     return re.compile("|".join(whole + sorted(partial)))
 
 
