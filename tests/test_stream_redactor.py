@@ -21,7 +21,7 @@ from acp import text_block
 from grinta_jupyter.agent import ModelText, ModelTurn, Session
 from grinta_jupyter.agent.models import ScriptedModel, call, reply
 from grinta_jupyter.jupyter.panel import SessionPanel
-from grinta_jupyter.runtime.secrets import REDACTED, Secrets, StreamRedactor
+from grinta_jupyter.runtime.secrets import HELD_WORD, REDACTED, Secrets, StreamRedactor
 from tests.openai_server import OpenAIServer, tool_call, tool_reply
 from tests.test_acp import TASK, WAIT, Editor, grinta_acp, workspace
 from tests.test_attacks_today2 import PacedModel, chunks, paced  # noqa: F401 (a fixture)
@@ -113,6 +113,24 @@ def test_the_end_kept_back_is_a_piece_of_a_secret_and_no_more() -> None:
     assert stream.feed("P2") == ""  # still the start of it
     assert stream.feed("zz") == "Zq8vP2zz"  # not the secret after all: given out at once
     assert stream.end() == ""
+
+
+def test_a_word_that_runs_on_after_a_secret_is_not_held_for_ever() -> None:
+    """A word starting with a long secret's first characters is redacted whole however long
+    it runs; streamed one character at a time, it is not kept back whole (each piece would
+    search all of it again): what is held stays bounded, and no piece of the secret goes out."""
+    secrets = Secrets((LONG,))
+    stream = StreamRedactor(secrets)
+    given = []
+    most = 0
+    for piece in [" ", *LONG[:20], *("x" * 20_000), *LONG[-14:], " end"]:
+        given.append(stream.feed(piece))
+        most = max(most, len(stream.held))
+    given.append(stream.end())
+    out = "".join(given)
+    assert most <= HELD_WORD + 2 * len(LONG) + 1, most
+    assert out.startswith(" " + REDACTED) and out.endswith(" end")
+    assert not any(LONG[i : i + 6] in out for i in range(len(LONG) - 5)), out[:80]
 
 
 # -- where the stream is shown ---------------------------------------------------------------

@@ -221,14 +221,20 @@ class StreamRedactor:
             self._held = ""
             return text
         values = self.secrets.values
-        cut = len(text) - _secret_tail(text, _forms(values))
+        forms = _forms(values)
+        cut = len(text) - _secret_tail(text, forms)
         word = _word_start(text)
         if word < cut and len(text) - word <= HELD_WORD:
             stretches = _stretches(values)
             inside = text[word:]
             if any(inside[i : i + STRETCH] in stretches for i in range(len(inside) - STRETCH + 1)):
                 cut = word
-        for match in _pattern(values).finditer(text):  # never through a secret written whole
+        # Never through a secret written whole (it starts at most its length before the cut,
+        # which is at most ``most`` from the end). A partial rule's word may run on for ever:
+        # one longer than that is cut, after the secret's characters it starts with, so the
+        # text held, and the part of it searched at each piece, stay bounded.
+        most = max(HELD_WORD, len(forms[0])) + 1 + len(forms[0])
+        for match in _pattern(values).finditer(text, max(0, len(text) - most)):
             if match.start() >= cut:
                 break
             if cut < match.end():
