@@ -444,6 +444,9 @@ class _Questions:
     def __init__(self) -> None:
         self.open: dict[str, _Exchange] = {}
         self.pushed = _Pushed()
+        # The question asked only to learn which pages are there (``_Exchange.late``): while
+        # it is open, another would learn the same (a busy cell's commits ask one each).
+        self.probing: str | None = None
 
     def receive(self, comm: Comm, msg: dict[str, Any]) -> None:
         """A page opened its answer comm (the target callback of ``ANSWER_TARGET``)."""
@@ -573,6 +576,9 @@ class KernelDocuments:
 
         def open_on_loop() -> None:
             waited = exchange.open()
+            if not waited and _QUESTIONS.probing in _QUESTIONS.open:
+                exchange.give_up()
+                return
             exchange.pushes = _QUESTIONS.pushed.count
             _QUESTIONS.open[exchange.question] = exchange
             try:
@@ -585,6 +591,7 @@ class KernelDocuments:
                 exchange.give_up()
                 return
             if not waited:  # asked only to learn which pages are still there
+                _QUESTIONS.probing = exchange.question
                 self._loop.call_later(self.timeout + self.linger, self._end, exchange)
 
         try:
