@@ -76,6 +76,16 @@ def test_random_texts_hide_all_the_old_expression_hid() -> None:
     assert same > 1_000
 
 
+@pytest.mark.parametrize("after", ["!", ".", ",", ")", ";", "...", "!?"])
+def test_what_follows_a_long_secret_in_its_word_stays(after: str) -> None:
+    """A secret written whole, then punctuation in the same word: the punctuation is no
+    part of it (its first characters start a redacted run to the word's end only where
+    the secret is not written whole)."""
+    secrets = Secrets((LONG,))
+    assert secrets.redact(f"it was {LONG}{after} ok") == f"it was [REDACTED]{after} ok"
+    assert secrets.redact(f"cut {LONG[:20]}{after} ok") == "cut [REDACTED] ok"
+
+
 @pytest.mark.parametrize(
     "text",
     [

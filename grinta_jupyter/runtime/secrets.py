@@ -28,6 +28,7 @@ every ``Secrets.from_env`` made afterwards in this process redacts them too.
 from __future__ import annotations
 
 import bisect
+import itertools
 import json
 import os
 import re
@@ -203,58 +204,75 @@ class Secrets:
 
 class StreamRedactor:
     """Text that arrives in pieces (a model's streamed reply), given out redacted as it comes,
-    and never a piece of a secret.
+    and never a piece of a secret that redacting the whole text would hide.
 
     Each piece redacted alone would let a secret cut across two pieces through, one harmless
     half at a time. So the end of the text that could be the beginning, or any other part,
     of a secret still being written (the longest end of it found inside a secret, in any of
-    its printed forms) is kept back until the text goes on past it, or ends (``end``). A
-    secret is thus given out only whole, where ``redact`` finds it, however long the stream
-    pauses inside it. What is kept back is short: as much of a secret as the text ends with
-    (often a character or two of ordinary text that happens to occur in one).
+    its printed forms) is kept back until the text goes on past it, or ends (``end``); and
+    a cut never falls inside a secret written whole. A secret is thus given out only whole,
+    where ``redact`` finds it, however long the stream pauses inside it. What is kept back
+    is short: as much of a secret as the text ends with (often a character or two of
+    ordinary text that happens to occur in one).
 
-    A word that holds ``STRETCH`` characters of a secret long enough for the partial rules
-    is kept back whole until it ends (at most ``HELD_WORD`` characters of it): the whole
-    word is redacted if it ends with the secret's last characters, so a piece of the secret
-    before them must not have gone out first.
+    With a secret long enough for the partial rules (a word that ends with its last
+    characters is redacted whole), a word that holds ``STRETCH`` characters running in any
+    secret is kept back whole until it ends: a piece of a secret in it must not go out
+    before the end that hides it. Past ``HELD_WORD`` characters such a word is hidden
+    whole, up to its end, rather than held on.
+
+    Each piece costs time in proportion to its length and to the longest secret, not to the
+    text before it.
     """
 
     def __init__(self, secrets: Secrets) -> None:
         self.secrets = secrets
         self._held = ""
+        self._tail = 0  # how many of the text's last characters are found inside a secret
+        self._word = 0  # where in ``_held`` the word the text ends with starts (0: before it)
+        self._hot = False  # that word holds STRETCH characters running in a secret
+        self._hiding = False  # that word outgrew HELD_WORD: hidden up to its end
 
     def feed(self, piece: str) -> str:
         """The text that can be given out now that ``piece`` came, redacted ("" if none)."""
-        text = self._held + piece
-        if not self.secrets.values:
-            self._held = ""
-            return text
         values = self.secrets.values
+        if not values:
+            return piece
+        if self._hiding:
+            after = _SEPARATOR.search(piece)
+            if after is None:
+                return ""
+            piece, self._hiding = piece[after.start() :], False
+        text = self._held + piece
         forms = _forms(values)
-        cut = len(text) - _secret_tail(text, forms)
-        word = _word_start(text)
-        if word < cut and len(text) - word <= HELD_WORD:
-            stretches = _stretches(values)
-            inside = text[word:]
-            if any(inside[i : i + STRETCH] in stretches for i in range(len(inside) - STRETCH + 1)):
-                cut = word
-        # Never through a secret written whole (it starts at most its length before the cut,
-        # which is at most ``most`` from the end). A partial rule's word may run on for ever:
-        # one longer than that is cut, after the secret's characters it starts with, so the
-        # text held, and the part of it searched at each piece, stay bounded.
-        most = max(HELD_WORD, len(forms[0])) + 1 + len(forms[0])
-        near = max(0, len(text) - most)
-        for start, end in _spans(text[near:], values):
-            if near + start >= cut:
-                break
-            if cut < near + end:
-                cut = near + start
-        self._held = text[cut:]
+        tail = _secret_tail(text, forms, self._tail + len(piece))
+        cut = len(text) - tail
+        word, hot = self._word, self._hot
+        ends = [m.start() for m in _SEPARATOR.finditer(piece)]
+        if ends:
+            word, hot = len(self._held) + ends[-1] + 1, False
+        stretches = _stretches(values)
+        if stretches and not hot:
+            start = max(word, len(self._held) - STRETCH + 1)
+            stop = len(text) - STRETCH + 1
+            hot = any(text[i : i + STRETCH] in stretches for i in range(start, stop))
+        given = ""
+        if hot and word < cut:
+            cut = _not_through(text, word, values)
+            if len(text) - cut > HELD_WORD:  # hidden whole rather than held on
+                given = self.secrets.redact(text[:cut]) + REDACTED
+                self._held, self._tail, self._word, self._hot = "", 0, 0, False
+                self._hiding = True
+                return given
+        cut = _not_through(text, cut, values)
+        self._held, self._tail = text[cut:], tail
+        self._word, self._hot = max(0, word - cut), hot
         return self.secrets.redact(text[:cut])
 
     def end(self) -> str:
         """The text kept back, redacted: the stream ended, nothing can complete it now."""
-        text, self._held = self._held, ""
+        text = self._held
+        self._held, self._tail, self._word, self._hot, self._hiding = "", 0, 0, False, False
         return self.secrets.redact(text)
 
     @property
@@ -263,37 +281,66 @@ class StreamRedactor:
         return self._held
 
 
-def _secret_tail(text: str, forms: tuple[str, ...]) -> int:
-    """How many of ``text``'s last characters are found together inside one of ``forms``."""
-    size = 0
-    inside = forms
-    while size < len(text):
-        tail = text[len(text) - size - 1 :]
-        inside = tuple(form for form in inside if tail in form)
-        if not inside:
+def _secret_tail(text: str, forms: tuple[str, ...], most: int) -> int:
+    """How many of ``text``'s last characters are found together inside one of ``forms``
+    (longest first); at most ``most``: the end found before the last piece came, and that
+    piece (a longer end would have been found then)."""
+
+    def inside(size: int) -> bool:
+        end = text[len(text) - size :]
+        for form in forms:
+            if len(form) < size:
+                return False
+            if end in form:
+                return True
+        return False
+
+    low, high = 0, min(len(text), most, len(forms[0]))
+    if high == 0 or inside(high):  # a secret being written goes on: found at once
+        return high
+    while high - low > 1:  # inside(low) and not inside(high): a longer end is never inside
+        middle = (low + high) // 2
+        if inside(middle):
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _not_through(text: str, cut: int, values: tuple[str, ...]) -> int:
+    """``cut``, or where a printed form of a secret that it falls inside starts (a form
+    through the cut holds the two characters around it, ``_pairs``)."""
+    pairs = _pairs(values)
+    while 0 < cut < len(text):
+        moved = cut
+        for form, at in pairs.get(text[cut - 1 : cut + 1], ()):
+            start = cut - 1 - at
+            if start < moved and text.startswith(form, start) and start + len(form) > cut:
+                moved = start
+        if moved == cut:
             break
-        size += 1
-    return size
+        cut = moved
+    return cut
 
 
-def _word_start(text: str) -> int:
-    """Where the word ``text`` ends with begins, as the partial rules see words; no further
-    back than ``HELD_WORD`` and one characters from the end."""
-    start = len(text)
-    stop = max(0, len(text) - HELD_WORD - 1)
-    while start > stop and not (text[start - 1].isspace() or text[start - 1] in "\"'\\"):
-        start -= 1
-    return start
+@lru_cache(maxsize=32)
+def _pairs(values: tuple[str, ...]) -> dict[str, tuple[tuple[str, int], ...]]:
+    """Each two characters running in a printed form of ``values``: the forms, and where."""
+    found: dict[str, list[tuple[str, int]]] = {}
+    for form in _forms(values):
+        for at in range(len(form) - 1):
+            found.setdefault(form[at : at + 2], []).append((form, at))
+    return {pair: tuple(places) for pair, places in found.items()}
 
 
 @lru_cache(maxsize=32)
 def _stretches(values: tuple[str, ...]) -> frozenset[str]:
-    """Every ``STRETCH`` characters running in a secret the partial rules cover."""
+    """Every ``STRETCH`` characters running in a printed form of ``values``, when one of them
+    is long enough for the partial rules (none otherwise: no word is redacted whole)."""
+    if not any(len(value) >= 2 * PARTIAL for value in values):
+        return frozenset()
     return frozenset(
-        value[i : i + STRETCH]
-        for value in values
-        if len(value) >= 2 * PARTIAL
-        for i in range(len(value) - STRETCH + 1)
+        form[i : i + STRETCH] for form in _forms(values) for i in range(len(form) - STRETCH + 1)
     )
 
 
@@ -346,6 +393,15 @@ def _spans(text: str, values: tuple[str, ...]) -> list[tuple[int, int]]:
     spans = [(m.start(), m.start() + len(m.group(1))) for m in finders.whole.finditer(text)]
     heads = [] if finders.heads is None else [m.start() for m in finders.heads.finditer(text)]
     tails = [] if finders.tails is None else [m.start() for m in finders.tails.finditer(text)]
+    if heads and spans:  # a start inside a secret written whole is part of it, not a word's
+        starts = [start for start, _ in spans]
+        reach = list(itertools.accumulate((end for _, end in spans), max))
+
+        def inside(at: int) -> bool:
+            last = bisect.bisect_right(starts, at) - 1
+            return last >= 0 and reach[last] > at
+
+        heads = [at for at in heads if not inside(at)]
     if heads or tails:
         ends = [m.start() for m in _SEPARATOR.finditer(text)]  # each word ends at one of these
         for at in heads:
@@ -379,9 +435,24 @@ def _printed_forms(value: str) -> set[str]:
         repr(value)[1:-1],
         value.replace("\\", "\\\\").replace("'", "\\'"),
         value.replace("\\", "\\\\").replace('"', '\\"'),
-        urllib.parse.quote(value, safe=""),
-        urllib.parse.quote_plus(value, safe=""),
+        *_url_encoded(value),
     }
+
+
+def _url_encoded(value: str) -> tuple[str, str]:
+    """``value`` URL-encoded (``%20`` and ``+`` for spaces). A byte of the environment that is
+    not UTF-8 comes as a lone surrogate (``os.environ``): encoded as that byte, as a program
+    given it prints it (any other lone surrogate as UTF-8 would write it)."""
+    for errors in ("strict", "surrogateescape", "surrogatepass"):
+        try:
+            value.encode("utf-8", errors)
+            break
+        except UnicodeEncodeError:
+            continue
+    return (
+        urllib.parse.quote(value, safe="", errors=errors),
+        urllib.parse.quote_plus(value, safe="", errors=errors),
+    )
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
