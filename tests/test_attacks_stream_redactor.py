@@ -20,9 +20,6 @@ from pathlib import Path
 
 import pytest
 
-from grinta_jupyter.agent import ModelText, ModelTurn, Session
-from grinta_jupyter.agent.models import ScriptedModel, call, reply
-from grinta_jupyter.jupyter.panel import SessionPanel
 from grinta_jupyter.runtime.secrets import (
     HELD_WORD,
     PARTIAL,
@@ -31,7 +28,7 @@ from grinta_jupyter.runtime.secrets import (
     StreamRedactor,
     _printed_forms,
 )
-from tests.test_stream_redactor import LONG, SHORT, _streamed
+from tests.test_stream_redactor import LONG, SHORT, _streamed, thinking_line
 
 # A secret whose last 12 characters begin with its last character ("7"): written whole and
 # then its last 11 characters again, the text ends with its last 12 once more, overlapping it.
@@ -148,8 +145,8 @@ def test_a_secret_variable_that_is_not_utf8_does_not_break_the_stream() -> None:
 def test_a_word_start_given_out_before_the_secret_changes_where_its_redaction_ends() -> None:
     """Attack: ``token=`` goes out before the secret comes, then the secret and its last 11
     characters again. Whole, the word ends with the secret's last 12 and is redacted from
-    ``token=`` on; the held text, starting at the secret, must hide its last 11 too (the
-    ``_pattern`` version matched the secret whole first and gave them out)."""
+    ``token=`` on; the held text, starting at the secret, must hide its last 11 too (redaction by
+    one expression matched the secret whole first and gave them out)."""
     secrets = Secrets((OVERLAP,))
     assert OVERLAP[-PARTIAL] == OVERLAP[-1]
     pieces = ["token=", OVERLAP + OVERLAP[-11:], " ok"]
@@ -160,18 +157,10 @@ def test_a_word_start_given_out_before_the_secret_changes_where_its_redaction_en
 def test_the_panel_hides_the_end_of_a_secret_after_token_equals(tmp_path: Path) -> None:
     """The ``token=`` attack through the notebook panel: the thinking line never shows the
     secret's last 11 characters, which redacting the model's whole text hides."""
-    (tmp_path / "a.py").write_text("x = 1\n")
-    model = ScriptedModel([reply("", call("read", path="a.py"))])
-    session = Session("read a.py", model=model, root=tmp_path)
-    session.secrets = Secrets((OVERLAP,))
-    panel = SessionPanel(session)
-    shown: list[str] = []
-    panel.thinking.observe(lambda change: shown.append(change["new"]), "value")
-    panel.apply(ModelTurn(1))
+    secrets = Secrets((OVERLAP,))
     pieces = ["The token=", OVERLAP + OVERLAP[-11:], " is set."]
-    for piece in pieces:
-        panel.apply(ModelText(piece))
-    assert OVERLAP[-11:] not in session.secrets.redact("".join(pieces))
+    shown = thinking_line(tmp_path, secrets, pieces)
+    assert OVERLAP[-11:] not in secrets.redact("".join(pieces))
     assert not any(OVERLAP[-11:] in value for value in shown), shown[-1]
 
 

@@ -136,17 +136,24 @@ def test_a_word_that_runs_on_after_a_secret_is_not_held_for_ever() -> None:
 # -- where the stream is shown ---------------------------------------------------------------
 
 
-def test_the_panel_never_shows_the_start_of_a_secret_being_streamed(tmp_path: Path) -> None:
-    (tmp_path / "a.py").write_text("x = 1\n")
+def thinking_line(root: Path, secrets: Secrets, pieces: list[str]) -> list[str]:
+    """Every value a session panel's thinking line takes while the model streams ``pieces``
+    (the session's secrets being ``secrets``)."""
+    (root / "a.py").write_text("x = 1\n")
     model = ScriptedModel([reply("", call("read", path="a.py"))])
-    session = Session("read a.py", model=model, root=tmp_path)
-    session.secrets = Secrets((SHORT,))
+    session = Session("read a.py", model=model, root=root)
+    session.secrets = secrets
     panel = SessionPanel(session)
     shown: list[str] = []
     panel.thinking.observe(lambda change: shown.append(change["new"]), "value")
     panel.apply(ModelTurn(1))
-    for piece in ["The token is ", *SHORT, " ok"]:
+    for piece in pieces:
         panel.apply(ModelText(piece))
+    return shown
+
+
+def test_the_panel_never_shows_the_start_of_a_secret_being_streamed(tmp_path: Path) -> None:
+    shown = thinking_line(tmp_path, Secrets((SHORT,)), ["The token is ", *SHORT, " ok"])
     assert not any(SHORT[:3] in value for value in shown), shown
     assert f"The token is {REDACTED} o" in shown[-1]  # "k" occurs in the secret: kept
 
