@@ -42,6 +42,8 @@ class Summary:
     failed: re.Pattern[str]
 
 
+# A line's margin is written [ \t]*, never \s*: with re.MULTILINE, \s* runs on through the
+# blank lines after each line start, the square of a run of blank lines in a command's output.
 def _summary(name: str, passed: str | tuple[str, ...], failed: str) -> Summary:
     patterns = (passed,) if isinstance(passed, str) else passed
     return Summary(
@@ -56,9 +58,9 @@ SUMMARIES: dict[str, Summary] = {
         _summary(
             "pytest",
             # The summary line, or under -qq (addopts = "-q" plus -q) the last progress line.
-            rf"^[= ]*{_COUNTS}\d+ passed\b[\w ,]* in \d+(?:\.\d+)?s\b|^[.sxX]*\.[.sxX]*\s*\[100%\]$",
+            rf"^[= ]*{_COUNTS}\d+ passed\b[\w ,]* in \d+(?:\.\d+)?s\b|^[sxX]*\.[.sxX]*[ \t]*\[100%\]$",
             rf"^[= ]*{_COUNTS}\d+ (?:failed|errors?)\b|^[= ]*no tests ran\b|^Interrupted: "
-            r"|^(?:FAILED|ERROR) \S+(?:::|\.py\b)|^[.sxXFE]*[FE][.sxXFE]*\s*\[\s*\d+%\]$",
+            r"|^(?:FAILED|ERROR) \S+(?:::|\.py\b)|^[.sxX]*[FE][.sxXFE]*[ \t]*\[\s*\d+%\]$",
         ),
         _summary(
             "unittest",
@@ -70,22 +72,22 @@ SUMMARIES: dict[str, Summary] = {
         ),
         _summary(
             "cargo",
-            r"^test result: ok\. [1-9]\d* passed|^\s*Summary \[[^\]]*\]\s+\d+ tests? run: [1-9]\d* passed",
-            r"^test result: FAILED|^error(?:\[E\d+\])?: |^\s*Summary \[.*\b[1-9]\d* failed",
+            r"^test result: ok\. [1-9]\d* passed|^[ \t]*Summary \[[^\]]*\]\s+\d+ tests? run: [1-9]\d* passed",
+            r"^test result: FAILED|^error(?:\[E\d+\])?: |^[ \t]*Summary \[.*\b[1-9]\d* failed",
         ),
         _summary(
             "jest",  # jest and vitest
-            r"^\s*Tests:?\s+(?:.*[,|]\s*)?[1-9]\d* passed",
-            r"^\s*Test(?:s| Suites| Files):?\s+(?:.*[,|]\s*)?[1-9]\d* failed",
+            r"^[ \t]*Tests:?\s+(?:.*[,|]\s*)?[1-9]\d* passed",
+            r"^[ \t]*Test(?:s| Suites| Files):?\s+(?:.*[,|]\s*)?[1-9]\d* failed",
         ),
-        _summary("mocha", r"^\s*[1-9]\d* passing\b", r"^\s*[1-9]\d* failing\b"),
+        _summary("mocha", r"^[ \t]*[1-9]\d* passing\b", r"^[ \t]*[1-9]\d* failing\b"),
         _summary(
             "node",  # node --test: TAP ("# pass 3") or the spec reporter ("ℹ pass 3")
             (r"^[#ℹ] pass [1-9]\d*$", r"^[#ℹ] fail 0$"),
             r"^[#ℹ] (?:fail|cancelled) [1-9]",
         ),
         _summary("deno", r"^ok \| [1-9]\d* passed \| 0 failed", r"^FAILED \| |^error: Test failed"),
-        _summary("bun", (r"^\s*[1-9]\d* pass$", r"^\s*0 fail$"), r"^\s*[1-9]\d* fail$"),
+        _summary("bun", (r"^[ \t]*[1-9]\d* pass$", r"^[ \t]*0 fail$"), r"^[ \t]*[1-9]\d* fail$"),
         _summary(
             "maven",
             (r"\bTests run: [1-9]\d*, Failures: 0, Errors: 0\b", r"\bBUILD SUCCESS\b"),
@@ -113,8 +115,8 @@ SUMMARIES: dict[str, Summary] = {
         ),
         _summary(
             "tox",
-            r"^\s*congratulations :\)",
-            r"^\s*(?:ERROR: |\S+: (?:FAIL\b|commands failed))|evaluation failed :\(",
+            r"^[ \t]*congratulations :\)",
+            r"^[ \t]*(?:ERROR: |\S+: (?:FAIL\b|commands failed))|evaluation failed :\(",
         ),
         _summary("nox", r"Session \S+ was successful", r"Session \S+ (?:failed|aborted)"),
     )

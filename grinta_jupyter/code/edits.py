@@ -853,7 +853,9 @@ _DEFAULT_UNITS = {"go": "\t", "ruby": "  ", "javascript": "  ", "typescript": " 
 
 # The indentation unit is measured on the first lines, by the margins of non-blank lines.
 _UNIT_LINES = 2000
-_MARGIN = re.compile(r"^([ \t]*)(?=[^\n]*\S)", re.MULTILINE)
+# The whole margin, or none: a shorter one tried after each failed longer one took the
+# square of a blank line's length.
+_MARGIN = re.compile(r"^([ \t]*)(?![ \t])(?=[^\n]*\S)", re.MULTILINE)
 
 
 def _indent_unit(source: str, language: str) -> str:

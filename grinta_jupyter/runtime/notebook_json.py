@@ -103,8 +103,9 @@ class Layout:
 
 _STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)  # a JSON string
 # A \u escape past ASCII's controls, with the run of backslashes before it: only an odd
-# run escapes (in `\\u00e9` the backslash is escaped and the "u" is plain text).
-_ESCAPE = re.compile(r"(\\+)u(?!00[0-7])[0-9a-fA-F]{4}")
+# run escapes (in `\\u00e9` the backslash is escaped and the "u" is plain text). Only from
+# the run's first backslash: tried from each one, a long run took the square of its length.
+_ESCAPE = re.compile(r"(?<!\\)(\\+)u(?!00[0-7])[0-9a-fA-F]{4}")
 
 
 def layout_of(text: str) -> Layout:

@@ -69,7 +69,9 @@ _URL_PASSWORD = re.compile(
     r"^[A-Za-z][A-Za-z0-9+.-]*(?::[A-Za-z][A-Za-z0-9+.-]*)*://[^/:@\s]*:([^@\s]+)@"
 )
 # A setting inside a value: a URL's query (?token=...&...) or a connection string (a=b;c=d).
-_SETTING = re.compile(r"(?:^|[?&;])\s*([A-Za-z][\w .-]*?)\s*=\s*([^;&#\s]+)")
+# The name runs greedily, its spaces included (the caller strips them): a lazy name and the
+# spaces before "=" competing for a long run of spaces took the square of its length.
+_SETTING = re.compile(r"(?:^|[?&;])\s*([A-Za-z][\w .-]*)[^\S ]*=\s*([^;&#\s]+)")
 PARTIAL = 12  # a word holding this many leading or trailing characters of a secret is one
 # A streamed word holding this many characters of such a secret waits to be given out whole,
 # up to this long (``StreamRedactor``).

@@ -226,8 +226,12 @@ def allows_comments(path: str) -> bool:
 
 
 _JSON_STRING = r'"(?:\\.|[^"\\\n])*"'
-_JSON_COMMENTS = re.compile(rf"{_JSON_STRING}|//[^\n]*|/\*.*?\*/", re.DOTALL)
-_JSON_TRAILING_COMMAS = re.compile(rf"{_JSON_STRING}|,(?=\s*[}}\]])")
+# For blanking: a string left open runs to its line's end and a comment left open to the
+# text's end, each found once (searched again from each quote or "/*" inside, they took the
+# square of the text's length); both are kept as they are, where the JSON error is.
+_OPEN_JSON_STRING = _JSON_STRING + "?"
+_JSON_COMMENTS = re.compile(rf"{_OPEN_JSON_STRING}|//[^\n]*|/\*(?:.*?\*/|.*)", re.DOTALL)
+_JSON_TRAILING_COMMAS = re.compile(rf"{_OPEN_JSON_STRING}|,(?=\s*[}}\]])")
 
 
 def without_comments(text: str) -> str:
@@ -235,7 +239,9 @@ def without_comments(text: str) -> str:
 
     def blank(match: re.Match[str]) -> str:
         token = match.group()
-        return token if token.startswith('"') else re.sub(r"[^\n]", " ", token)
+        if token.startswith('"') or (token.startswith("/*") and not token[2:].endswith("*/")):
+            return token
+        return re.sub(r"[^\n]", " ", token)
 
     return _JSON_TRAILING_COMMAS.sub(blank, _JSON_COMMENTS.sub(blank, text))
 

@@ -62,7 +62,10 @@ _PLACEHOLDER_KEY = "no-key"
 
 _KEY_PATTERN = re.compile(r"\b(sk-[A-Za-z0-9_\-]{6})[A-Za-z0-9_\-]+")
 _LITELLM_PREFIX = re.compile(r"^(?:(?:litellm\.)?\w+(?:Error|Exception)\s*[:-]\s*)+")
-_SSL_CONTEXT = re.compile(r"\s*ssl:<[^>]*>")
+# From the first of the spaces before it only, and to the first ">" or "<": tried from each
+# space of a long run (an error page's), or each "ssl:<" to the text's end, it took the
+# square of the message's length.
+_SSL_CONTEXT = re.compile(r"(?<!\s)\s*ssl:<[^<>]*>")
 
 
 class LiteLLMModel:

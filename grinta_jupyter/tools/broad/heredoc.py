@@ -6,6 +6,7 @@ The command is parsed, never executed: only ``cat > path`` (overwrite) and
 
 from __future__ import annotations
 
+import bisect
 import re
 
 from pydantic import Field
@@ -14,10 +15,34 @@ from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.broad.write_file import write_whole
 
-_HEREDOC = re.compile(
-    r"^\s*cat\s+(>>?)\s*(['\"]?)([^'\"\s<]+)\2\s*<<-?\s*(['\"]?)(\w+)\4[ \t]*\n(.*?)\n\5[ \t]*$",
-    re.DOTALL | re.MULTILINE,
+# A heredoc's first line; its text runs to the first later line that is its tag alone.
+_HEADER = re.compile(
+    r"[ \t]*cat[ \t]+(>>?)[ \t]*(['\"]?)([^'\"\s<]+)\2[ \t]*<<-?[ \t]*(['\"]?)(\w+)\4[ \t]*"
 )
+
+
+def heredocs(command: str) -> list[tuple[str, str, str]]:
+    """The writes in ``command``: (">" or ">>", path, text), line by line (one expression
+    with a lazy body searched again from every header took the square of the command's
+    length when the tags never came)."""
+    lines = command.split("\n")
+    ends: dict[str, list[int]] = {}  # each line that may close a heredoc, by tag
+    for number, line in enumerate(lines):
+        ends.setdefault(line.rstrip(" \t"), []).append(number)
+    writes = []
+    number = 0
+    while number < len(lines):
+        header = _HEADER.fullmatch(lines[number])
+        closing = ends.get(header.group(5), []) if header else []
+        # The text has at least one line: the tag right after the header is text.
+        after = bisect.bisect_left(closing, number + 2)
+        if header is None or after == len(closing):
+            number += 1
+            continue
+        end = closing[after]
+        writes.append((header.group(1), header.group(3), "\n".join(lines[number + 1 : end])))
+        number = end + 1
+    return writes
 
 
 class ShellWriteArgs(Args):
@@ -27,13 +52,13 @@ class ShellWriteArgs(Args):
 
 
 def stage(args: ShellWriteArgs, ctx: ToolContext) -> WriteResult:
-    writes = _HEREDOC.findall(args.command)
+    writes = heredocs(args.command)
     if not writes:
         raise fail(
             INVALID_ARGS, "expected heredoc writes: cat > path <<'EOF' (newline) text (newline) EOF"
         )
     done = []
-    for mode, _q, path, _q2, _tag, body in writes:
+    for mode, path, body in writes:
         body += "\n"
         if mode == ">>":
             where = ctx.workspace.resolve(path, write=True)

@@ -17,9 +17,45 @@ from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.matching import replace_in
 
-_BLOCK = re.compile(
-    r'<edit\s+path="([^"]+)"\s*>\s*<old>(.*?)</old>\s*<new>(.*?)</new>\s*</edit>', re.DOTALL
-)
+_HEAD = re.compile(r'<edit\s+path="([^"]+)"\s*>\s*<old>')
+_TO_NEW = re.compile(r"\s*<new>")
+_TO_END = re.compile(r"\s*</edit>")
+
+
+def edit_blocks(block: str) -> list[tuple[str, str, str]]:
+    """The (path, old, new) of each ``<edit path="..."><old>...</old><new>...</new></edit>``
+    in ``block``: each text runs to the first closing tag the rest of the block follows.
+
+    Found tag by tag, each part of the block read once: one expression with lazy texts,
+    tried again from each ``<edit``, took the square of the block's length when a closing
+    tag never came.
+    """
+    blocks = []
+    at = 0
+    while (head := _HEAD.search(block, at)) is not None:
+        found = _rest(block, head.end())
+        if found is None:  # any later block's ending would have ended this one
+            break
+        old, new, at = found
+        blocks.append((head.group(1), old, new))
+    return blocks
+
+
+def _rest(block: str, start: int) -> tuple[str, str, int] | None:
+    """The old and new texts of a block whose ``<old>`` ends at ``start``, and its end."""
+    old_end = block.find("</old>", start)
+    while old_end >= 0:
+        new = _TO_NEW.match(block, old_end + 6)
+        if new is not None:
+            new_end = block.find("</new>", new.end())
+            while new_end >= 0:
+                end = _TO_END.match(block, new_end + 6)
+                if end is not None:
+                    return block[start:old_end], block[new.end() : new_end], end.end()
+                new_end = block.find("</new>", new_end + 1)
+            return None  # a later "</old>" has its "<new>" later still: no ending after it
+        old_end = block.find("</old>", old_end + 1)
+    return None
 
 
 class XmlEditArgs(Args):
@@ -29,7 +65,7 @@ class XmlEditArgs(Args):
 
 
 def stage(args: XmlEditArgs, ctx: ToolContext) -> WriteResult:
-    blocks = _BLOCK.findall(args.block)
+    blocks = edit_blocks(args.block)
     if not blocks:
         raise fail(
             INVALID_ARGS, 'no <edit path="..."><old>...</old><new>...</new></edit> block found'
