@@ -330,14 +330,27 @@ def _notebook7_startup_race(error: Any) -> bool:
     )
 
 
+def _subshell_cancelled(error: Any) -> bool:
+    """JupyterLab 4.6's own, with ipykernel 7: it asks the kernel for a subshell for a comm
+    target (``requestCreateSubshell`` in its comm handling), and when the kernel connection
+    is disposed before the reply (the test's page closing) the pending request's future is
+    cancelled and its rejection left unhandled. Not our code (the labextension asks for no
+    subshell); seen once in CI, at a page's teardown, the test's assertions held."""
+    message = str(getattr(error, "message", error))
+    return message == "Canceled future for create_subshell_request message before replies were done"
+
+
 @contextmanager
 def _new_page(browser: Any, tolerated: Callable[[Any], bool] | None = None) -> Iterator[Any]:
-    """A page in a fresh browser context; uncaught errors in it fail the test."""
+    """A page in a fresh browser context; uncaught errors in it fail the test (but
+    JupyterLab's own ``_subshell_cancelled``)."""
     context = browser.new_context(viewport=VIEWPORT)
     page = context.new_page()
     errors: list[str] = []
 
     def on_error(error: Any) -> None:
+        if _subshell_cancelled(error):
+            return
         if tolerated is None or not tolerated(error):
             errors.append(str(error))
 
