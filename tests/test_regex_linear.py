@@ -251,3 +251,22 @@ def test_an_environment_value_with_a_long_run_of_spaces_is_read_at_once() -> Non
         """,
         "Secrets.from_env(environ)",
     )
+
+
+@pytest.mark.parametrize(
+    ("runner", "line", "passed"),
+    [
+        ("jest", "\r  Tests:  1 failed, 3 passed, 4 total", False),
+        ("mocha", "\r\f  3 passing (12ms)", True),
+        ("tox", "\r  congratulations :)", True),
+    ],
+)
+def test_a_summary_after_a_carriage_return_is_still_read(
+    runner: str, line: str, passed: bool
+) -> None:
+    """A runner that redraws its progress line starts the summary with a carriage return:
+    the margins that replaced ``\\s*`` (linear) still take any white space but a newline."""
+    from grinta_jupyter.agent.testruns import judge_output
+
+    verdict = judge_output(runner, f"progress\n{line}\n")
+    assert verdict.passed is passed, verdict

@@ -42,8 +42,9 @@ class Summary:
     failed: re.Pattern[str]
 
 
-# A line's margin is written [ \t]*, never \s*: with re.MULTILINE, \s* runs on through the
-# blank lines after each line start, the square of a run of blank lines in a command's output.
+# White space within a line is written [^\S\n]*, never \s*: with re.MULTILINE, \s* runs on
+# through the blank lines after each line start, the square of a run of blank lines in a
+# command's output.
 def _summary(name: str, passed: str | tuple[str, ...], failed: str) -> Summary:
     patterns = (passed,) if isinstance(passed, str) else passed
     return Summary(
@@ -58,9 +59,9 @@ SUMMARIES: dict[str, Summary] = {
         _summary(
             "pytest",
             # The summary line, or under -qq (addopts = "-q" plus -q) the last progress line.
-            rf"^[= ]*{_COUNTS}\d+ passed\b[\w ,]* in \d+(?:\.\d+)?s\b|^[sxX]*\.[.sxX]*[ \t]*\[100%\]$",
+            rf"^[= ]*{_COUNTS}\d+ passed\b[\w ,]* in \d+(?:\.\d+)?s\b|^[sxX]*\.[.sxX]*[^\S\n]*\[100%\]$",
             rf"^[= ]*{_COUNTS}\d+ (?:failed|errors?)\b|^[= ]*no tests ran\b|^Interrupted: "
-            r"|^(?:FAILED|ERROR) \S+(?:::|\.py\b)|^[.sxX]*[FE][.sxXFE]*[ \t]*\[\s*\d+%\]$",
+            r"|^(?:FAILED|ERROR) \S+(?:::|\.py\b)|^[.sxX]*[FE][.sxXFE]*[^\S\n]*\[\s*\d+%\]$",
         ),
         _summary(
             "unittest",
@@ -72,22 +73,24 @@ SUMMARIES: dict[str, Summary] = {
         ),
         _summary(
             "cargo",
-            r"^test result: ok\. [1-9]\d* passed|^[ \t]*Summary \[[^\]]*\]\s+\d+ tests? run: [1-9]\d* passed",
-            r"^test result: FAILED|^error(?:\[E\d+\])?: |^[ \t]*Summary \[.*\b[1-9]\d* failed",
+            r"^test result: ok\. [1-9]\d* passed|^[^\S\n]*Summary \[[^\]]*\]\s+\d+ tests? run: [1-9]\d* passed",
+            r"^test result: FAILED|^error(?:\[E\d+\])?: |^[^\S\n]*Summary \[.*\b[1-9]\d* failed",
         ),
         _summary(
             "jest",  # jest and vitest
-            r"^[ \t]*Tests:?\s+(?:.*[,|]\s*)?[1-9]\d* passed",
-            r"^[ \t]*Test(?:s| Suites| Files):?\s+(?:.*[,|]\s*)?[1-9]\d* failed",
+            r"^[^\S\n]*Tests:?\s+(?:.*[,|]\s*)?[1-9]\d* passed",
+            r"^[^\S\n]*Test(?:s| Suites| Files):?\s+(?:.*[,|]\s*)?[1-9]\d* failed",
         ),
-        _summary("mocha", r"^[ \t]*[1-9]\d* passing\b", r"^[ \t]*[1-9]\d* failing\b"),
+        _summary("mocha", r"^[^\S\n]*[1-9]\d* passing\b", r"^[^\S\n]*[1-9]\d* failing\b"),
         _summary(
             "node",  # node --test: TAP ("# pass 3") or the spec reporter ("ℹ pass 3")
             (r"^[#ℹ] pass [1-9]\d*$", r"^[#ℹ] fail 0$"),
             r"^[#ℹ] (?:fail|cancelled) [1-9]",
         ),
         _summary("deno", r"^ok \| [1-9]\d* passed \| 0 failed", r"^FAILED \| |^error: Test failed"),
-        _summary("bun", (r"^[ \t]*[1-9]\d* pass$", r"^[ \t]*0 fail$"), r"^[ \t]*[1-9]\d* fail$"),
+        _summary(
+            "bun", (r"^[^\S\n]*[1-9]\d* pass$", r"^[^\S\n]*0 fail$"), r"^[^\S\n]*[1-9]\d* fail$"
+        ),
         _summary(
             "maven",
             (r"\bTests run: [1-9]\d*, Failures: 0, Errors: 0\b", r"\bBUILD SUCCESS\b"),
@@ -115,8 +118,8 @@ SUMMARIES: dict[str, Summary] = {
         ),
         _summary(
             "tox",
-            r"^[ \t]*congratulations :\)",
-            r"^[ \t]*(?:ERROR: |\S+: (?:FAIL\b|commands failed))|evaluation failed :\(",
+            r"^[^\S\n]*congratulations :\)",
+            r"^[^\S\n]*(?:ERROR: |\S+: (?:FAIL\b|commands failed))|evaluation failed :\(",
         ),
         _summary("nox", r"Session \S+ was successful", r"Session \S+ (?:failed|aborted)"),
     )
