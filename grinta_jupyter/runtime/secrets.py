@@ -34,6 +34,7 @@ import os
 import re
 import threading
 import urllib.parse
+from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
@@ -250,23 +251,20 @@ class StreamRedactor:
         tail = _secret_tail(text, forms, self._tail + len(piece))
         cut = len(text) - tail
         word, hot = self._word, self._hot
-        ends = [m.start() for m in _SEPARATOR.finditer(piece)]
-        if ends:
-            word, hot = len(self._held) + ends[-1] + 1, False
+        last = deque(_SEPARATOR.finditer(piece), maxlen=1)  # the piece's last separator
+        if last:
+            word, hot = len(self._held) + last[0].end(), False
         stretches = _stretches(values)
         if stretches and not hot:
             start = max(word, len(self._held) - STRETCH + 1)
             stop = len(text) - STRETCH + 1
             hot = any(text[i : i + STRETCH] in stretches for i in range(start, stop))
-        given = ""
-        if hot and word < cut:
-            cut = _not_through(text, word, values)
-            if len(text) - cut > HELD_WORD:  # hidden whole rather than held on
-                given = self.secrets.redact(text[:cut]) + REDACTED
-                self._held, self._tail, self._word, self._hot = "", 0, 0, False
-                self._hiding = True
-                return given
-        cut = _not_through(text, cut, values)
+        whole_word = hot and word < cut
+        cut = _not_through(text, word if whole_word else cut, values)
+        if whole_word and len(text) - cut > HELD_WORD:  # hidden whole rather than held on
+            self._held, self._tail, self._word, self._hot = "", 0, 0, False
+            self._hiding = True
+            return self.secrets.redact(text[:cut]) + REDACTED
         self._held, self._tail = text[cut:], tail
         self._word, self._hot = max(0, word - cut), hot
         return self.secrets.redact(text[:cut])
@@ -339,7 +337,7 @@ def _pairs(values: tuple[str, ...]) -> dict[str, tuple[tuple[str, int], ...]]:
 def _stretches(values: tuple[str, ...]) -> frozenset[str]:
     """Every ``STRETCH`` characters running in a printed form of ``values``, when one of them
     is long enough for the partial rules (none otherwise: no word is redacted whole)."""
-    if not any(len(value) >= 2 * PARTIAL for value in values):
+    if not _long(values):
         return frozenset()
     return frozenset(
         form[i : i + STRETCH] for form in _forms(values) for i in range(len(form) - STRETCH + 1)
@@ -367,9 +365,14 @@ class _Finders:
     tails: re.Pattern[str] | None  # ... its last PARTIAL characters
 
 
+def _long(values: tuple[str, ...]) -> list[str]:
+    """The secrets long enough for the partial rules (twice ``PARTIAL``)."""
+    return [value for value in values if len(value) >= 2 * PARTIAL]
+
+
 @lru_cache(maxsize=32)
 def _finders(values: tuple[str, ...]) -> _Finders:
-    long = [value for value in values if len(value) >= 2 * PARTIAL]
+    long = _long(values)
 
     def starts(literals: Iterable[str]) -> re.Pattern[str] | None:
         found = sorted(set(literals), key=len, reverse=True)
