@@ -1,9 +1,15 @@
-"""replace_lines and insert_at_line: edits addressed by line numbers."""
+"""replace_lines and insert_at_line: edits addressed by line numbers.
+
+Lines are numbered as ``read`` numbers them: split at ``\n`` only (a form feed, U+2028 or
+lone ``\r`` inside a line stays in it). The new text takes the file's line endings; a
+file without a final newline keeps none when the edit ends it.
+"""
 
 from __future__ import annotations
 
 from pydantic import Field
 
+from grinta_jupyter.runtime.diffs import split_keepends
 from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
 from grinta_jupyter.tools.base import Args, StagedFile, ToolContext, ToolSpec, WriteResult
 
@@ -24,14 +30,19 @@ class InsertAtLineArgs(Args):
 
 
 def _lines(staged: StagedFile) -> list[str]:
-    return staged.text.splitlines(keepends=True)
+    return split_keepends(staged.text)
 
 
-def _as_lines(staged: StagedFile, text: str) -> list[str]:
+def _as_lines(staged: StagedFile, text: str, ends_file: bool = False) -> list[str]:
+    """``text`` as lines of the file; its last line ends with a newline unless it ends a
+    file that had none."""
     text = staged.conventions.adapt(text)
-    if text and not text.endswith(("\n", "\r\n")):
+    open_end = ends_file and bool(staged.text) and not staged.text.endswith("\n")
+    if open_end:
+        text = text.removesuffix(staged.conventions.newline)
+    elif text and not text.endswith("\n"):
         text += staged.conventions.newline
-    return text.splitlines(keepends=True)
+    return split_keepends(text)
 
 
 def replace_lines(args: ReplaceLinesArgs, ctx: ToolContext) -> WriteResult:
@@ -43,9 +54,8 @@ def replace_lines(args: ReplaceLinesArgs, ctx: ToolContext) -> WriteResult:
             f"lines {args.start_line}-{args.end_line} are not a range of {staged.rel} "
             f"({len(lines)} lines)",
         )
-    staged.text = "".join(
-        lines[: args.start_line - 1] + _as_lines(staged, args.new_text) + lines[args.end_line :]
-    )
+    new = _as_lines(staged, args.new_text, ends_file=args.end_line == len(lines))
+    staged.text = "".join(lines[: args.start_line - 1] + new + lines[args.end_line :])
     return WriteResult(f"replaced lines {args.start_line}-{args.end_line} of {staged.rel}")
 
 
@@ -56,11 +66,11 @@ def insert_at_line(args: InsertAtLineArgs, ctx: ToolContext) -> WriteResult:
         raise fail(
             INVALID_ARGS, f"line {args.line} is past the end of {staged.rel} ({len(lines)} lines)"
         )
-    if lines and args.line == len(lines) + 1 and not lines[-1].endswith("\n"):
+    appends = args.line == len(lines) + 1
+    new = _as_lines(staged, args.text, ends_file=appends)
+    if lines and appends and not lines[-1].endswith("\n"):
         lines[-1] += staged.conventions.newline
-    staged.text = "".join(
-        lines[: args.line - 1] + _as_lines(staged, args.text) + lines[args.line - 1 :]
-    )
+    staged.text = "".join(lines[: args.line - 1] + new + lines[args.line - 1 :])
     return WriteResult(f"inserted text at line {args.line} of {staged.rel}")
 
 
