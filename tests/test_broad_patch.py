@@ -3,6 +3,8 @@ say, number lines as ``read`` does, and refuse a patch they cannot apply whole."
 
 from __future__ import annotations
 
+import random
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -233,3 +235,53 @@ def test_one_file_under_two_spellings_is_named_twice(rt: Runtime, tmp_path: Path
         "--- x.txt\n+++ x.txt\n@@ -1 +1 @@\n-a\n+b\n--- ./x.txt\n+++ ./x.txt\n@@ -1 +1 @@\n-b\n+c\n"
     )
     assert "twice" in refused(rt, tmp_path, text, "INVALID_ARGS")
+
+
+LINES = ["a", "b", "", "x = 1", "\x0c", "d\u2028e", "  ", "-- q", "++ r", "@@ x", "\\ z"]
+LINES += ["--- a/f.txt", "+++ b/f.txt"]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_what_git_diff_says_is_what_apply_patch_does(tmp_path: Path, seed: int) -> None:
+    """git's own diffs of random edits (CRLF files, files without a final newline and its
+    marker, lines that look like headers or hunks, -U0 to -U3) apply to exactly git's new
+    side, or are refused as ambiguous, never applied otherwise."""
+    rng = random.Random(seed)
+    for case in range(40):
+        nl = rng.choice(["\n", "\r\n"])
+        old = [rng.choice(LINES) for _ in range(rng.randint(2, 12))]
+        new = list(old)
+        for _ in range(rng.randint(1, 3)):
+            at = rng.randrange(len(new))
+            choice = rng.random()
+            if choice < 0.4:
+                new[at] = rng.choice(LINES) + "!"
+            elif choice < 0.7:
+                new.insert(at, rng.choice(LINES) + "+")
+            elif len(new) > 1:
+                del new[at]
+        before = nl.join(old) + (nl if rng.random() < 0.7 else "")
+        after = nl.join(new) + (nl if rng.random() < 0.7 else "")
+        if before == after:
+            continue
+        sides = tmp_path / f"sides{case}"
+        sides.mkdir()
+        (sides / "a").write_bytes(before.encode())
+        (sides / "b").write_bytes(after.encode())
+        context = f"-U{rng.choice([0, 1, 3])}"
+        diff = subprocess.run(
+            ["git", "diff", "--no-index", "--text", context, "a", "b"],
+            cwd=sides,
+            capture_output=True,
+            check=False,
+        ).stdout.decode()
+        text = "--- a/f.txt\n+++ b/f.txt\n" + diff[diff.index("\n@@") + 1 :]
+        ws = tmp_path / f"ws{case}"
+        ws.mkdir()
+        (ws / "f.txt").write_bytes(before.encode())
+        obs = Runtime(ws, toolset="broad").call("apply_patch", {"patch": text})
+        if obs.ok:
+            assert (ws / "f.txt").read_bytes() == after.encode(), (before, after, text)
+        else:
+            assert obs.error is not None and obs.error.code == "AMBIGUOUS_MATCH", obs.error
+            assert (ws / "f.txt").read_bytes() == before.encode()

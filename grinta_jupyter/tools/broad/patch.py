@@ -221,9 +221,13 @@ def _hunk(lines: list[str], i: int) -> tuple[_Hunk, int]:
     match = _HUNK.match(lines[i])
     if not match:
         raise fail(INVALID_ARGS, f"bad hunk header: {lines[i].strip()}")
+    old_count = 1 if match.group(2) is None else int(match.group(2))
+    new_count = 1 if match.group(4) is None else int(match.group(4))
     rows: list[_Row] = []
     i += 1
-    while i < len(lines) and not lines[i].startswith("@@") and not _header(lines, i):
+    while i < len(lines) and not lines[i].startswith("@@"):
+        if _header(lines, i) and not _short(rows, old_count, new_count):
+            break  # the next file (a hunk short of its counts reads "--- x" as a removed line)
         line = lines[i]
         if line[:1] in (" ", "-", "+"):
             rows.append(_Row(line[0], line[1:]))
@@ -236,17 +240,25 @@ def _hunk(lines: list[str], i: int) -> tuple[_Hunk, int]:
         else:
             break
         i += 1
-    old_count = 1 if match.group(2) is None else int(match.group(2))
-    new_count = 1 if match.group(4) is None else int(match.group(4))
     while rows and rows[-1].kind == _BLANK and _past(rows, old_count, new_count):
         rows.pop()
     return _Hunk(int(match.group(1)), old_count, rows), i
 
 
 def _past(rows: list[_Row], old_count: int, new_count: int) -> bool:
-    old = sum(row.kind != "+" for row in rows)
-    new = sum(row.kind != "-" for row in rows)
+    """Whether ``rows`` hold more lines than the hunk's header counts, on either side."""
+    old, new = _counts(rows)
     return old > old_count or new > new_count
+
+
+def _short(rows: list[_Row], old_count: int, new_count: int) -> bool:
+    """Whether ``rows`` hold fewer lines than the hunk's header counts, on either side."""
+    old, new = _counts(rows)
+    return old < old_count or new < new_count
+
+
+def _counts(rows: list[_Row]) -> tuple[int, int]:
+    return sum(row.kind != "+" for row in rows), sum(row.kind != "-" for row in rows)
 
 
 def _ends_cleanly(lines: list[str], i: int) -> None:
@@ -269,7 +281,8 @@ def _ends_cleanly(lines: list[str], i: int) -> None:
 def _header(lines: list[str], i: int) -> bool:
     """A file header at ``lines[i]``: ``--- old`` then ``+++ new``, then a hunk, the next
     file's header, a line that is no hunk's or the end; so a removed ``-- x`` line followed
-    by an added ``++ y`` and more of a hunk is read as lines."""
+    by an added ``++ y`` and more of a hunk is read as lines (and, at a hunk's end, when
+    the hunk's counts want them)."""
     if not _pair(lines, i):
         return False
     after = lines[i + 2] if i + 2 < len(lines) else "@@"
