@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from grinta_jupyter.runtime.errors import NOTEBOOK_INVALID, READ_ONLY_FILE, ToolFailure, fail
+from grinta_jupyter.runtime.errors import (
+    FILE_TOO_LARGE,
+    NOTEBOOK_INVALID,
+    READ_ONLY_FILE,
+    ToolFailure,
+    fail,
+)
 from grinta_jupyter.runtime.files import TOO_LARGE_ADVICE, read_regular
 from grinta_jupyter.runtime.notebook import decode_file
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation, ToolKind
@@ -306,3 +312,15 @@ def _drop_key(node: Any, key: str) -> None:
     elif isinstance(node, list):
         for value in node:
             _drop_key(value, key)
+
+
+def check_size(ctx: ToolContext, rel: str, text: str) -> None:
+    """Refuse ``text`` as the content of ``rel`` when it is over the size limit for files
+    the agent writes (a file that large the read and edit tools would refuse to open)."""
+    size = len(text.encode("utf-8", errors="surrogatepass"))
+    if size > ctx.settings.max_file_bytes:
+        raise fail(
+            FILE_TOO_LARGE,
+            f"{rel}: the content is {size:,} bytes, over the {ctx.settings.max_file_bytes:,}"
+            "-byte limit for files the agent writes",
+        )

@@ -6,7 +6,6 @@ from pydantic import Field
 
 from grinta_jupyter.runtime.errors import (
     FILE_EXISTS,
-    FILE_TOO_LARGE,
     NOT_SUPPORTED,
     ToolError,
     ToolFailure,
@@ -14,7 +13,7 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import line_count
-from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
+from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult, check_size
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
 
 
@@ -36,13 +35,7 @@ def stage(args: CreateArgs, ctx: ToolContext) -> WriteResult:
         raise fail(
             FILE_EXISTS, f"{staged.rel} already exists; edit it, or add a definition with 'into'"
         )
-    size = len(args.content.encode("utf-8", errors="surrogatepass"))
-    if size > ctx.settings.max_file_bytes:
-        raise fail(
-            FILE_TOO_LARGE,
-            f"{staged.rel}: the content is {size:,} bytes, over the {ctx.settings.max_file_bytes:,}"
-            "-byte limit for files the agent writes",
-        )
+    check_size(ctx, staged.rel, args.content)
     staged.text = args.content
     return WriteResult(f"created {staged.rel} ({line_count(args.content)} lines)")
 

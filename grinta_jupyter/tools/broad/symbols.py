@@ -2,17 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import ToolError, ToolFailure
+from grinta_jupyter.runtime.errors import FILE_NOT_FOUND, ToolError, ToolFailure, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
+from grinta_jupyter.tools.cells import CellAction, edit_definition
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
-
-if TYPE_CHECKING:
-    from grinta_jupyter.code.symbols import Symbol
 
 
 class AstReplaceArgs(Args):
@@ -36,17 +33,40 @@ class AstDeleteArgs(Args):
     )
 
 
-SymbolEdit = Callable[[str, "Symbol"], str]  # (source, symbol) -> new source
+def _edit(
+    ctx: ToolContext, address: str, verb: str, action: CellAction, new_source: str | None = None
+) -> WriteResult:
+    from grinta_jupyter.code.edits import (
+        SymbolEditError,
+        delete_symbol,
+        insert_symbol,
+        replace_symbol,
+    )
+    from grinta_jupyter.code.index import parse_address
 
-
-def _edit(ctx: ToolContext, address: str, verb: str, apply: SymbolEdit) -> WriteResult:
-    from grinta_jupyter.code.edits import SymbolEditError
-
+    path, qualname = parse_address(address)
+    if path is not None:  # the index knows workspace files only: refuse any other path first
+        where = ctx.workspace.resolve(path, write=True)
+        if not where.abs.is_file():
+            raise fail(FILE_NOT_FOUND, f"{path!r} is not a file in the workspace")
+        address = f"{where.rel}::{qualname}"
     found, resolution = resolve_for_write(ctx, address)
     try:
         staged = ctx.open(found.path)
-        symbol = locate_in_staged(staged, found)
-        staged.text = apply(staged.text, symbol)
+        if found.cell:  # a definition in a notebook's code cell: edited within that cell
+            edit_definition(staged, found, action, new_source)
+            symbol = found
+        else:
+            symbol = locate_in_staged(staged, found)
+            if action == "replace":
+                staged.text = replace_symbol(staged.text, symbol, new_source or "")
+            elif action == "delete":
+                staged.text = delete_symbol(staged.text, symbol)
+            else:
+                where_to: Literal["before", "after"] = (
+                    "before" if action == "insert_before" else "after"
+                )
+                staged.text = insert_symbol(staged.text, symbol, new_source or "", where_to)
     except SymbolEditError as exc:
         raise ToolFailure(ToolError(exc.code, exc.message), (resolution,)) from None
     except ToolFailure as failure:
@@ -55,28 +75,16 @@ def _edit(ctx: ToolContext, address: str, verb: str, apply: SymbolEdit) -> Write
 
 
 def replace(args: AstReplaceArgs, ctx: ToolContext) -> WriteResult:
-    from grinta_jupyter.code.edits import replace_symbol
-
-    return _edit(
-        ctx, args.symbol, "replaced", lambda text, s: replace_symbol(text, s, args.new_source)
-    )
+    return _edit(ctx, args.symbol, "replaced", "replace", args.new_source)
 
 
 def insert(args: AstInsertArgs, ctx: ToolContext) -> WriteResult:
-    from grinta_jupyter.code.edits import insert_symbol
-
-    return _edit(
-        ctx,
-        args.anchor,
-        f"inserted {args.position}",
-        lambda text, s: insert_symbol(text, s, args.new_source, args.position),
-    )
+    action: CellAction = "insert_before" if args.position == "before" else "insert_after"
+    return _edit(ctx, args.anchor, f"inserted {args.position}", action, args.new_source)
 
 
 def delete(args: AstDeleteArgs, ctx: ToolContext) -> WriteResult:
-    from grinta_jupyter.code.edits import delete_symbol
-
-    return _edit(ctx, args.symbol, "deleted", delete_symbol)
+    return _edit(ctx, args.symbol, "deleted", "delete")
 
 
 REPLACE_SPEC = ToolSpec(

@@ -4,7 +4,9 @@
 
 Several blocks may follow each other; they apply in order, all or none.
 Text inside the tags is taken raw (no XML entities), and one leading and one
-trailing newline inside <old>/<new> are ignored.
+trailing newline inside <old>/<new> are ignored. A tag left outside the blocks
+read (an unclosed block, a closing tag past the end of one) or a block that
+reads two ways (its new text holds ``</old><new>``) refuses the whole call.
 """
 
 from __future__ import annotations
@@ -13,13 +15,16 @@ import re
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import INVALID_ARGS, fail
+from grinta_jupyter.runtime.errors import AMBIGUOUS_MATCH, INVALID_ARGS, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.matching import replace_in
+from grinta_jupyter.tools.multiedit import MAX_EDITS
 
 _HEAD = re.compile(r'<edit\s+path="([^"]+)"\s*>\s*<old>')
 _TO_NEW = re.compile(r"\s*<new>")
 _TO_END = re.compile(r"\s*</edit>")
+_TAG = re.compile(r"<edit\b|</?old>|</?new>|</edit>")
+_SPLIT = re.compile(r"</old>\s*<new>")
 
 
 def edit_blocks(block: str) -> list[tuple[str, str, str]]:
@@ -30,15 +35,36 @@ def edit_blocks(block: str) -> list[tuple[str, str, str]]:
     tried again from each ``<edit``, took the square of the block's length when a closing
     tag never came.
     """
-    blocks = []
+    blocks: list[tuple[str, str, str]] = []
     at = 0
     while (head := _HEAD.search(block, at)) is not None:
+        _outside(block, at, head.start())
         found = _rest(block, head.end())
         if found is None:  # any later block's ending would have ended this one
             break
-        old, new, at = found
+        old, new, end = found
+        if _SPLIT.search(new):
+            raise fail(
+                AMBIGUOUS_MATCH,
+                f"edit block {len(blocks) + 1} reads two ways: its new text holds </old><new>, "
+                "so its old text could end there too; edit that text with another tool",
+            )
         blocks.append((head.group(1), old, new))
+        at = end
+    _outside(block, at, len(block))
     return blocks
+
+
+def _outside(block: str, start: int, end: int) -> None:
+    """Refuse a tag between blocks: a block that could not be read must not be skipped."""
+    tag = _TAG.search(block, start, end)
+    if tag is not None:
+        line = block.count("\n", 0, tag.start()) + 1
+        raise fail(
+            INVALID_ARGS,
+            f"{tag.group()!r} on line {line} of the block is outside every complete "
+            '<edit path="..."><old>...</old><new>...</new></edit>; nothing was applied',
+        )
 
 
 def _rest(block: str, start: int) -> tuple[str, str, int] | None:
@@ -70,17 +96,21 @@ def stage(args: XmlEditArgs, ctx: ToolContext) -> WriteResult:
         raise fail(
             INVALID_ARGS, 'no <edit path="..."><old>...</old><new>...</new></edit> block found'
         )
+    if len(blocks) > MAX_EDITS:  # each block costs time linear in its file
+        raise fail(
+            INVALID_ARGS,
+            f"{len(blocks)} edit blocks in one call; at most {MAX_EDITS}: split them over "
+            "several calls",
+        )
     for path, old, new in blocks:
         replace_in(ctx.open(path), _trim(old), _trim(new))
     return WriteResult(f"applied {len(blocks)} edit block{'s' if len(blocks) > 1 else ''}")
 
 
 def _trim(text: str) -> str:
-    if text.startswith("\n"):
-        text = text[1:]
-    if text.endswith("\n"):
-        text = text[:-1]
-    return text
+    """Without one leading and one trailing line break (CRLF or LF)."""
+    text = text[2:] if text.startswith("\r\n") else text.removeprefix("\n")
+    return text[:-2] if text.endswith("\r\n") else text.removesuffix("\n")
 
 
 SPEC = ToolSpec(
