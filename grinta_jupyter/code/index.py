@@ -839,7 +839,10 @@ class SymbolIndex:
         return found[:5]
 
     def _at(self, path: str, indexes: list[int]) -> list[Symbol]:
-        """The symbols of ``path`` at these positions of its rows."""
+        """The symbols of ``path`` at these positions of its rows (none for a path the index
+        does not hold)."""
+        if not indexes:
+            return []
         symbols = self._files[path].symbols(path)
         return [symbols[i] for i in indexes]
 

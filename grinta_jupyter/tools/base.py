@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from grinta_jupyter.runtime.errors import (
+    FILE_NOT_FOUND,
     FILE_TOO_LARGE,
+    INVALID_ARGS,
     NOTEBOOK_INVALID,
     READ_ONLY_FILE,
     ToolFailure,
@@ -147,10 +149,21 @@ class ToolContext:
         return staged
 
     def open_new(self, path: str) -> StagedFile:
-        """A file that must not exist yet."""
+        """A file that must not exist yet. A path that names a folder (``.``, ``new/``) or
+        goes through a file (``README.md/x``) is refused now, not when the commit fails."""
         where = self.workspace.resolve(path, write=True)
         if where.rel in self.staged:
             return self.staged[where.rel]
+        if where.rel in ("", ".") or path.rstrip(" \t").endswith(("/", "\\")):
+            raise fail(INVALID_ARGS, f"{path!r} names a folder; give the path of a file")
+        for parent in where.abs.parents:
+            if parent == self.workspace.root or not parent.is_relative_to(self.workspace.root):
+                break
+            if parent.exists() and not parent.is_dir():
+                rel = parent.relative_to(self.workspace.root).as_posix()
+                raise fail(
+                    FILE_NOT_FOUND, f"{where.rel}: {rel} is a file, not a folder to put it in"
+                )
         staged = StagedFile(where, None, "")
         self.staged[where.rel] = staged
         return staged

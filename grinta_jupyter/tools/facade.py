@@ -18,6 +18,7 @@ import json
 import operator
 import os
 import queue
+import re
 import threading
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -704,6 +705,7 @@ def _parse_json_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
     if args is None:
         return {}
     if isinstance(args, dict):
+        _refuse_lone_surrogates(args, "")
         return args
     try:
         parsed = json.loads(args) if args.strip() else {}
@@ -716,7 +718,34 @@ def _parse_json_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
         ) from None
     if not isinstance(parsed, dict):
         raise ToolFailure(ToolError(INVALID_ARGS, "arguments must be a JSON object"))
+    _refuse_lone_surrogates(parsed, "")
     return parsed
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _refuse_lone_surrogates(value: Any, where: str) -> None:
+    """Refuse a string holding half a UTF-16 pair (JSON's ``"\\ud800"`` alone): no file,
+    command or log can store it, so it is the model's to fix, not a crash of ours."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found:
+            raise ToolFailure(
+                ToolError(
+                    INVALID_ARGS,
+                    f"{where or 'an argument'} holds a lone surrogate "
+                    f"(U+{ord(found.group()):04X}, half of a UTF-16 pair); send valid Unicode",
+                )
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _refuse_lone_surrogates(key, where or "an argument name")
+            if key != "path":  # the workspace refuses such a path by name (PATH_FORBIDDEN)
+                _refuse_lone_surrogates(item, f"{where}.{key}" if where else str(key))
+    elif isinstance(value, list):
+        for n, item in enumerate(value):
+            _refuse_lone_surrogates(item, f"{where}.{n}" if where else str(n))
 
 
 def _describe(tool: str, exc: ValidationError) -> str:

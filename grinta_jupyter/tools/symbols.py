@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from grinta_jupyter.runtime.errors import (
     AMBIGUOUS_SYMBOL,
+    FILE_NOT_FOUND,
     SYMBOL_NOT_FOUND,
     Candidate,
     ToolError,
@@ -41,6 +42,7 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
     Reads and writes resolve the same way; only the advice differs, since a
     write never guesses while a read may simply be repeated more precisely.
     """
+    address = _in_workspace(ctx, address, write=write)
     found = ctx.symbols.resolve(address)
     if not found.matches:
         resolution = Resolution(
@@ -80,6 +82,25 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
 
 def resolve_for_write(ctx: ToolContext, address: str) -> tuple[Symbol, Resolution]:
     return resolve_symbol(ctx, address, write=True)
+
+
+def _in_workspace(ctx: ToolContext, address: str, *, write: bool) -> str:
+    """``address`` with its path part checked as the file tools check a path (outside the
+    workspace, forbidden, missing: refused by its path, not as an unknown name) and spelled
+    as the index spells it (an absolute path inside the workspace, ``./x.py``)."""
+    from grinta_jupyter.code.index import parse_address
+
+    path, qualname = parse_address(address)
+    if path is None:
+        return address
+    where = ctx.workspace.resolve(path, write=write)
+    if not where.abs.is_file():
+        raise fail(
+            FILE_NOT_FOUND,
+            f"{path} is not a file in the workspace; name a definition as 'path::name' "
+            "with the path of an existing file, or by its name alone",
+        )
+    return address if where.rel == path else f"{where.rel}::{qualname}"
 
 
 def _label(symbol: Symbol) -> str:

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from grinta_jupyter.runtime.errors import FILE_NOT_FOUND, ToolError, ToolFailure, fail
+from grinta_jupyter.runtime.errors import ToolError, ToolFailure
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.cells import CellAction, edit_definition
 from grinta_jupyter.tools.symbols import locate_in_staged, resolve_for_write
@@ -42,14 +42,7 @@ def _edit(
         insert_symbol,
         replace_symbol,
     )
-    from grinta_jupyter.code.index import parse_address
 
-    path, qualname = parse_address(address)
-    if path is not None:  # the index knows workspace files only: refuse any other path first
-        where = ctx.workspace.resolve(path, write=True)
-        if not where.abs.is_file():
-            raise fail(FILE_NOT_FOUND, f"{path!r} is not a file in the workspace")
-        address = f"{where.rel}::{qualname}"
     found, resolution = resolve_for_write(ctx, address)
     try:
         staged = ctx.open(found.path)
