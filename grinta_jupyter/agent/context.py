@@ -96,15 +96,18 @@ class Context:
         rules: str = "",
     ) -> Context:
         """A context for ``task`` in ``root``; ``rules``: the project's rules block
-        (``agent.rules.load_rules(root).text``), which ends the system prompt."""
+        (``agent.rules.load_rules(root).text``), which ends the system prompt. The task and
+        the folder are redacted like every other text the model reads: as the log keeps them,
+        so a resumed session reads the same request."""
+        secrets = secrets or Secrets()
         boundary = new_boundary()
-        system = SYSTEM_PROMPT.format(root=root, fence=boundary)
+        system = SYSTEM_PROMPT.format(root=secrets.redact(root), fence=boundary)
         return cls(
             system + "\n" + rules.strip("\n") + "\n" if rules.strip() else system,
-            task,
+            secrets.redact(task),
             keep_observations,
             boundary=boundary,
-            secrets=secrets or Secrets(),
+            secrets=secrets,
         )
 
     def plan_condensation(

@@ -1,7 +1,7 @@
 """Secrets in the environment: which variables hold them, and keeping their values out.
 
 A variable is secret when its name holds PASSWORD, PASSWD, SECRET, APIKEY,
-PRIVATEKEY or CREDENTIAL anywhere (``PGPASSWORD``), or when a WORD of it (split
+ACCESSKEY, PRIVATEKEY or CREDENTIAL anywhere (``PGPASSWORD``), or when a WORD of it (split
 at ``_``, ``-``, ``.`` and camel-case humps) is one of ``SECRET_WORDS``:
 ``OPENAI_API_KEY``, ``GITHUB_TOKEN``, ``GH_PAT`` and ``MYSQL_PWD`` are secret;
 ``GIT_AUTHOR_NAME``, ``TOKENIZERS_PARALLELISM`` and ``PWD`` are not. A variable
@@ -52,16 +52,28 @@ SECRET_WORDS = frozenset(
         "PWD",
         "PAT",
         "PASSPHRASE",
+        "PASSPHRASES",
         "CREDS",
         "AUTH",
         "COOKIE",
+        "COOKIES",
         "PRIVATE",
         "SIGNATURE",
+        "SIGNATURES",
         "JWT",
+        "JWTS",
     }
 )
 # Strong enough to count anywhere in a name, not only as a word.
-SECRET_PARTS = ("PASSWORD", "PASSWD", "SECRET", "APIKEY", "PRIVATEKEY", "CREDENTIAL")
+SECRET_PARTS = (
+    "PASSWORD",
+    "PASSWD",
+    "SECRET",
+    "APIKEY",
+    "ACCESSKEY",
+    "PRIVATEKEY",
+    "CREDENTIAL",
+)
 # Secret-sounding names whose values are addresses of local helpers or folders, not secrets.
 NOT_SECRET = frozenset({"SSH_AUTH_SOCK", "GPG_AGENT_INFO", "PWD", "OLDPWD"})
 _WORDS = re.compile(r"[A-Z]+(?=[A-Z][a-z]|\b|[^A-Za-z]|$)|[A-Z]?[a-z]+|\d+")
@@ -429,15 +441,19 @@ def _spans(text: str, values: tuple[str, ...]) -> list[tuple[int, int]]:
 
 
 def _printed_forms(value: str) -> set[str]:
-    """How ``value`` looks when a program prints it: JSON, Python repr, URL-encoded."""
+    """How ``value`` looks when a program prints it: JSON, Python repr (also inside JSON:
+    a notebook's saved ``text/plain`` output), URL-encoded."""
     as_json = json.dumps(value)[1:-1]
+    as_repr = repr(value)[1:-1]
     return {
         value,
         as_json,
         json.dumps(value, ensure_ascii=False)[1:-1],
         json.dumps(as_json)[1:-1],  # JSON inside JSON
         as_json.replace("/", "\\/"),
-        repr(value)[1:-1],
+        as_repr,
+        json.dumps(as_repr)[1:-1],
+        json.dumps(as_repr, ensure_ascii=False)[1:-1],
         value.replace("\\", "\\\\").replace("'", "\\'"),
         value.replace("\\", "\\\\").replace('"', '\\"'),
         *_url_encoded(value),
