@@ -688,7 +688,7 @@ def _steer_to_end(session: Session) -> int:
         f"{metrics.duration:.1f} seconds"
     )
     if session.summary:
-        print(f"summary: {visible(session.summary)}")
+        print(f"summary: {visible(session.secrets.redact(session.summary))}")
     print(f"metrics: grinta metrics {session.log_path}")
     problem = _ending_error(session)
     if problem:

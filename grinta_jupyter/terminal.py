@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
     from grinta_jupyter.agent.step import Step
     from grinta_jupyter.runtime.hunks import Hunk
+    from grinta_jupyter.runtime.secrets import Secrets
 
 SHOWN_OUTPUT_CHARS = 2000
 
@@ -72,7 +73,9 @@ INTERRUPTED = "interrupted by the user"
 
 
 def steer(session: Session, console: Console) -> bool:
-    """Step ``session`` to its end, asking about each proposal; False when Ctrl-C stopped it."""
+    """Step ``session`` to its end, asking about each proposal; False when Ctrl-C stopped it.
+    ``console`` redacts the session's secrets from what it shows."""
+    console.secrets = session.secrets
     return _run_until_done(session, _drive(session, console))
 
 
@@ -389,21 +392,30 @@ def _pretty_arguments(arguments: str) -> str:
 
 
 class Console:
-    """What the CLI shows a person: each step once, and untrusted text only as ``visible``."""
+    """What the CLI shows a person: each step once, untrusted text only as ``visible``, and
+    the session's secrets redacted (``steer`` gives it them) from every text, whole before
+    any cut, and from diffs row by row, as the notebook's cards are."""
 
-    def __init__(self, out: TextIO, color: bool | None = None):
+    def __init__(self, out: TextIO, color: bool | None = None, secrets: Secrets | None = None):
         self.out = out
         if color is None:
             color = _isatty(out) and not os.environ.get("NO_COLOR")
         self.color = color
+        self.secrets = secrets
         self._proposals: set[int] = set()  # ids of the proposals shown
         self._outputs: set[int] = set()
 
+    def _clean(self, text: str) -> str:
+        return self.secrets.redact(text) if self.secrets is not None else text
+
+    def _clean_diff(self, diff: str) -> str:
+        return self.secrets.redact_diff(diff) if self.secrets is not None else diff
+
     def say(self, line: str) -> None:
-        print(visible(line), file=self.out, flush=True)
+        print(visible(self._clean(line)), file=self.out, flush=True)
 
     def block(self, text: str) -> None:
-        print(_indent(visible(text)), file=self.out, flush=True)
+        print(_indent(visible(self._clean(text))), file=self.out, flush=True)
 
     def model_text(self, piece: str) -> None:
         """Streamed model text: escapes are per character, so a split sequence stays harmless."""
@@ -423,22 +435,22 @@ class Console:
 
     def hunk(self, hunk: Hunk, total: int) -> None:
         """One hunk of a pending write, for choosing hunk by hunk."""
-        where = visible(hunk.path, keep_newlines=False)
+        where = visible(self._clean(hunk.path), keep_newlines=False)
         lines = [f"--- hunk {hunk.index + 1} of {total} in {where}"]
-        lines.extend("    " + line for line in hunk_lines(hunk, self.color))
+        lines.extend("    " + line for line in hunk_lines(hunk, self.color, self._clean))
         print("\n".join(lines), file=self.out, flush=True)
 
     def proposal(self, step: Step) -> None:
         p = step.proposal
-        name = visible(step.call.name, keep_newlines=False)
+        name = visible(self._clean(step.call.name), keep_newlines=False)
         if p.command is not None:  # what will run is shown whole, every line of it
             lines = [f"\n=== step {step.number}: {name}"]
             lines.extend(
                 ("    $ " if i == 0 else "    > ") + visible(line, keep_newlines=False)
-                for i, line in enumerate(p.command.split("\n"))
+                for i, line in enumerate(self._clean(p.command).split("\n"))
             )
         else:
-            arguments = step.call.arguments
+            arguments = self._clean(step.call.arguments)
             cut = len(arguments) - ARGUMENTS_SHOWN
             shown = visible(arguments[:ARGUMENTS_SHOWN], keep_newlines=False)
             if cut > 0:
@@ -449,7 +461,7 @@ class Console:
         if step.stale:
             lines.append(
                 "    ! staged again on resume, and the files changed since: "
-                + visible(step.stale, keep_newlines=False)
+                + visible(self._clean(step.stale), keep_newlines=False)
             )
         elif step.restaged:
             lines.append("    (staged again on resume; its files are as they were)")
@@ -457,14 +469,14 @@ class Console:
             lines.append(
                 "    "
                 + visible(
-                    f"resolved {r.target!r} -> {r.chosen or 'nothing'} ({r.reason})",
+                    self._clean(f"resolved {r.target!r} -> {r.chosen or 'nothing'} ({r.reason})"),
                     keep_newlines=False,
                 )
             )
         if p.diff:
-            lines.extend("    " + line for line in diff_lines(p.diff, self.color))
+            lines.extend("    " + line for line in diff_lines(self._clean_diff(p.diff), self.color))
         if p.error is not None:
-            lines.append(_indent(visible(p.error.render())))
+            lines.append(_indent(visible(self._clean(p.error.render()))))
         print("\n".join(lines), file=self.out, flush=True)
 
     def observation(self, step: Step) -> None:
@@ -472,7 +484,7 @@ class Console:
         assert obs is not None
         if obs.error is not None and obs.error == step.proposal.error:
             return  # shown with the proposal
-        output = obs.output
+        output = self._clean(obs.output)  # whole: a cut must not leave half a secret
         shown = (
             output.split("\n")[0] if step.proposal.diff and output else output[:SHOWN_OUTPUT_CHARS]
         )
@@ -523,18 +535,19 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
     return out
 
 
-def hunk_lines(hunk: Hunk, color: bool = False) -> list[str]:
-    """A hunk's header and rows, marked as in ``diff_lines``.
+def hunk_lines(hunk: Hunk, color: bool = False, clean: Callable[[str], str] = str) -> list[str]:
+    """A hunk's header and rows, marked as in ``diff_lines``, each text through ``clean``
+    (the console's redaction) first.
 
     The rows come from the runtime's own hunk (``runtime.hunks``), not parsed
     from text: the first character of each is its role by construction.
     """
     roles = {"+": "add", "-": "del", " ": "context"}
-    header = visible(hunk.header, keep_newlines=False)  # a notebook's names its cell
+    header = visible(clean(hunk.header), keep_newlines=False)  # a notebook's names its cell
     out = [f"{_STYLES['hunk']}{header}{_RESET}" if color else header]
     for row in hunk.lines:
         role = roles.get(row[:1])
-        text = visible(row[1:], keep_newlines=False)
+        text = visible(clean(row[1:]), keep_newlines=False)
         if role is None:
             out.append(f"\\ {text}")
         elif role == "context" or not color:

@@ -5,9 +5,10 @@ user's own words (docs/guarantees.md, "Secrets stay secret")."""
 from __future__ import annotations
 
 import asyncio
-import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,11 +18,12 @@ from grinta_jupyter.agent.models import LiteLLMModel, ScriptedModel, call, raw_c
 from grinta_jupyter.agent.session import Session
 from grinta_jupyter.jupyter.mime import trace_bundle
 from grinta_jupyter.runtime.secrets import REDACTED, command_environment, is_secret_name
-from grinta_jupyter.terminal import Console
 from grinta_jupyter.tools.run import command_env
 from tests.conftest import drive
-from tests.openai_server import error_reply, text_reply, tool_call, tool_reply
+from tests.openai_server import OpenAIServer, error_reply, text_reply, tool_call, tool_reply
 
+_SCRIPT = Path(sys.executable).with_name("grinta")
+CLI = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "grinta_jupyter.cli"]
 KEY = "sk-proj-Abc123XyZ987LongSecretValue0000"  # 38 characters: the partial rules apply
 # Quotes, a backslash and non-ASCII: its printed forms differ from it.
 PASSWORD = "p@ss'w\"rd\\Ünï-2024"
@@ -388,28 +390,35 @@ def test_a_reply_streaming_the_key_is_redacted_in_the_log_and_the_next_request(w
 # -- the terminal front end ------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="terminal.Console prints outputs, diffs and arguments unredacted (not this file's fix)",
-)
-def test_the_terminal_front_end_shows_no_key(ws):
-    (ws / ".env").write_text(f"OPENAI_API_KEY={KEY}\n")
-    (ws / "c.py").write_text(f"T = '{KEY}'\n\n\ndef f():\n    return 1\n")
-    session, _ = run_session(
-        ws,
-        [
-            reply("", call("read", path=".env")),
-            reply("", call("run", command="cat .env")),
-            reply(
-                "",
-                call("replace_string", path="c.py", old_string="return 1", new_string="return 2"),
-            ),
-        ],
-    )
-    out = io.StringIO()
-    console = Console(out)
-    for step in session.steps:  # as terminal._drive shows each step
-        console.show_proposal(step)
-        console.show_observation(step)
-    assert "cat .env" in out.getvalue()
-    assert pieces(out.getvalue(), KEY) == []
+def test_the_terminal_front_end_shows_no_key(ws: Path) -> None:
+    """Attack: ``grinta run`` printed outputs, diffs and arguments raw: a key in ``.env``
+    appeared three times on the terminal (the read, ``cat .env``, a diff's context line),
+    while the model, the log and the cards saw it redacted."""
+    (ws / ".env").write_text(f"GITHUB_TOKEN={KEY}\n")
+    (ws / "c.py").write_text(f"def f():\n    T = '{KEY}'\n    return 1\n")
+    edit = {"path": "c.py", "old_string": "return 1", "new_string": "return 2"}
+    with OpenAIServer() as server:
+        server.queue(
+            tool_reply(tool_call("read", {"path": ".env"}, id="c1")),
+            tool_reply(tool_call("run", {"command": "cat .env"}, id="c2")),
+            tool_reply(tool_call("replace_string", edit, id="c3")),
+        )  # then the server has no reply left: the session ends on that error
+        environment = {k: v for k, v in os.environ.items() if not k.startswith("GRINTA_")}
+        environment |= {
+            "GRINTA_MODEL": "openai/test",
+            "GRINTA_API_BASE": server.url,
+            "GRINTA_API_KEY": "sk-test",
+            "GITHUB_TOKEN": KEY,
+        }
+        done = subprocess.run(
+            [*CLI, "run", "look around", "--root", str(ws)],
+            input="y\ny\ny\ny\n",
+            capture_output=True,
+            text=True,
+            env=environment,
+            timeout=120,
+        )
+    assert (ws / "c.py").read_text().endswith("return 2\n"), done.stdout + done.stderr
+    shown = done.stdout + done.stderr
+    assert "cat .env" in shown and f"T = '{REDACTED}'" in shown, shown
+    assert pieces(shown, KEY) == []

@@ -124,7 +124,7 @@ def step_payload(
             }
             for r in p.resolutions
         ],
-        "diff": _redacted_rows(p.diff, secrets),
+        "diff": secrets.redact_diff(p.diff),
         "diff_truncated": False,
         "files": [
             {"path": c.path, "added": c.added_lines, "removed": c.removed_lines} for c in p.changes
@@ -704,17 +704,6 @@ def _cut(text: str, limit: int) -> str:
 
 def _bound_args(arguments: dict[str, Any]) -> dict[str, Any]:
     return {k: _cut(v, MAX_ARG_CHARS) if isinstance(v, str) else v for k, v in arguments.items()}
-
-
-def _redacted_rows(diff: str, secrets: Secrets) -> str:
-    """``diff`` redacted row by row, each row keeping its first character: a secret that
-    starts with a row's marker (``-``, ``+``, a space) and fills the row must not take the
-    marker with it, or the card would read that row, and the rest of its hunk, as notes."""
-    rows = []
-    for row in diff.split("\n"):
-        redacted = secrets.redact(row)
-        rows.append(redacted if redacted[:1] == row[:1] else row[:1] + redacted)
-    return "\n".join(rows)
 
 
 def _redact_keys(data: Any, secrets: Secrets) -> Any:

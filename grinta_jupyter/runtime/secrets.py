@@ -204,6 +204,19 @@ class Secrets:
         out.append(text[at:])
         return "".join(out)
 
+    def redact_diff(self, diff: str) -> str:
+        """A unified ``diff`` redacted row by row, each row keeping its first character: a
+        secret that starts with a row's marker (``-``, ``+``, a space) and fills the row must
+        not take the marker with it, or a reader would take that row, and the rest of its
+        hunk, for notes."""
+        if not self.values:
+            return diff
+        rows = []
+        for row in diff.split("\n"):
+            redacted = self.redact(row)
+            rows.append(redacted if redacted[:1] == row[:1] else row[:1] + redacted)
+        return "\n".join(rows)
+
     def redact_data(self, data: Any) -> Any:
         """A copy of JSON-like ``data`` with string values redacted (keys are kept)."""
         if not self.values:
