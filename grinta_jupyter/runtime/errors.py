@@ -182,10 +182,13 @@ class ToolError:
             candidates = candidates[:MAX_CANDIDATES]
         object.__setattr__(self, "candidates", candidates)
         if len(self.message) > MAX_MESSAGE_CHARS:
-            cut = len(self.message) - MAX_MESSAGE_CHARS
-            object.__setattr__(
-                self, "message", self.message[:MAX_MESSAGE_CHARS] + f" [... {cut} more chars]"
-            )
+            from grinta_jupyter.runtime.secrets import before_cut
+
+            message = before_cut(self.message)  # a cut through a secret keeps no piece of it
+            cut = len(message) - MAX_MESSAGE_CHARS
+            if cut > 0:
+                message = message[:MAX_MESSAGE_CHARS] + f" [... {cut} more chars]"
+            object.__setattr__(self, "message", message)
 
     def render(self) -> str:
         """The text the model reads: code, message, then candidates with snippets (bounded)."""

@@ -14,6 +14,8 @@ import base64
 from collections.abc import Sequence
 from typing import Any
 
+from grinta_jupyter.runtime.secrets import before_cut
+
 OUTPUT_TEXT_CHARS = 600
 OUTPUT_TEXT_LINES = 12
 # Names a notebook gives (an output's type, a stream's name, an error's ename, a MIME
@@ -58,6 +60,8 @@ def _bounded(text: str, chars: int = OUTPUT_TEXT_CHARS) -> str:
     lines = text.rstrip("\n").split("\n")
     cut = "\n".join(lines[:OUTPUT_TEXT_LINES])
     more = len(lines) - OUTPUT_TEXT_LINES
+    if len(cut) > chars:
+        cut = before_cut(cut)  # a cut through a secret keeps no piece of it
     if len(cut) > chars:
         cut = cut[:chars] + f" [... {len(text) - chars} more chars]"
     elif more > 0:

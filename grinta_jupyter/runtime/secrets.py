@@ -174,6 +174,55 @@ def held() -> tuple[str, ...]:
         return tuple(_held)
 
 
+def before_cut(text: str) -> str:
+    """``text`` with this process's secrets redacted (the environment's and those ``hold``
+    was given): for a text about to be cut to a limit. Redacted after the cut, a secret cut
+    through would keep its first or last few characters (fewer than ``PARTIAL`` are not
+    recognised); redacted before, the cut falls in ordinary text or a marker."""
+    return _known().redact(text) if text else text
+
+
+def cut_end(text: str) -> str:
+    """``text`` whose end a cut made (the kept head of an output read in pieces): redacted,
+    and its last characters, when at least ``STRETCH`` of them could begin a secret (they
+    occur in one of its printed forms), replaced by ``REDACTED``."""
+    secrets = _known()
+    text = secrets.redact(text)
+    if not secrets.values:
+        return text
+    forms = _forms(secrets.values)
+    size = _secret_tail(text, forms, min(len(text), len(forms[0])))
+    return text[: len(text) - size] + REDACTED if size >= STRETCH else text
+
+
+def cut_start(text: str) -> str:
+    """``text`` whose start a cut made (the kept tail of an output): redacted, and its first
+    characters, when at least ``STRETCH`` of them could end a secret, replaced by ``REDACTED``."""
+    secrets = _known()
+    text = secrets.redact(text)
+    if not secrets.values:
+        return text
+    forms = _forms(secrets.values)
+    reversed_forms = tuple(form[::-1] for form in forms)
+    size = _secret_tail(text[::-1], reversed_forms, min(len(text), len(forms[0])))
+    return REDACTED + text[size:] if size >= STRETCH else text
+
+
+_known_lock = threading.Lock()
+_known_cache: tuple[tuple[Any, ...], Secrets] | None = None
+
+
+def _known() -> Secrets:
+    """The secrets of this process now, computed again only when the environment or the
+    values ``hold`` was given have changed."""
+    global _known_cache
+    key = (tuple(os.environ.items()), held())
+    with _known_lock:
+        if _known_cache is None or _known_cache[0] != key:
+            _known_cache = (key, Secrets.from_env())
+        return _known_cache[1]
+
+
 @dataclass(frozen=True)
 class Secrets:
     """A fixed set of secret values, and the redaction of text and data that may hold them."""

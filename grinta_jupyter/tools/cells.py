@@ -47,6 +47,7 @@ from grinta_jupyter.runtime.notebook import (
 )
 from grinta_jupyter.runtime.outputs import summarize_outputs
 from grinta_jupyter.runtime.resolution import Resolution
+from grinta_jupyter.runtime.secrets import before_cut
 from grinta_jupyter.runtime.textfile import TextFile
 from grinta_jupyter.tools.base import Settings, StagedFile, ToolContext
 
@@ -481,6 +482,8 @@ def _source_rows(lines: list[str], first: int, last: int, settings: Settings) ->
     size = 0
     for number in range(first, last + 1):
         line = lines[number - 1]
+        if len(line) > limit:
+            line = before_cut(line)  # a cut through a secret keeps no piece of it
         if len(line) > limit:
             line = line[:limit] + f" [... {len(line) - limit} more chars]"
         row = f"{number:6}\t{line}"

@@ -34,6 +34,7 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.files import size_text
 from grinta_jupyter.runtime.notebook import NotebookFile
+from grinta_jupyter.runtime.secrets import before_cut
 from grinta_jupyter.runtime.textfile import line_numbers
 from grinta_jupyter.tools.base import StagedFile
 
@@ -165,6 +166,8 @@ def _rows(text: str, start: int, first: int, count: int) -> str:
 
 
 def _row(number: int, line: str) -> str:
+    if len(line) > SNIPPET_LINE_CHARS:
+        line = before_cut(line)  # a cut through a secret keeps no piece of it
     if len(line) > SNIPPET_LINE_CHARS:
         line = line[:SNIPPET_LINE_CHARS] + f" [... {len(line) - SNIPPET_LINE_CHARS} more chars]"
     return f"{number:6}\t{line}"

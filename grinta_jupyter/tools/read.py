@@ -21,6 +21,7 @@ from pydantic import Field
 
 from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolFailure, fail
 from grinta_jupyter.runtime.notebook import NotebookFile, is_notebook
+from grinta_jupyter.runtime.secrets import before_cut
 from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.runtime.workspace import Skipped, skipped_note
 from grinta_jupyter.tools import cells
@@ -79,6 +80,8 @@ def render_lines(rel: str, lines: list[str], first: int, last: int, ctx: ToolCon
     shown_last = first - 1
     for n in range(first, last + 1):
         line = lines[n - 1]
+        if len(line) > limits.max_line_chars:
+            line = before_cut(line)  # a cut through a secret keeps no piece of it
         if len(line) > limits.max_line_chars:
             line = (
                 line[: limits.max_line_chars]

@@ -39,7 +39,7 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.process import MAX_COMMAND_BYTES, OutputBuffer, run_command
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation
-from grinta_jupyter.runtime.secrets import command_environment
+from grinta_jupyter.runtime.secrets import before_cut, command_environment, cut_end, cut_start
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext, ToolSpec
 
@@ -187,9 +187,11 @@ def render_output(buffer: OutputBuffer, limit: int) -> str:
     terminal codes, at most ``limit`` characters keeping head and tail."""
     if not buffer.omitted:
         return bound_output(_clean(buffer.head + buffer.tail), limit)
-    head = _clean(buffer.head)[: limit // 3]
-    tail = _clean(buffer.tail)
-    tail = tail[max(len(tail) - (limit - len(head)), 0) :]
+    # The head and tail were cut from the output as it came: neither keeps a piece of a
+    # secret the cut went through (runtime/secrets.cut_end, cut_start).
+    head = cut_end(before_cut(_clean(buffer.head))[: limit // 3])
+    tail = before_cut(_clean(buffer.tail))
+    tail = cut_start(tail[max(len(tail) - (limit - len(head)), 0) :])
     return f"{head}\n[... middle omitted: the command printed {buffer.total} bytes ...]\n{tail}"
 
 
@@ -199,6 +201,9 @@ def _clean(raw: bytes) -> str:
 
 def bound_output(text: str, limit: int) -> str:
     """Keep the head and the tail (where test summaries are), drop the middle."""
+    if len(text) <= limit:
+        return text
+    text = before_cut(text)  # a cut through a secret must keep no piece of it
     if len(text) <= limit:
         return text
     head = text[: limit // 3]

@@ -43,6 +43,8 @@ from collections.abc import Callable, Iterable
 from inspect import CO_VARARGS, CO_VARKEYWORDS, Parameter, signature
 from typing import Any
 
+from grinta_jupyter.runtime.secrets import before_cut
+
 LINE_CHARS = 200
 MAX_ATTRIBUTES = 30
 # Integers past this many bits are described, not written out (their decimal text costs
@@ -487,5 +489,8 @@ def counted(number: int, word: str, plural: str = "") -> str:
 
 
 def cut(text: str, limit: int = LINE_CHARS) -> str:
-    """``text``, cut to ``limit`` characters with ``...`` when longer."""
+    """``text``, cut to ``limit`` characters with ``...`` when longer (redacted first: a cut
+    through a secret keeps no piece of it)."""
+    if len(text) > limit:
+        text = before_cut(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
