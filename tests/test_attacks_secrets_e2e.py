@@ -173,14 +173,34 @@ def test_commands_get_no_secret_variable_whatever_its_spelling(ws, monkeypatch):
 
 @pytest.mark.parametrize(
     "name",
-    ["AWS_ACCESSKEY", "ACCESSKEY", "aws_accesskey_id", "YOUTUBE_COOKIES", "SIGNATURES", "JWTS"],
+    [
+        "AWS_ACCESSKEY",
+        "ACCESSKEY",
+        "aws_accesskey_id",
+        "YOUTUBE_COOKIES",
+        "SIGNATURES",
+        "JWTS",
+        "SENTRY_DSN",
+        "SLACK_WEBHOOK_URL",
+        "discordWebhook",
+    ],
 )
 def test_the_documented_names_are_secret(name):
     assert is_secret_name(name)
 
 
 @pytest.mark.parametrize(
-    "name", ["ACCESS_LOG", "KEYBOARD", "MONKEY", "AUTHOR", "PASSENGER", "BYPASS", "TOKENIZERS"]
+    "name",
+    [
+        "ACCESS_LOG",
+        "KEYBOARD",
+        "MONKEY",
+        "AUTHOR",
+        "PASSENGER",
+        "BYPASS",
+        "TOKENIZERS",
+        "DSNLOOKUP",
+    ],
 )
 def test_names_that_only_look_close_stay_ordinary(name):
     assert not is_secret_name(name)

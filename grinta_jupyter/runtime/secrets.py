@@ -62,6 +62,10 @@ SECRET_WORDS = frozenset(
         "SIGNATURES",
         "JWT",
         "JWTS",
+        "DSN",  # SENTRY_DSN: a URL whose user part is the key
+        "DSNS",
+        "WEBHOOK",  # SLACK_WEBHOOK_URL: a URL whose path is the credential
+        "WEBHOOKS",
     }
 )
 # Strong enough to count anywhere in a name, not only as a word.
