@@ -15,7 +15,10 @@ Options: --model M, --root DIR, --auto, --toolset T, --max-steps N,
 --manual (no background task: advance with %grinta step).
 They are ``Config`` fields (config.py): an option given wins over the
 ``GRINTA_*`` environment, which wins over the defaults.
-A task that starts with a subcommand word can be given after ``--``.
+Options go before or after the task; the task is its words as typed (quotes, apostrophes and
+backslashes inside it are the task's, not shell syntax; one quoted word alone is unquoted).
+A task that starts with a subcommand word, or holds words that look like options, is given
+after ``--``: ``%grinta --auto -- fix the --manual flag``.
 
 Loading the extension in a kernel also registers the comm target of the saved
 trace's box (``jupyter/sessionlink.py``), so a finished session's card can take
@@ -32,8 +35,10 @@ heavy at module level.
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
+import re
 import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -107,12 +112,12 @@ def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[st
     parser.add_argument("--max-steps", type=positive_int)
     parser.add_argument("--manual", action="store_true", default=None)
     parser.add_argument("task", nargs="*")
+    words = _words(line)
+    names = [word for word, _, _ in words]
+    # After "--" everything is the task: "%grinta -- fix the --auto flag".
+    ends = names.index("--") if "--" in names else len(words)
     try:
-        words = shlex.split(line, posix=True)
-    except ValueError:
-        words = line.split()
-    try:
-        args, unknown = parser.parse_known_args(words)
+        args, unknown = parser.parse_known_args(names[:ends])
     except argparse.ArgumentError as exc:
         raise MagicUsageError(str(exc)) from None
     if "--allow-notebooks" in unknown:
@@ -120,10 +125,23 @@ def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[st
             "--allow-notebooks is gone: notebooks are always edited as cells, validated before "
             "every commit, and the cell running the session is protected (docs/notebook.md)"
         )
+    if any(not word.startswith("-") for word in unknown):
+        raise MagicUsageError(
+            f"an option splits the task ({' '.join(unknown)!r} after it): put options before "
+            "or after the task; a task with words like --auto goes after --: "
+            "%grinta --auto -- fix the --manual flag"
+        )
     if unknown:
         raise MagicUsageError(f"unknown option {' '.join(unknown)}")
     options = vars(args)
-    task = " ".join(options.pop("task")).strip()
+    given = options.pop("task")
+    if ends < len(words):
+        if given:
+            raise MagicUsageError("the task goes after --, with nothing before it but options")
+        task = _as_typed(line, words[ends + 1 :])
+    else:
+        first = _run_of(names, given)
+        task = _as_typed(line, words[first : first + len(given)])
     try:
         config = Config.from_env(os.environ if environ is None else environ)
     except ConfigError as exc:
@@ -136,13 +154,52 @@ def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[st
 
 def split_command(line: str) -> tuple[str | None, str]:
     """(subcommand, rest) when ``line`` starts with a subcommand word, else (None, line)."""
-    stripped = line.strip()
-    if stripped.startswith("-- "):
-        return None, stripped[3:]
-    head, _, rest = stripped.partition(" ")
+    head, *rest = line.split(maxsplit=1) or [""]
+    if head == "--":
+        return None, "".join(rest)
     if head in SUBCOMMANDS:
-        return head, rest.strip()
+        return head, "".join(rest).strip()
     return None, line
+
+
+def _words(line: str) -> list[tuple[str, int, int]]:
+    """The words of ``line`` as a POSIX shell splits them, each with where it starts and ends
+    in ``line`` (from an unbalanced quote on, the words are split at whitespace)."""
+    stream = io.StringIO(line)
+    lexer = shlex.shlex(stream, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
+    words: list[tuple[str, int, int]] = []
+    while True:
+        end = words[-1][2] if words else 0
+        start = len(line) - len(line[end:].lstrip())
+        try:
+            word = lexer.get_token()
+        except ValueError:  # no closing quotation
+            rest = re.finditer(r"\S+", line[end:])
+            return words + [(m.group(), end + m.start(), end + m.end()) for m in rest]
+        if word is None:
+            return words
+        words.append((word, start, stream.tell()))
+
+
+def _run_of(names: list[str], given: list[str]) -> int:
+    """Where the task's words ``given`` (argparse's) run in ``names``: the first place they
+    do, after the options before them."""
+    for first in range(len(names) - len(given) + 1):
+        if names[first : first + len(given)] == given:
+            return first
+    return len(names)
+
+
+def _as_typed(line: str, words: list[tuple[str, int, int]]) -> str:
+    """The text of ``words`` as ``line`` has it (quotes, apostrophes and backslashes are the
+    task's, not shell syntax); one quoted word alone is its words (``"fix the bug"``)."""
+    if not words:
+        return ""
+    if len(words) == 1:
+        return words[0][0].strip()
+    return line[words[0][1] : words[-1][2]].strip()
 
 
 @magics_class
@@ -174,17 +231,25 @@ class GrintaMagics(Magics):
                 controller.start(cell.strip(), config)
                 return None
             command, rest = split_command(line)
+            if command is None and line.strip().lower() in SUBCOMMANDS:
+                # "%grinta Stop" would replace the running session with one on the task "Stop".
+                word = line.strip()
+                raise MagicUsageError(
+                    f"subcommands are lowercase: %grinta {word.lower()} (for the task "
+                    f"{word!r}, write %grinta -- {word})"
+                )
             if command is None:
-                task, config = parse_start(rest)
+                task, config = parse_start(line)  # a leading "--" is its to take
                 if not task:
                     raise MagicUsageError("give a task, e.g. %grinta fix the failing test")
                 controller.start(task, config)
                 return None  # no Out[n] echo: grinta_jupyter.current() is the session
             if command == "resume":
                 words, config = parse_start(rest)
-                if len(words.split()) > 1 and not Path(words).expanduser().exists():
+                names = [name for name, _, _ in _words(words)]  # a quoted path is one name
+                if len(names) > 1 and not Path(words).expanduser().exists():
                     raise MagicUsageError(f"resume takes one log (got {words!r})")
-                controller.resume(words or None, config)
+                controller.resume(words if len(names) > 1 else "".join(names) or None, config)
                 return None
             if command in BARE_SUBCOMMANDS and rest:
                 raise MagicUsageError(
