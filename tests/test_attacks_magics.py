@@ -110,3 +110,16 @@ def test_a_capitalised_subcommand_alone_does_not_replace_the_running_session(ip,
     assert grinta_jupyter.current() is running and not running.done
     magic(ip, "-- Stop")
     assert grinta_jupyter.current() is not running and grinta_jupyter.current().task == "Stop"
+
+
+@pytest.mark.parametrize("number", ["1_0", "+1", "\u0661", "-1", "1.0"])
+def test_rewind_takes_plain_digits_only(ip, capsys, number):
+    """Attack: ``int()`` read ``1_0`` as step 10, ``+1`` and an Arabic-Indic one as step 1:
+    a typo rewound to a step the user did not name, undoing its commits."""
+    magic(ip, "--manual fix the failing test in raft_kv")
+    session = grinta_jupyter.current()
+    capsys.readouterr()
+    magic(ip, f"rewind {number}")
+    out = capsys.readouterr().out
+    assert f"rewind takes a step number, e.g. %grinta rewind 3 (got {number!r})" in out
+    assert session.branch == 0 and not session.done

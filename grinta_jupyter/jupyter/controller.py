@@ -733,12 +733,12 @@ def rewind(view: NotebookSession, text: str) -> None:
     from grinta_jupyter.agent.session import RewindError
     from grinta_jupyter.events.log import LogError
 
-    try:
-        number = int(text.strip())
-    except ValueError:
-        raise MagicUsageError(
-            f"rewind takes a step number, e.g. %grinta rewind 3 (got {text.strip()!r})"
-        ) from None
+    word = text.strip()
+    # Digits only: int() also takes "1_0", "+1" and other scripts' digits, and a typo read
+    # as another step would undo the wrong commits.
+    if not (word.isascii() and word.isdigit()):
+        raise MagicUsageError(f"rewind takes a step number, e.g. %grinta rewind 3 (got {word!r})")
+    number = int(word)
     session = view.session
     was_done = session.done
     try:
