@@ -139,7 +139,12 @@ class Config:
     origins: tuple[tuple[str, Origin], ...] = field(default=(), repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        for name, what in (("root", "folder"), ("log_dir", "folder"), ("toolset", "toolset")):
+        for name, what in (
+            ("root", "folder"),
+            ("log_dir", "folder"),
+            ("toolset", "toolset"),
+            ("model", "model, or leave it out for the demo model"),  # '' ran the demo unsaid
+        ):
             value = getattr(self, name)
             if value is not None and not value.strip():
                 raise ConfigError(f"{self.origin(name)} is empty; give a {what}")

@@ -123,3 +123,10 @@ def test_rewind_takes_plain_digits_only(ip, capsys, number):
     out = capsys.readouterr().out
     assert f"rewind takes a step number, e.g. %grinta rewind 3 (got {number!r})" in out
     assert session.branch == 0 and not session.done
+
+
+def test_an_empty_model_option_is_refused_not_the_demo(ip, capsys):
+    """Attack: ``--model ''`` ran the demo model without a word, even with GRINTA_MODEL set."""
+    with pytest.raises(MagicUsageError, match="--model is empty; give a model"):
+        parse_start("--model '' fix it", {"GRINTA_MODEL": "openai/gpt-4o-mini"})
+    assert parse_start("fix it", {"GRINTA_MODEL": ""})[1].model is None  # unset: the demo
