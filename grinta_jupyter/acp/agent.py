@@ -183,6 +183,7 @@ class Conversation:
     turn: asyncio.Task[StopReason] | None = None  # the prompt turn driving the session
     asking: asyncio.Future[RequestPermissionResponse] | None = None  # a permission request
     cancelled: bool = False
+    cancels: int = 0  # the session/cancel notifications received
     commands: set[str] = field(default_factory=set)  # commands the user allowed always
     held_text: list[str] = field(default_factory=list)  # the model's text not sent yet
     text_redactor: StreamRedactor | None = None  # what the sends of this turn gave out
@@ -264,6 +265,8 @@ class GrintaAgent(Agent):
         conv = self._conversations.get(session_id)
         if conv is None or conv.session is None:
             conv = await self._resume_once(root, session_id)
+        elif conv.root != root:
+            raise _invalid(f"session {session_id} works in {conv.root}, not in {root}")
         elif conv.running:
             raise _invalid(f"session {session_id} is working on a prompt; cancel it first")
         session = conv.session
@@ -284,7 +287,7 @@ class GrintaAgent(Agent):
     async def set_session_mode(
         self, session_id: str, mode_id: str, **kwargs: Any
     ) -> SetSessionModeResponse | None:
-        conv = self._conversation(session_id)
+        conv = await self._loaded(session_id)
         if mode_id not in MODES:
             raise _invalid(f"no mode {mode_id!r}; modes: {', '.join(MODES)}")
         conv.mode = _mode_id(mode_id)
@@ -295,7 +298,8 @@ class GrintaAgent(Agent):
     async def prompt(
         self, session_id: str, prompt: list[PromptBlock], **kwargs: Any
     ) -> PromptResponse:
-        conv = self._conversation(session_id)
+        conv = await self._loaded(session_id)
+        cancels = conv.cancels
         text = prompt_text(prompt, conv.root)
         if not text:
             await self._say(conv, "(grinta: the message was empty; say what to do.)")
@@ -316,6 +320,8 @@ class GrintaAgent(Agent):
                     return PromptResponse(stop_reason="end_turn")
                 return PromptResponse(stop_reason=await asyncio.shield(running))
             await asyncio.shield(running)  # it is ending: the message is the next task
+        if conv.cancels != cancels:  # ... unless a cancel came after it: it is cancelled too
+            return PromptResponse(stop_reason="cancelled")
         try:
             if conv.session is None:
                 conv.session = self._start(conv, text)
@@ -332,7 +338,10 @@ class GrintaAgent(Agent):
 
     async def cancel(self, session_id: str, **kwargs: Any) -> None:
         conv = self._conversations.get(session_id)
-        if conv is not None and conv.running:
+        if conv is None:
+            return
+        conv.cancels += 1  # a prompt waiting for the turn to end is cancelled with it
+        if conv.running:
             self._cancel(conv)
 
     async def close(self) -> None:
@@ -392,6 +401,12 @@ class GrintaAgent(Agent):
     # -- sessions -----------------------------------------------------------------------------
 
     def _open(self, root: Path, session_id: str, start_model: str | None) -> Conversation:
+        conv = self._prepare(root, session_id, start_model)
+        self._conversations[session_id] = conv
+        return conv
+
+    def _prepare(self, root: Path, session_id: str, start_model: str | None) -> Conversation:
+        """A conversation in ``root``, not yet known to requests (``_open`` makes it so)."""
         model, problem = self._model(start_model)
         documents = None
         if self._reads_files:
@@ -401,11 +416,9 @@ class GrintaAgent(Agent):
                 return (await client.read_text_file(path=path, session_id=session_id)).content
 
             documents = ClientBuffers(read_text, root, asyncio.get_running_loop())
-        conv = Conversation(
+        return Conversation(
             session_id, root, model, problem, documents, "auto" if self.config.auto else "ask"
         )
-        self._conversations[session_id] = conv
-        return conv
 
     def _model(self, start_model: str | None) -> tuple[Model | None, str | None]:
         """The configured model (the demo model when none is), or why there is none."""
@@ -461,9 +474,10 @@ class GrintaAgent(Agent):
             start = next(e for e in events if isinstance(e, ev.SessionStart))
         except (LogError, StopIteration, OSError) as exc:
             raise _invalid(f"cannot read the log of session {session_id}: {exc}") from None
-        conv = self._open(root, session_id, start.model)
+        # Known to requests only once its session is there: a prompt meanwhile (a client that
+        # did not wait for this answer) would start a second session on the same log.
+        conv = self._prepare(root, session_id, start.model)
         if conv.model is None:
-            del self._conversations[session_id]
             raise _invalid(f"cannot load session {session_id}: {conv.problem}")
         policy: Literal["ask", "auto"] = "auto" if conv.mode == "auto" else "ask"
         try:
@@ -477,11 +491,19 @@ class GrintaAgent(Agent):
                 settings=self.config.settings(),
             )
         except (LogError, ValueError, OSError) as exc:
-            del self._conversations[session_id]
             raise _invalid(f"cannot load session {session_id}: {exc}") from None
         _apply_mode(session, conv.mode)
         conv.session = session
+        self._conversations[session_id] = conv
         return conv
+
+    async def _loaded(self, session_id: str) -> Conversation:
+        """The conversation ``session_id`` names, once a load of it in progress is done."""
+        loading = self._loading.get(session_id)
+        if loading is not None:
+            with contextlib.suppress(Exception):  # the load answers its own failure
+                await asyncio.shield(loading)
+        return self._conversation(session_id)
 
     def _conversation(self, session_id: str) -> Conversation:
         conv = self._conversations.get(session_id)
@@ -780,7 +802,9 @@ def _mode_id(text: str) -> ModeId:
 
 def _workspace(cwd: str) -> Path:
     """The workspace a client names. ACP says absolute; a relative one is taken from the
-    folder the client started grinta in, rather than refused."""
+    folder the client started grinta in, rather than refused; an empty one names no folder."""
+    if not cwd.strip():  # not "." (wherever the editor started grinta: its home, "/")
+        raise _invalid("the workspace is empty: name the project folder (an absolute cwd)")
     try:
         path = Path(cwd).expanduser()
     except RuntimeError:  # "~someone" with no such user: no home to expand

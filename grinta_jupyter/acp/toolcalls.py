@@ -109,14 +109,24 @@ def title_of(tool: str, kind: str, args: dict[str, Any], summary: str) -> str:
     return f"Read {_one_line(str(target), 200)}"
 
 
-def _title(proposal: Proposal) -> str:
-    return title_of(
-        proposal.tool, proposal.kind, proposal.args, proposal.summary if proposal.ok else ""
+def _title(proposal: Proposal, redact: Redact) -> str:
+    return redact(
+        title_of(
+            proposal.tool, proposal.kind, proposal.args, proposal.summary if proposal.ok else ""
+        )
     )
 
 
-def locations_of(root: Path, proposal: Proposal) -> list[ToolCallLocation]:
-    """Where the step reads or writes: absolute paths, with a 1-based line when known."""
+def locations_of(root: Path, proposal: Proposal, redact: Redact) -> list[ToolCallLocation]:
+    """Where the step reads or writes: absolute paths, with a 1-based line when known (the
+    paths redacted: the model names them, and may name a secret)."""
+    return [
+        location.model_copy(update={"path": redact(location.path)})
+        for location in _locations(root, proposal)
+    ]
+
+
+def _locations(root: Path, proposal: Proposal) -> list[ToolCallLocation]:
     if proposal.changes:
         return [
             ToolCallLocation(
@@ -172,7 +182,7 @@ def diffs(root: Path, proposal: Proposal, redact: Redact) -> list[Content]:
             continue
         content.append(
             tool_diff_content(
-                str(root / change.path),
+                redact(str(root / change.path)),
                 redact(after),
                 redact(before) if before is not None else None,
             )
@@ -197,11 +207,11 @@ def started(root: Path, branch: int, step: Step, redact: Redact) -> ToolCallStar
     proposal = step.proposal
     return start_tool_call(
         tool_call_id(branch, step.number, step.call.id),
-        _title(proposal),
+        _title(proposal, redact),
         kind=kind_of(proposal.tool, proposal.kind),
         status="pending",
         content=staged_content(root, step, redact),
-        locations=locations_of(root, proposal),
+        locations=locations_of(root, proposal, redact),
         raw_input=bounded_args(redact_args(proposal.args, redact)),
     )
 
@@ -211,11 +221,11 @@ def asking(root: Path, branch: int, step: Step, redact: Redact) -> ToolCallUpdat
     proposal = step.proposal
     return ToolCallUpdate(
         tool_call_id=tool_call_id(branch, step.number, step.call.id),
-        title=_title(proposal),
+        title=_title(proposal, redact),
         kind=kind_of(proposal.tool, proposal.kind),
         status="pending",
         content=staged_content(root, step, redact),
-        locations=locations_of(root, proposal),
+        locations=locations_of(root, proposal, redact),
     )
 
 
@@ -252,10 +262,10 @@ def observed(
     )
     return update_tool_call(
         tool_call_id(branch, step.number, step.call.id),
-        title=_title(proposal),
+        title=_title(proposal, redact),
         status="completed" if ok else "failed",
         content=content,
-        locations=locations_of(root, proposal),
+        locations=locations_of(root, proposal, redact),
         raw_output=redact("\n".join(shown)) if shown else None,
     )
 
