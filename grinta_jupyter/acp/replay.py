@@ -76,10 +76,10 @@ def replay(events: Sequence[ev.Event], root: Path, redact: Redact) -> Iterator[R
             args = _arguments(event.arguments)
             yield start_tool_call(
                 _id(event),
-                title_of(event.tool, event.kind, args, ""),
+                redact(title_of(event.tool, event.kind, args, "")),  # as live calls are
                 kind=kind_of(event.tool, event.kind),
                 status="pending",
-                locations=[ToolCallLocation(path=str(root / p)) for p in paths_in(args)],
+                locations=[ToolCallLocation(path=redact(str(root / p))) for p in paths_in(args)],
                 raw_input=bounded_args(redact_args(args, redact)),
             )
         elif isinstance(event, ev.DiffStaged) and event.call_id in proposed:
