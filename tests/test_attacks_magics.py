@@ -6,7 +6,7 @@ import pytest
 from IPython.testing import globalipapp
 
 import grinta_jupyter
-from grinta_jupyter.jupyter.magics import MagicUsageError, parse_start
+from grinta_jupyter.jupyter.magics import MagicUsageError, edit_arguments, parse_start
 
 
 @pytest.fixture
@@ -130,3 +130,11 @@ def test_an_empty_model_option_is_refused_not_the_demo(ip, capsys):
     with pytest.raises(MagicUsageError, match="--model is empty; give a model"):
         parse_start("--model '' fix it", {"GRINTA_MODEL": "openai/gpt-4o-mini"})
     assert parse_start("fix it", {"GRINTA_MODEL": ""})[1].model is None  # unset: the demo
+
+
+def test_edit_with_words_says_how_to_give_such_a_task():
+    with pytest.raises(MagicUsageError, match="write %grinta -- edit"):
+        edit_arguments("the README")
+    with pytest.raises(MagicUsageError) as broken:
+        edit_arguments('{"path": ')
+    assert "-- edit" not in str(broken.value)

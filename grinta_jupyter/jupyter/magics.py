@@ -282,7 +282,12 @@ def edit_arguments(text: str) -> dict[str, Any] | str:
     try:
         value = json.loads(text)
     except (ValueError, RecursionError) as exc:
-        raise MagicUsageError(f"edit takes JSON arguments: {exc}") from None
+        hint = (
+            ""
+            if text.lstrip().startswith("{")
+            else " (for a task that starts with 'edit', write %grinta -- edit ...)"
+        )
+        raise MagicUsageError(f"edit takes JSON arguments: {exc}{hint}") from None
     if not isinstance(value, dict):
         raise MagicUsageError(f"edit takes a JSON object {{...}}, not {type(value).__name__}")
     return value
