@@ -441,7 +441,10 @@ def _separators(notebook: Notebook) -> tuple[str, str, str]:
     if cells:
         lead = text[start + 1 : cells[0].span[0]]
         trail = text[cells[-1].span[1] : end - 1]
-        sep = text[cells[0].span[1] : cells[1].span[0]] if len(cells) > 1 else "," + lead
+        if len(cells) > 1:
+            sep = text[cells[0].span[1] : cells[1].span[0]]
+        else:  # one cell: a comma and the lead, or on one line the file's own separator
+            sep = "," + lead if lead else notebook.layout.item_separator
         return lead, sep, trail
     unit = notebook.layout.unit
     if unit is None:

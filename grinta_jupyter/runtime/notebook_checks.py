@@ -35,7 +35,9 @@ from grinta_jupyter.runtime.notebook import (
     BASE_MARKER,
     Notebook,
     ViewCell,
+    choose_marker,
     parse_view,
+    render_view,
     valid_id,
 )
 
@@ -111,7 +113,19 @@ def check_notebook(rel: str, before: str | None, after: str, raw_after: bytes) -
         return failure.error
     if not notebook.is_python:
         return None
-    return check_cells(rel, "" if before is None else before, notebook.view())
+    if before is None or notebook.has_ids:
+        return check_cells(rel, "" if before is None else before, notebook.view())
+    # Without ids a cell's key is its position, which an insert or a delete shifts: the
+    # written cells are named as in the staged view ``after`` (the same cells, in order),
+    # or a cell already broken would read as newly broken once it moved.
+    written = [(c.key, c.cell_type, c.source) for c in notebook.cells]
+    staged = _view_cells(after)
+    if len(staged) == len(written):
+        written = [
+            (key, kind, source)
+            for (key, _, _), (_, kind, source) in zip(staged, written, strict=True)
+        ]
+    return check_cells(rel, before, render_view(written, choose_marker(s for _, _, s in written)))
 
 
 def check_cells(rel: str, before: str, after: str) -> ToolError | None:
