@@ -39,17 +39,27 @@ from tests.openai_server import (
 ANSWER_S = 2.0  # a simple cell answers within this, whatever the session does
 STOPPED = "stopped by the user"
 
-# A task that measures how long the kernel's event loop goes without turning.
+# A task that measures how long the kernel's event loop goes without turning, less the time
+# CPython's garbage collector held the interpreter meanwhile: a full pass over litellm's half
+# million objects takes 0.25-0.35 s whatever grinta does (docs/guarantees.md), and up to
+# 0.55 s on a loaded CI machine (at 7003190), which is not what these tests are about.
 PROBE = """
-import asyncio, time
+import asyncio, gc, time
 _gaps = [0.0]
+_collecting = [0.0, 0.0]  # seconds collected so far; when the pass under way started
+def _collector(phase, info):
+    if phase == "start":
+        _collecting[1] = time.monotonic()
+    else:
+        _collecting[0] += time.monotonic() - _collecting[1]
+gc.callbacks.append(_collector)
 async def _probe():
-    last = time.monotonic()
+    last, collected = time.monotonic(), _collecting[0]
     while True:
         await asyncio.sleep(0.01)
         now = time.monotonic()
-        _gaps.append(now - last)
-        last = now
+        _gaps.append(now - last - (_collecting[0] - collected))
+        last, collected = now, _collecting[0]
 _probe_task = asyncio.ensure_future(_probe())
 """
 RESTART = "_gaps[:] = [0.0]; _probe_task.cancel(); _probe_task = asyncio.ensure_future(_probe())"
@@ -278,16 +288,19 @@ def stream_long_reply(kernel: Kernel, server: OpenAIServer) -> tuple[float, int,
         execute(kernel.kc, "%grinta stop")
         kernel.stopped()
     finally:
-        execute(kernel.kc, "_probe_task.cancel()")
+        execute(kernel.kc, "_probe_task.cancel(); gc.callbacks.remove(_collector)")
     return gap, count, size
 
 
 def test_a_long_reply_streamed_fast_does_not_freeze_the_loop(
     kernel: Kernel, server: OpenAIServer
 ) -> None:
-    """Attack: 5,000 chunks as fast as the network brings them. The loop keeps turning."""
+    """Attack: 5,000 chunks as fast as the network brings them. The loop keeps turning
+    (grinta gave it back every 20 ms; the collector's full passes aside)."""
     gap, _, _ = stream_long_reply(kernel, server)
-    assert gap < 0.5, f"the kernel's event loop stood still for {gap:.1f} s"
+    # 0.14-0.2 s here (idle or with both cores busy); the reply read without giving the loop
+    # back (_YIELD_EVERY unbounded) stood it still 0.5 s, so a lax bound would not see that.
+    assert gap < 0.4, f"the kernel's event loop stood still for {gap:.2f} s"
 
 
 def test_a_long_reply_streamed_fast_does_not_flood_the_front_end(
