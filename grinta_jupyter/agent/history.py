@@ -246,12 +246,24 @@ def _fits(name: str, value: Any) -> bool:
 
 def check_sequence(events: Sequence[ev.Event], where: str) -> None:
     """Raise ``LogError`` unless ``events`` are one session's, numbered 1, 2, 3... in order,
-    with one ``session_start``, first: what resume needs to rebuild a session from them
-    (a repeated, reordered, missing or foreign line would rebuild another one)."""
+    with one ``session_start``, first, each on the branch the session was on when it wrote
+    it (0, then each rewind's new branch, grown from the branch before): what resume needs
+    to rebuild a session from them (a repeated, reordered, missing or foreign line, or one
+    moved to another branch, would rebuild another one: a commit off its branch's path is
+    never undone by a rewind)."""
     if not events or not isinstance(events[0], ev.SessionStart):
         raise LogError(f"{where} does not begin with its session_start event")
     session = events[0].session
+    branches(events)  # each grown from an older one
+    current = 0  # the branch the session writes on
     for number, event in enumerate(events, 1):
+        if isinstance(event, ev.Rewound) and event.parent == current:
+            current = event.branch
+        elif isinstance(event, ev.Rewound) or event.branch != current:
+            raise LogError(
+                f"{where}: event {number} is on branch {event.branch} while the session was "
+                f"on branch {current}: it cannot be resumed"
+            )
         if event.seq != number:
             raise LogError(
                 f"{where}: event {number} is numbered {event.seq} (a line was repeated, "

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import re
 import stat
@@ -80,6 +81,8 @@ class EventLog:
         self.error: str | None = None  # why the file stopped being written, if it did
         self.branch = 0  # stamped on every event (a rewind starts a new branch)
         last_t = self.events[-1].t if self.events else 0.0
+        if not math.isfinite(last_t):  # a hand-edited clock: every new line would carry it
+            last_t = 0.0
         self._started = time.monotonic() - last_t
         self._secrets = secrets if secrets is not None else Secrets.from_env()
         self._file: IO[str] | None = claimed
@@ -103,13 +106,16 @@ class EventLog:
         """Open the file again, once closed, for a session that goes on; the events logged
         meanwhile (in memory only) are written first.
 
-        Raises ``LogError``, nothing written, when it cannot be opened, or when the file is
-        no longer the one this log closed (replaced, appended to by another session object,
-        a symlink now): appending would make a log that cannot be resumed. A log that was
+        Raises ``LogError``, nothing written, when a write failed before (``error``: what
+        cannot be recorded is not done), when it cannot be opened, or when the file is no
+        longer the one this log closed (replaced, appended to by another session object, a
+        symlink now): appending would make a log that cannot be resumed. A log that was
         deleted is written again whole from memory. ``LogBusy`` when another live session
         holds it."""
         with self._lock:
-            if self.path is None or self._file is not None or self.error is not None:
+            if self.error is not None:  # what cannot be recorded is not done
+                raise LogError(f"nothing was done: {self.error}")
+            if self.path is None or self._file is not None:
                 return
             try:
                 handle = claim(self.path)
