@@ -138,3 +138,24 @@ def test_a_whole_utf16_pair_is_a_character(ws: Path) -> None:
     assert "\\ud83d\\ude00" in text
     assert Runtime(ws).call("create", text).ok
     assert (ws / "smile.txt").read_text(encoding="utf-8") == "\U0001f600\n"
+
+
+def test_arguments_nested_past_the_recursion_limit_are_refused_not_raised(ws: Path) -> None:
+    """Attack: arguments nested 5,000 deep (a dict from code) or 100,000 deep (JSON text).
+    The JSON parser's RecursionError escaped ``propose``; so did the lone-surrogate walk's,
+    while it recursed."""
+    nested: list[object] = []
+    inner = nested
+    for _ in range(5_000):
+        inner.append([])
+        inner = inner[-1]  # type: ignore[assignment]
+    rt = Runtime(ws)
+    refused = rt.propose("read", {"path": "a.py", "x": nested})
+    assert refused.error is not None and refused.error.code == "INVALID_ARGS"
+    inner.append("\ud800")
+    refused = rt.propose("search", {"query": "f", "x": nested})
+    assert refused.error is not None and "lone surrogate" in refused.error.message
+    text = '{"path": "a.py", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    refused = rt.propose("read", text)
+    assert refused.error is not None and refused.error.code == "INVALID_ARGS"
+    assert "nested too deeply" in refused.error.message

@@ -705,10 +705,14 @@ def _parse_json_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
     if args is None:
         return {}
     if isinstance(args, dict):
-        _refuse_lone_surrogates(args, "")
+        _refuse_lone_surrogates(args)
         return args
     try:
         parsed = json.loads(args) if args.strip() else {}
+    except RecursionError:
+        raise ToolFailure(
+            ToolError(INVALID_ARGS, "arguments are nested too deeply; send a flat JSON object")
+        ) from None
     except json.JSONDecodeError as exc:
         raise ToolFailure(
             ToolError(
@@ -718,34 +722,48 @@ def _parse_json_args(args: dict[str, Any] | str | None) -> dict[str, Any]:
         ) from None
     if not isinstance(parsed, dict):
         raise ToolFailure(ToolError(INVALID_ARGS, "arguments must be a JSON object"))
-    _refuse_lone_surrogates(parsed, "")
+    _refuse_lone_surrogates(parsed)
     return parsed
 
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _refuse_lone_surrogates(value: Any, where: str) -> None:
+def _refuse_lone_surrogates(value: Any) -> None:
     """Refuse a string holding half a UTF-16 pair (JSON's ``"\\ud800"`` alone): no file,
-    command or log can store it, so it is the model's to fix, not a crash of ours."""
-    if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        if found:
-            raise ToolFailure(
-                ToolError(
-                    INVALID_ARGS,
-                    f"{where or 'an argument'} holds a lone surrogate "
-                    f"(U+{ord(found.group()):04X}, half of a UTF-16 pair); send valid Unicode",
+    command or log can store it, so it is the model's to fix, not a crash of ours. Walked
+    with a stack, not recursion (arguments may nest deeper than Python's recursion limit),
+    and each item's place kept as a link to its parent's, spelled out only when needed."""
+    Place = tuple[Any, str] | None  # (the parent's place, this key) or the top
+    stack: list[tuple[Any, Place, bool]] = [(value, None, False)]
+    while stack:
+        item, place, is_key = stack.pop()
+        if isinstance(item, str):
+            found = _SURROGATE.search(item)
+            if found:
+                names = []
+                while place is not None:
+                    place, name = place
+                    names.append(name)
+                at = ".".join(reversed(names))
+                if len(at) > 120:  # a place 5,000 levels deep is named by its ends
+                    at = f"{at[:60]}...{at[-40:]}"
+                if is_key:
+                    at = f"an argument name{' in ' + at if at else ''}"
+                raise ToolFailure(
+                    ToolError(
+                        INVALID_ARGS,
+                        f"{at or 'an argument'} holds a lone surrogate "
+                        f"(U+{ord(found.group()):04X}, half of a UTF-16 pair); send valid Unicode",
+                    )
                 )
-            )
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            _refuse_lone_surrogates(key, where or "an argument name")
-            if key != "path":  # the workspace refuses such a path by name (PATH_FORBIDDEN)
-                _refuse_lone_surrogates(item, f"{where}.{key}" if where else str(key))
-    elif isinstance(value, list):
-        for n, item in enumerate(value):
-            _refuse_lone_surrogates(item, f"{where}.{n}" if where else str(n))
+        elif isinstance(item, dict):
+            for key, child in item.items():
+                stack.append((key, place, True))
+                if key != "path":  # the workspace refuses such a path by name (PATH_FORBIDDEN)
+                    stack.append((child, (place, str(key)), False))
+        elif isinstance(item, list):
+            stack.extend((child, (place, str(n)), False) for n, child in enumerate(item))
 
 
 def _describe(tool: str, exc: ValidationError) -> str:
