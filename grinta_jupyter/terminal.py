@@ -372,7 +372,7 @@ def _edit_at_prompt(current: str, console: Console) -> str:
 def _parsed(arguments: str) -> Any:
     try:
         return json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
 
 

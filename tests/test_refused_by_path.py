@@ -159,3 +159,28 @@ def test_arguments_nested_past_the_recursion_limit_are_refused_not_raised(ws: Pa
     refused = rt.propose("read", text)
     assert refused.error is not None and refused.error.code == "INVALID_ARGS"
     assert "nested too deeply" in refused.error.message
+
+
+def test_a_call_nested_past_the_recursion_limit_is_shown_logged_and_resumed(ws: Path) -> None:
+    """Attack: the model's arguments nested 100,000 deep. The call is refused, and its card,
+    the metrics and a resume of the log, which parse the arguments again, raised
+    RecursionError instead of showing them raw."""
+    from grinta_jupyter.acp.replay import replay
+    from grinta_jupyter.agent.models import ScriptedModel, call, raw_call, reply
+    from grinta_jupyter.agent.session import Session
+    from grinta_jupyter.events.metrics import measure
+    from grinta_jupyter.jupyter.mime import trace_bundle
+
+    deep = '{"path": "a.py", "x": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    model = ScriptedModel(
+        [reply("", raw_call("read", deep)), reply("", call("finish", summary="ok"))]
+    )
+    session = Session("look", model=model, root=ws, policy="auto")
+    session.run_sync()
+    observation = session.steps[0].observation
+    assert observation is not None and "nested too deeply" in observation.output
+    assert "nested too deeply" in json.dumps(trace_bundle(session))
+    assert measure(session.log.events).steps == 2
+    resumed = Session.resume(session.log_path, model=ScriptedModel([]))
+    assert resumed.done and len(resumed.steps) == 2
+    assert list(replay(resumed.log.events, resumed.root, resumed.secrets.redact))

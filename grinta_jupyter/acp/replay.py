@@ -123,6 +123,6 @@ def _id(event: ev.ToolProposed) -> str:
 def _arguments(raw: str) -> dict[str, Any]:
     try:
         parsed = json.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"arguments": raw}
     return parsed if isinstance(parsed, dict) else {"arguments": raw}

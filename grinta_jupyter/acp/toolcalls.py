@@ -316,7 +316,7 @@ def redact_args(args: dict[str, Any], redact: Redact) -> dict[str, Any]:
         return args
     try:
         parsed: dict[str, Any] = json.loads(clean)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {"arguments": clean}
     return parsed
 

@@ -487,7 +487,7 @@ def _test_outcome(call: dict[str, Any], data: str, number: int) -> str | None:
     """``call N: `command` -> passed|failed (why)`` when the call ran tests, else None."""
     try:
         args = json.loads(call["function"]["arguments"])
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return None
     command = args.get("command") if isinstance(args, dict) else None
     if not isinstance(command, str) or not parse_test_command(command).is_test:

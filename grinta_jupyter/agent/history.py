@@ -397,7 +397,7 @@ def recorded_proposal(proposed: ev.ToolProposed, staged: ev.DiffStaged | None) -
     """A proposal as the log recorded it (for guards and front ends; nothing to commit)."""
     try:
         args = json.loads(proposed.arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested too deeply: refused when proposed
         args = {}
     if not isinstance(args, dict):
         args = {}

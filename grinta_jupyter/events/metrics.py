@@ -192,14 +192,14 @@ def summarize(source: Source) -> dict[str, Any]:
 def _canonical(arguments: str) -> str:
     try:
         return json.dumps(json.loads(arguments), sort_keys=True)
-    except ValueError:
+    except (ValueError, RecursionError):
         return arguments
 
 
 def _read_key(arguments: str) -> str | None:
     try:
         args = json.loads(arguments)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     if not isinstance(args, dict):
         return None

@@ -100,7 +100,7 @@ def step_payload(
     try:
         parsed = json.loads(step.call.arguments or "{}")
         arguments, raw = (parsed, None) if isinstance(parsed, dict) else (None, step.call.arguments)
-    except ValueError:
+    except (ValueError, RecursionError):  # nested too deeply: shown raw
         arguments, raw = None, step.call.arguments
     error = p.error
     obs = step.observation
