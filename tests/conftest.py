@@ -84,3 +84,23 @@ def snapshot(root: Path) -> dict[str, bytes]:
 
 
 from tests.openai_server import openai_server_fixture  # noqa: E402,F401  (the `openai_server` fixture)
+
+
+def grinta_shell():  # type: ignore[no-untyped-def]
+    """IPython's test shell with grinta loaded and no session yet; at the end, the session a
+    test left running is stopped and forgotten. For an ``ip`` fixture, after its own
+    environment: ``yield from grinta_shell()``."""
+    from IPython.testing import globalipapp
+
+    import grinta_jupyter
+    from grinta_jupyter.jupyter import controller
+
+    controller._current = None
+    globalipapp.start_ipython()  # once per process; later calls return None
+    shell = globalipapp.get_ipython()
+    shell.run_line_magic("load_ext", "grinta_jupyter")
+    yield shell
+    session = grinta_jupyter.current()
+    if session is not None and not session.done:
+        session.stop()
+    controller._current = None

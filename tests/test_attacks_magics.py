@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import pytest
-from IPython.testing import globalipapp
 
 import grinta_jupyter
 from grinta_jupyter.jupyter.magics import MagicUsageError, edit_arguments, parse_start
+from tests.conftest import grinta_shell
 
 
 @pytest.fixture
 def ip(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("GRINTA_MODEL", raising=False)
-    from grinta_jupyter.jupyter import controller
-
-    controller._current = None
-    globalipapp.start_ipython()  # once per process; later calls return None
-    shell = globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "grinta_jupyter")
-    yield shell
-    session = grinta_jupyter.current()
-    if session is not None and not session.done:
-        session.stop()
-    controller._current = None
+    yield from grinta_shell()
 
 
 def magic(ip, line):

@@ -19,7 +19,6 @@ import time
 from pathlib import Path
 
 import pytest
-from IPython.testing import globalipapp
 
 import grinta_jupyter
 from grinta_jupyter.agent.models.litellm_model import guess_provider, missing_key
@@ -27,7 +26,7 @@ from grinta_jupyter.jupyter.magics import USAGE
 from grinta_jupyter.runtime.diffs import unified_diff
 from grinta_jupyter.samples.tasks import DEMO_FIX, copy_workspace
 from grinta_jupyter.terminal import HINT, diff_lines
-from tests.conftest import snapshot
+from tests.conftest import grinta_shell, snapshot
 from tests.openai_server import OpenAIServer, error_reply, stall_reply, tool_call, tool_reply
 
 REPO = Path(__file__).resolve().parents[1]
@@ -576,16 +575,7 @@ def ip(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for name in ("GRINTA_MODEL", "GRINTA_ROOT", *KEY_VARS):
         monkeypatch.delenv(name, raising=False)
-    from grinta_jupyter.jupyter import controller
-
-    controller._current = None
-    globalipapp.start_ipython()
-    shell = globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "grinta_jupyter")
-    yield shell
-    session = grinta_jupyter.current()
-    if session is not None and not session.done:
-        session.stop()
+    yield from grinta_shell()
 
 
 @pytest.mark.parametrize(

@@ -11,12 +11,12 @@ import json
 from pathlib import Path
 
 import pytest
-from IPython.testing import globalipapp
 
 import grinta_jupyter
 from grinta_jupyter.events.log import read_events
 from grinta_jupyter.jupyter.magics import split_command
 from grinta_jupyter.jupyter.mime import SESSION_MIME, trace_bundle
+from tests.conftest import grinta_shell
 from tests.openai_server import OpenAIServer, tool_call, tool_reply
 
 
@@ -36,17 +36,7 @@ def ip(tmp_path, monkeypatch, openai_server: OpenAIServer):
     monkeypatch.setenv("GRINTA_API_BASE", openai_server.url)
     monkeypatch.setenv("GRINTA_API_KEY", "sk-local-test")
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    from grinta_jupyter.jupyter import controller
-
-    controller._current = None
-    globalipapp.start_ipython()
-    shell = globalipapp.get_ipython()
-    shell.run_line_magic("load_ext", "grinta_jupyter")
-    yield shell
-    session = grinta_jupyter.current()
-    if session is not None and not session.done:
-        session.stop()
-    controller._current = None
+    yield from grinta_shell()
 
 
 def magic(ip, line: str) -> None:
