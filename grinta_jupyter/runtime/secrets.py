@@ -8,8 +8,10 @@ at ``_``, ``-``, ``.`` and camel-case humps) is one of ``SECRET_WORDS``:
 whose value is a URL with a password in it (``postgres://u:pw@host/db``,
 ``jdbc:mysql://u:pw@host/db``), or carries a secret-named setting
 (``https://host/feed?api_key=...``, ``Server=db;Password=...``), is secret
-whatever its name. A value is redacted only when it looks like a secret
-(at least 8 characters, and not a plain lowercase word), so
+whatever its name, and so is one holding a credential in a provider's format
+(``sk-...``, ``ghp_...``, ``AKIA...``, a JWT, a private key). A value is redacted
+only when it looks like a secret (at least 8 characters, and not a plain
+lowercase word), so
 ``TOKEN_KIND=observation`` does not turn every "observation" into
 ``[REDACTED]``; a multi-line value (a PEM key) is also redacted line by line.
 
@@ -89,6 +91,33 @@ _URL_PASSWORD = re.compile(
 # The name runs greedily, its spaces included (the caller strips them): a lazy name and the
 # spaces before "=" competing for a long run of spaces took the square of its length.
 _SETTING = re.compile(r"(?:^|[?&;])\s*([A-Za-z][\w .-]*)[^\S ]*=\s*([^;&#\s]+)")
+# Credentials whose format says what they are, whatever the variable holding them is called
+# (a key copied to ``FOO``, a header in ``CURL_OPTS``): providers' documented prefixes with
+# enough characters after them that ordinary text does not take that shape.
+_TOKEN_CHAR = r"A-Za-z0-9_\-"
+_CREDENTIAL = re.compile(
+    rf"(?<![{_TOKEN_CHAR}])(?:"
+    + "|".join(
+        (
+            rf"sk-[{_TOKEN_CHAR}]{{20,}}",  # OpenAI, Anthropic, OpenRouter, DeepSeek
+            r"[sr]k_(?:live|test)_[A-Za-z0-9]{16,}",  # Stripe
+            r"gh[pousr]_[A-Za-z0-9]{30,}",  # GitHub
+            r"github_pat_[A-Za-z0-9_]{30,}",
+            rf"glpat-[{_TOKEN_CHAR}]{{20,}}",  # GitLab
+            r"(?:AKIA|ASIA)[0-9A-Z]{16}",  # AWS access key id
+            rf"AIza[{_TOKEN_CHAR}]{{35}}",  # Google
+            r"xox[abposr]-[A-Za-z0-9-]{10,}",  # Slack
+            r"hf_[A-Za-z0-9]{30,}",  # Hugging Face
+            r"gsk_[A-Za-z0-9]{40,}",  # Groq
+            r"r8_[A-Za-z0-9]{30,}",  # Replicate
+            r"npm_[A-Za-z0-9]{36,}",
+            rf"pypi-[{_TOKEN_CHAR}]{{50,}}",
+            rf"eyJ[{_TOKEN_CHAR}]{{10,}}\.eyJ[{_TOKEN_CHAR}]{{10,}}\.[{_TOKEN_CHAR}]{{10,}}",  # JWT
+        )
+    )
+    + rf")(?![{_TOKEN_CHAR}])"
+)
+_PRIVATE_KEY = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----")
 PARTIAL = 12  # a word holding this many leading or trailing characters of a secret is one
 # A streamed word holding this many characters of such a secret waits to be given out whole,
 # up to this long (``StreamRedactor``).
@@ -107,13 +136,24 @@ def is_secret_name(name: str) -> bool:
 
 
 def is_secret_variable(name: str, value: str) -> bool:
-    """A secret name, or a value that is a URL carrying a password or that carries a
-    secret-named setting."""
+    """A secret name, or a value that is a URL carrying a password, carries a secret-named
+    setting, holds a credential in a provider's format or a private key."""
     return (
         is_secret_name(name)
         or _URL_PASSWORD.match(value.strip()) is not None
         or bool(_secret_settings(value))
+        or bool(credentials(value))
+        or _PRIVATE_KEY.search(value) is not None
     )
+
+
+def credentials(text: str) -> list[str]:
+    """The credentials in ``text`` whose format names their provider (``sk-...``,
+    ``ghp_...``, ``AKIA...``, a JWT)."""
+    return _CREDENTIAL.findall(text) if len(text) <= _CREDENTIAL_SCAN else []
+
+
+_CREDENTIAL_SCAN = 1 << 20  # an environment value past a megabyte is not scanned
 
 
 def _secret_settings(value: str) -> list[str]:
@@ -139,6 +179,7 @@ def _values_of(value: str) -> set[str]:
     if url and looks_secret(url.group(1)):
         found.add(url.group(1))
     found.update(setting for setting in _secret_settings(value) if looks_secret(setting))
+    found.update(credentials(value))
     if "\n" in value.strip():
         found.update(line.strip() for line in value.splitlines() if looks_secret(line))
     return found
@@ -552,7 +593,23 @@ def redact(text: str, secrets: Iterable[str] | None = None) -> str:
 def command_environment(
     environ: Mapping[str, str] | None = None, passthrough: Iterable[str] = ()
 ) -> dict[str, str]:
-    """The environment for commands: every secret variable removed, except those named."""
+    """The environment for commands: every secret variable removed, except those named, and
+    every variable holding a secret's value under another name (``FOO=$OPENAI_API_KEY``,
+    a header with a token in it), whichever secret it copies: a named one or a key kept in
+    memory (``hold``)."""
     env = os.environ if environ is None else environ
     keep = set(passthrough)
-    return {k: v for k, v in env.items() if k in keep or not is_secret_variable(k, v)}
+    out = {k: v for k, v in env.items() if k in keep or not is_secret_variable(k, v)}
+    # A path under a secret name (``SSL_KEY_DIR=/etc/ssl``) is not a credential: withholding
+    # every variable naming a path under it would take ``SSL_CERT_FILE`` from commands.
+    withheld = {
+        found
+        for k, v in env.items()
+        if k not in out
+        for found in _values_of(v)
+        if not found.startswith(("/", "~", "."))
+    }
+    withheld |= set(held())
+    return {
+        k: v for k, v in out.items() if k in keep or not any(secret in v for secret in withheld)
+    }
