@@ -141,3 +141,56 @@ def test_a_compact_one_line_notebook_with_one_cell_stays_compact(tmp_path: Path)
     new_id = json.loads(after)["cells"][0]["id"]
     value["cells"].insert(0, plain_cell("y = 2", new_id))
     assert after == json.dumps(value, **compact) + "\n"  # type: ignore[arg-type]
+
+
+# -- a notebook invalid on disk already --------------------------------------------------------
+
+
+def test_an_edit_of_a_notebook_invalid_on_disk_says_the_file_is_invalid_as_it_is(
+    tmp_path: Path,
+) -> None:
+    """An nbformat 4.5 notebook whose cells have no ids (a tool wrote it so) is invalid as
+    it is. Before stop 32 an edit of it was refused with "would not be a valid notebook",
+    blaming the edit, which the model then reworded and proposed again."""
+    value = {
+        "cells": [plain_cell("x = 1"), plain_cell("y = 2")],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / NB).write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    before = snapshot(tmp_path)
+    rt = Runtime(tmp_path)
+    proposal = cell_edit(rt, f"{NB}::cell:1", "replace", new_source="x = 10")
+    assert not proposal.ok and proposal.error is not None
+    assert proposal.error.code == "NOTEBOOK_INVALID"
+    message = proposal.error.message
+    assert "as it is on disk already" in message and "would not be" not in message
+    assert "cell 1 has no valid id" in message and "nothing was written" in message
+    assert snapshot(tmp_path) == before
+
+
+def test_an_edit_that_breaks_a_valid_notebook_still_blames_the_edit(tmp_path: Path) -> None:
+    root = without_ids(tmp_path, "x = 1")
+    rt = Runtime(root)
+    proposal = cell_edit(rt, f"{NB}::cell:1", "replace", new_source="def f(:\n    pass")
+    assert not proposal.ok and proposal.error is not None
+    assert "as it is on disk already" not in proposal.error.message
+
+
+def test_a_repeated_id_names_both_cells(tmp_path: Path) -> None:
+    value = {
+        "cells": [
+            plain_cell("a = 1", "same"),
+            plain_cell("b = 2", "other"),
+            plain_cell("c", "same"),
+        ],
+        "metadata": {},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    (tmp_path / NB).write_text(json.dumps(value, indent=1) + "\n", encoding="utf-8")
+    rt = Runtime(tmp_path)
+    proposal = cell_edit(rt, f"{NB}::cell:other", "replace", new_source="b = 3")
+    assert not proposal.ok and proposal.error is not None
+    assert "(cells 1 and 3)" in proposal.error.message

@@ -185,7 +185,7 @@ class Notebook:
 
 def _check_ids(cells: list[Cell], rel: str) -> None:
     """Every id valid for nbformat and unique: a cell is addressed by its id."""
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for position, cell in enumerate(cells, 1):
         if not valid_id(cell.key):
             raise fail(
@@ -196,10 +196,11 @@ def _check_ids(cells: list[Cell], rel: str) -> None:
         if cell.key in seen:
             raise fail(
                 NOTEBOOK_INVALID,
-                f"{rel}: the id {cell.key!r} is used by two cells; give one of them a new id "
-                "(Jupyter does so when the notebook is saved)",
+                f"{rel}: the id {cell.key!r} is used by two cells (cells {seen[cell.key]} and "
+                f"{position}); give one of them a new id (Jupyter does so when the notebook is "
+                "saved)",
             )
-        seen.add(cell.key)
+        seen[cell.key] = position
 
 
 def _language(metadata: Any) -> str:

@@ -78,6 +78,23 @@ def validate_json(text: str, rel: str) -> ToolError | None:
     return None
 
 
+def _already_invalid(rel: str, raw_before: bytes | None) -> ToolError | None:
+    """NOTEBOOK_INVALID saying the file on disk is invalid as it is, if it is."""
+    if raw_before is None:
+        return None
+    found = validate_json(raw_before.decode("utf-8-sig", errors="replace"), rel)
+    if found is None:
+        return None
+    problem = found.message.replace(" would not be ", " is not ", 1)
+    problem = problem.removesuffix("; nothing was written")
+    return ToolError(
+        NOTEBOOK_INVALID,
+        f"{problem}, as it is on disk already, and grinta writes no notebook that would stay "
+        "invalid; nothing was written. Ask the user to repair it (opening and saving it in "
+        "JupyterLab gives every cell a valid, unique id)",
+    )
+
+
 def _id_problem(data: Any) -> str | None:
     """nbformat's validator repairs missing and repeated ids on its own copy and says
     nothing; a notebook we write must not need the repair."""
@@ -86,7 +103,7 @@ def _id_problem(data: Any) -> str | None:
     minor = data.get("nbformat_minor")
     if not isinstance(minor, int) or minor < 5:
         return None
-    seen: set[str] = set()
+    seen: dict[str, int] = {}
     for position, cell in enumerate(data["cells"], 1):
         if not isinstance(cell, dict):
             return None
@@ -94,19 +111,24 @@ def _id_problem(data: Any) -> str | None:
         if not isinstance(cell_id, str) or not valid_id(cell_id):
             return f"cell {position} has no valid id (nbformat 4.5 requires one)"
         if cell_id in seen:
-            return f"the id {cell_id!r} is used by two cells"
-        seen.add(cell_id)
+            return f"the id {cell_id!r} is used by two cells (cells {seen[cell_id]} and {position})"
+        seen[cell_id] = position
     return None
 
 
-def check_notebook(rel: str, before: str | None, after: str, raw_after: bytes) -> ToolError | None:
+def check_notebook(
+    rel: str, before: str | None, after: str, raw_after: bytes, raw_before: bytes | None = None
+) -> ToolError | None:
     """Checks for a staged notebook change: valid nbformat, and, in a Python notebook, no
     new Python syntax error in a code cell (the views ``before``/``after``; ``before``
-    None: a new file, whose text is its JSON, all of whose code cells are new)."""
+    None: a new file, whose text is its JSON, all of whose code cells are new).
+
+    A notebook invalid on disk already (``raw_before``) is refused as such, with what is
+    wrong with it as it is: the edit did not break it, and the remedy is a repair."""
     text = raw_after.decode("utf-8-sig", errors="replace")
     error = validate_json(text, rel)
     if error is not None:
-        return error
+        return _already_invalid(rel, raw_before) or error
     try:
         notebook = Notebook.parse(text, rel)
     except ToolFailure as failure:

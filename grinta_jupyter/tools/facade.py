@@ -612,7 +612,11 @@ class Runtime:
                     "not edit or delete it; nothing was written. Edit other cells",
                 )
         return check_notebook(
-            change.path, change.before, change.after or "", change.new_bytes or b""
+            change.path,
+            change.before,
+            change.after or "",
+            change.new_bytes or b"",
+            change.old_bytes,
         )
 
     def _failure(self, exc: Exception, action: str, nothing: str) -> ToolError:
