@@ -307,3 +307,50 @@ def test_ambiguous_and_missing_symbols_are_refused(rt, ws):
     refused(rt, ws, "ast_delete_symbol", {"symbol": "mul"}, "SYMBOL_NOT_FOUND")
     assert rt.call("ast_replace_symbol", {"symbol": "pkg/more.py::add", "new_source": new}).ok
     assert (ws / "pkg/more.py").read_text() == new
+
+
+# -- refusals name the arguments of the tool that was called ---------------------------------
+
+XML = '<edit path="a.py"><old>{}</old><new>= 2</new></edit>'
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "code", "says"),
+    [
+        ("str_replace", {"path": "a.py", "old": "", "new": "x"}, "INVALID_ARGS", "old is empty"),
+        (
+            "str_replace",
+            {"path": "a.py", "old": "x = 1", "new": "x = 1"},
+            "NO_CHANGE",
+            "old and new",
+        ),
+        ("str_replace", {"path": "a.py", "old": "nowhere", "new": "x"}, "NOT_FOUND", "old was not"),
+        (
+            "str_replace",
+            {"path": "a.py", "old": "= 1", "new": "= 2"},
+            "AMBIGUOUS_MATCH",
+            "old occurs",
+        ),
+        ("xml_edit", {"block": XML.format("= 1")}, "AMBIGUOUS_MATCH", "the <old> text occurs"),
+        ("xml_edit", {"block": XML.format("nowhere")}, "NOT_FOUND", "the <old> text was not"),
+        ("xml_edit", {"block": XML.format("= 2")}, "NO_CHANGE", "the <old> text and the <new>"),
+    ],
+)
+def test_a_refusal_names_the_arguments_of_the_tool_called(rt, ws, tool, args, code, says):
+    """Attack: a broad-toolset edit the runtime refuses. Bug: the message spoke of
+    `old_string`, `new_string`, `replace_all` and `create`, the intent tools' words, which
+    this toolset does not have: the model was told to set an argument it cannot send."""
+    (ws / "a.py").write_text("x = 1\ny = 1\n")
+    message = refused(rt, ws, tool, args, code)
+    assert says in message
+    for word in ("old_string", "new_string", "replace_all", "use create"):
+        assert word not in message
+
+
+def test_the_intent_tools_keep_their_own_words(ws):
+    (ws / "a.py").write_text("x = 1\ny = 1\n")
+    p = Runtime(ws).propose(
+        "replace_string", {"path": "a.py", "old_string": "= 1", "new_string": "= 2"}
+    )
+    assert p.error is not None and "old_string occurs 2 times" in p.error.message
+    assert "set replace_all" in p.error.message

@@ -53,6 +53,7 @@ from grinta_jupyter.tools.base import Settings, StagedFile, ToolContext
 
 if TYPE_CHECKING:
     from grinta_jupyter.code.symbols import Symbol
+    from grinta_jupyter.tools.matching import Naming
 
 CELL_PREFIX = "cell:"
 MAX_LISTED = 10
@@ -315,7 +316,12 @@ def _in_style(text: str, source: str) -> str:
 
 
 def replace_in_cells(
-    staged: StagedFile, old: str, new: str, replace_all: bool, max_chars: int | None
+    staged: StagedFile,
+    old: str,
+    new: str,
+    replace_all: bool,
+    max_chars: int | None,
+    naming: Naming,
 ) -> int:
     """``replace_in`` for a notebook: matches count within cell sources only."""
     from grinta_jupyter.tools.matching import near_misses
@@ -329,8 +335,8 @@ def replace_in_cells(
         note = f" (near misses were looked for in part of it only: {partial})" if partial else ""
         raise fail(
             NOT_FOUND,
-            f"old_string was not found in any cell of {staged.rel}{note}; it must lie within one "
-            "cell's source",
+            f"{naming.old} was not found in any cell of {staged.rel}{note}; it must lie within "
+            "one cell's source",
             [_in_cell(staged, c) for c in found],
         )
     if count > 1 and not replace_all:
@@ -349,8 +355,7 @@ def replace_in_cells(
         raise ToolFailure(
             ToolError(
                 AMBIGUOUS_MATCH,
-                f"old_string occurs {count} times in {staged.rel} ({where}); add surrounding lines "
-                "to make it unique, or set replace_all",
+                f"{naming.old} occurs {count} times in {staged.rel} ({where}); {naming.unique}",
                 tuple(candidates),
                 more=max(0, len(places) - MAX_LISTED),
             )

@@ -20,6 +20,7 @@ import heapq
 import re
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from grinta_jupyter.runtime.errors import (
     AMBIGUOUS_MATCH,
@@ -50,6 +51,20 @@ _MAX_CLOSE_KEYS = 2_000  # distinct lines difflib compares one old line with
 _ESCAPES = {"\\n": "\n", "\\t": "\t", '\\"': '"', "\\'": "'", "\\\\": "\\"}
 
 
+@dataclass(frozen=True)
+class Naming:
+    """The words a refusal uses for the calling tool's arguments: the model reads them and
+    must find them in the tool it called."""
+
+    old: str = "old_string"
+    new: str = "new_string"
+    unique: str = "add surrounding lines to make it unique, or set replace_all"
+    new_file: str = "create"
+
+
+INTENT_NAMING = Naming()
+
+
 def replace_in(
     staged: StagedFile,
     old: str,
@@ -57,19 +72,22 @@ def replace_in(
     replace_all: bool = False,
     *,
     max_chars: int | None = None,
+    naming: Naming = INTENT_NAMING,
 ) -> int:
     """Replace ``old`` with ``new`` in the staged text; return how many were replaced.
 
     ``max_chars`` bounds the text a ``replace_all`` may produce (FILE_TOO_LARGE past it).
     """
     if old == "":
-        raise fail(INVALID_ARGS, "old_string is empty; to write a new file use create")
+        raise fail(
+            INVALID_ARGS, f"{naming.old} is empty; to write a new file use {naming.new_file}"
+        )
     if old == new:
-        raise fail(NO_CHANGE, "old_string and new_string are identical; nothing would change")
+        raise fail(NO_CHANGE, f"{naming.old} and {naming.new} are identical; nothing would change")
     if isinstance(staged.original, NotebookFile):  # within cell sources, never across cells
         from grinta_jupyter.tools.cells import replace_in_cells
 
-        return replace_in_cells(staged, old, new, replace_all, max_chars)
+        return replace_in_cells(staged, old, new, replace_all, max_chars, naming)
     text = staged.text
     conventions = staged.conventions
     needle, replacement = conventions.adapt(old), conventions.adapt(new)
@@ -82,9 +100,9 @@ def replace_in(
         note = (
             f" (near misses were looked for in part of the file only: {partial})" if partial else ""
         )
-        raise fail(NOT_FOUND, f"old_string was not found in {staged.rel}{note}", found)
+        raise fail(NOT_FOUND, f"{naming.old} was not found in {staged.rel}{note}", found)
     if count > 1 and not replace_all:
-        raise _ambiguous(staged.rel, text, needle, count)
+        raise _ambiguous(staged.rel, text, needle, count, naming)
     if replace_all and max_chars is not None:
         size = len(text) + count * (len(replacement) - len(needle))
         if size > max_chars:
@@ -97,7 +115,7 @@ def replace_in(
     return count
 
 
-def _ambiguous(rel: str, text: str, needle: str, count: int) -> ToolFailure:
+def _ambiguous(rel: str, text: str, needle: str, count: int, naming: Naming) -> ToolFailure:
     """AMBIGUOUS_MATCH naming the first occurrences (with context) and counting the rest."""
     offsets = list(first_offsets(text, needle, MAX_LISTED))
     lines = line_numbers(text, offsets)
@@ -109,8 +127,7 @@ def _ambiguous(rel: str, text: str, needle: str, count: int) -> ToolFailure:
     return ToolFailure(
         ToolError(
             AMBIGUOUS_MATCH,
-            f"old_string occurs {count} times in {rel} (lines {listed}); add surrounding "
-            "lines to make it unique, or set replace_all",
+            f"{naming.old} occurs {count} times in {rel} (lines {listed}); {naming.unique}",
             tuple(candidates),
             more=count - len(candidates),
         )

@@ -5,7 +5,12 @@ from __future__ import annotations
 from pydantic import Field
 
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
-from grinta_jupyter.tools.matching import replace_in
+from grinta_jupyter.tools.matching import Naming, replace_in
+
+# Refusals name this tool's own arguments (it has no replace_all; files are new by write_file).
+NAMING = Naming(
+    old="old", new="new", unique="add surrounding lines to make it unique", new_file="write_file"
+)
 
 
 class StrReplaceArgs(Args):
@@ -16,7 +21,7 @@ class StrReplaceArgs(Args):
 
 def stage(args: StrReplaceArgs, ctx: ToolContext) -> WriteResult:
     staged = ctx.open(args.path)
-    replace_in(staged, args.old, args.new)
+    replace_in(staged, args.old, args.new, naming=NAMING)
     return WriteResult(f"replaced text in {staged.rel}")
 
 

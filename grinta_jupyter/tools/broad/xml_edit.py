@@ -17,7 +17,7 @@ from pydantic import Field
 
 from grinta_jupyter.runtime.errors import AMBIGUOUS_MATCH, INVALID_ARGS, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
-from grinta_jupyter.tools.matching import replace_in
+from grinta_jupyter.tools.matching import Naming, replace_in
 from grinta_jupyter.tools.multiedit import MAX_EDITS
 
 _HEAD = re.compile(r'<edit\s+path="([^"]+)"\s*>\s*<old>')
@@ -25,6 +25,13 @@ _TO_NEW = re.compile(r"\s*<new>")
 _TO_END = re.compile(r"\s*</edit>")
 _TAG = re.compile(r"<edit\b|</?old>|</?new>|</edit>")
 _SPLIT = re.compile(r"</old>\s*<new>")
+# Refusals name the block's own parts (there is no replace_all; files are new by write_file).
+NAMING = Naming(
+    old="the <old> text",
+    new="the <new> text",
+    unique="add surrounding lines to make it unique",
+    new_file="write_file",
+)
 
 
 def edit_blocks(block: str) -> list[tuple[str, str, str]]:
@@ -103,7 +110,7 @@ def stage(args: XmlEditArgs, ctx: ToolContext) -> WriteResult:
             "several calls",
         )
     for path, old, new in blocks:
-        replace_in(ctx.open(path), _trim(old), _trim(new))
+        replace_in(ctx.open(path), _trim(old), _trim(new), naming=NAMING)
     return WriteResult(f"applied {len(blocks)} edit block{'s' if len(blocks) > 1 else ''}")
 
 
