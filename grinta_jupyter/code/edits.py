@@ -64,8 +64,9 @@ def replace_symbol(source: str, symbol: Symbol, new_source: str) -> str:
     text = _Text(source, symbol.language, symbol.path)
     target = _locate(text, symbol)
     new = _model_text(new_source, symbol.language)
-    region = text.region(target)
-    body = reindent(new, region.indent, lambda: text.unit)
+    region = text.widened(text.region(target), new)
+    old = text.source[region.start : region.end]
+    body = reindent(new, region.indent, lambda: text.unit, like=old)
     if not region.full_start:
         body = body[len(region.indent) :]
     ends_line = region.full_end and text.source[: region.end].endswith("\n")
@@ -87,7 +88,9 @@ def delete_symbol(source: str, symbol: Symbol) -> str:
     start, end = region.start, region.end
     before = text.blank_run_before(start)
     after = text.blank_run_after(end)
-    if before < start and not text.opens_block_before(before):
+    if after == end < len(text.source) and text.comment_before(before):
+        pass  # the blank lines keep the comment above off the definition below
+    elif before < start and not text.opens_block_before(before):
         start = before  # drop the run that separated it from the previous definition
     elif after > end:
         end = after
@@ -95,7 +98,8 @@ def delete_symbol(source: str, symbol: Symbol) -> str:
         start = before
     result = text.source[:start] + text.source[end:]
     if symbol.language == "python":
-        if not (text.clean and _alone_in_block(target)) and text.breaks(result) is None:
+        # Checked on broken files too: their compile error hides an emptied block.
+        if not _alone_in_block(target) and text.breaks(result) is None:
             return text.remember(result)
         # The definition was the only statement of its block: keep the block valid.
         result = (
@@ -142,18 +146,28 @@ def append_to(source: str, container: Symbol | None, new_source: str, language: 
     target = _locate(text, container)
     if language == "python":
         return _validated(text, _append_python(text, target, new))
-    if language in ("go", "rust") and _is_function(new, language):
+    # A method for a Go or Rust type goes next to its methods; a Rust trait or module
+    # takes a new function in its body.
+    if (
+        language in ("go", "rust")
+        and container.kind not in ("trait", "module")
+        and _is_function(new, language)
+    ):
         return _validated(text, _append_method(text, target, new, language))
     assert target.node is not None
     return _validated(text, _append_into(text, target.node, target, new))
 
 
-def reindent(new_source: str, indent: str, unit: str | Callable[[], str] | None = None) -> str:
+def reindent(
+    new_source: str, indent: str, unit: str | Callable[[], str] | None = None, like: str = ""
+) -> str:
     """``new_source`` moved to depth ``indent``: dedented first, relative indentation kept.
 
     Leading whitespace follows the target: with a tab ``indent`` (or ``unit``)
     each space indentation level of the new text becomes a tab; with a space
-    target, tabs become ``unit`` (default four spaces). Whitespace-only lines
+    target, tabs become ``unit`` (default four spaces), unless ``like`` (the
+    definition being replaced) is indented the new text's way too: a file may
+    mix both, and a definition re-sent as it is keeps its own. Whitespace-only lines
     keep what lies beyond the common margin (so a definition re-sent as it is
     comes back byte for byte). Returns text with ``\\n`` newlines and no
     trailing newline. ``unit`` may be a function giving it, called only when
@@ -173,16 +187,27 @@ def reindent(new_source: str, indent: str, unit: str | Callable[[], str] | None 
     to_tabs = "\t" in indent or (not indent and unit_of() == "\t")
     to_spaces = (bool(indent) and not to_tabs) or (not indent and unit_of() not in (None, "\t"))
     # Convert only text indented the other way throughout; mixed text is left
-    # as it is (it was most likely copied from the file).
-    if to_spaces and not any(line.startswith(" ") for line in lines if line.strip()):
+    # as it is (it was most likely copied from the file, as is GNU style's
+    # tabs-then-spaces margin).
+    if (
+        to_spaces
+        and not any(
+            line.startswith(" ") or "\t " in _leading(line) for line in lines if line.strip()
+        )
+        and not re.search(r"^\t", like, re.MULTILINE)
+    ):
         known = unit_of()
         space_unit = known if known and "\t" not in known else "    "
         lines = [_tabs_to_spaces(line, space_unit) for line in lines]
     margins = [_leading(line) for line in lines if line.strip()]
     common = margins[0] if margins else ""
-    # Lines at column 0 inside an indented definition (C preprocessor lines,
-    # string contents) stay at column 0; otherwise dedent by the common margin.
-    pinned = bool(common) and all(m.startswith(common) or not m for m in margins)
+    # The first line sets the depth. Lines at column 0 inside an indented definition
+    # (C preprocessor lines, string contents) stay at column 0, lines left of the
+    # first one keep their offset from it; margins of tabs and spaces sharing no
+    # prefix (GNU style) move by columns; other text is dedented by its common margin.
+    pinned = bool(common) and all(m.startswith(common) or common.startswith(m) for m in margins)
+    if not pinned and any("\t" in m for m in margins) and any(m[:1] == " " for m in margins):
+        return _reindent_columns(lines, indent)
     if not pinned:
         common = min(margins, key=len) if margins else ""
         for margin in margins:
@@ -190,17 +215,27 @@ def reindent(new_source: str, indent: str, unit: str | Callable[[], str] | None 
                 common = common[:-1]
     # None marks an empty line (it stays empty); whitespace-only lines are kept.
     body: list[str | None] = []
-    flush: set[int] = set()  # lines kept at column 0
+    flush: set[int] = set()  # lines placed already (column 0, or left of the first line)
     for i, line in enumerate(lines):
         if line.strip() and not line.startswith(common):
             flush.add(i)
+            margin = _leading(line)
+            if margin:  # left of the first line (a ragged `};`): keep its offset
+                line = (
+                    indent[: max(0, len(indent) - len(common) + len(margin))] + line[len(margin) :]
+                )
             body.append(line)
         elif line.strip() or (line and line.startswith(common)):
             body.append(line[len(common) :])
         else:
             body.append(None)
     margins = [_leading(line) for i, line in enumerate(body) if line and i not in flush]
-    if to_tabs and not any("\t" in margin for margin in margins):
+    if (
+        to_tabs
+        and not any("\t" in margin for margin in margins)
+        and not any("\t " in _leading(line) for line in lines)  # GNU style, as above
+        and not re.search(r"^  ", like, re.MULTILINE)
+    ):
         step = _smallest_step(margins)
         body = [
             line if line is None or i in flush else _spaces_to_tabs(line, step)
@@ -209,6 +244,29 @@ def reindent(new_source: str, indent: str, unit: str | Callable[[], str] | None 
     return "\n".join(
         "" if line is None else line if i in flush else indent + line for i, line in enumerate(body)
     )
+
+
+def _reindent_columns(lines: list[str], indent: str) -> str:
+    """GNU-style text (two-space levels, a tab for every eight columns) moved by columns:
+    its margins share no prefix, so the first line's column sets the shift."""
+    first = next(_leading(line) for line in lines if line.strip())
+    shift = _columns(indent) - _columns(first)
+    if shift == 0:
+        return "\n".join(lines)  # in place: every margin stays as written
+    out: list[str] = []
+    for line in lines:
+        margin = _leading(line)
+        if not line.strip() or (first and not margin):  # blank, or `#if` at column 0
+            out.append(line if line.strip() else "")
+            continue
+        column = max(0, _columns(margin) + shift)
+        tabs = "\t" * (column // 8) + " " * (column % 8)
+        out.append((tabs if "\t" in margin + indent else " " * column) + line[len(margin) :])
+    return "\n".join(out)
+
+
+def _columns(margin: str) -> int:
+    return len(margin.expandtabs(8))
 
 
 # --- appending ----------------------------------------------------------------------
@@ -261,12 +319,16 @@ def _append_into(text: _Text, node: tree_sitter.Node, target: _Target, new: str)
     owner_indent = text.indent_of(text.char(node.start_byte))
     if target.symbol.start_byte <= node.start_byte:
         owner_indent = text.indent_of(text.char(target.symbol.start_byte))
-    member_indent = _member_indent(text, node, closer) or (owner_indent + text.unit)
+    member_indent = _member_indent(text, node, closer)
+    if member_indent is None:
+        member_indent = owner_indent + text.unit
     body = text.newline_join(reindent(new, member_indent, lambda: text.unit)) + text.newline
     if text.source[close_line:close_at].strip():
         # `class A {}` on one line: open it up.
         inserted = text.newline + body + owner_indent
         return text.source[:close_at] + inserted + text.source[close_at:]
+    # Blank lines above the closing line stay there, below the new member.
+    close_line = text.blank_run_before(close_line)
     if members:
         gap = _gap(text, _Target(members[-1], None, target.siblings, []), new)
     elif _has_body_content(closer):
@@ -334,7 +396,7 @@ def _append_method(text: _Text, target: _Target, new: str, language: str) -> str
             body = text.newline_join(reindent(new, "", lambda: text.unit)) + text.newline
             return text.source[:end] + text.newline + body + text.source[end:]
     region = text.region(anchor)
-    lines = text.newline_join(reindent(new, "", lambda: text.unit)) + text.newline
+    lines = text.newline_join(reindent(new, region.indent, lambda: text.unit)) + text.newline
     prefix = "" if text.source[: region.end].endswith("\n") else text.newline
     return text.source[: region.end] + prefix + text.newline + lines + text.source[region.end :]
 
@@ -450,6 +512,31 @@ class _Text:
             full_end=full_end,
         )
 
+    def widened(self, region: _Region, new: str) -> _Region:
+        """``region`` grown to whole lines where ``new`` repeats what shares them.
+
+        ``read`` shows whole lines, so a model re-sending a definition brings the
+        ``typedef`` or macro before it and the ``}  // namespace a`` after it along:
+        those replace the file's copies instead of doubling them.
+        """
+        start, end, full_start, full_end = region.start, region.end, True, True
+        # Only words (`typedef`, a macro, `static inline`) before it and a comment after it
+        # are taken along: a bracket or a separator sharing the line belongs to the code
+        # around the definition (`class A { m() {} }`: the new `m` ends in `}` too).
+        if not region.full_start:
+            line_start = self.line_start(start)
+            before = self.source[line_start:start].strip()
+            full_start = _WORDS_BEFORE.fullmatch(before) is not None and new.lstrip().startswith(
+                before
+            )
+            start = line_start if full_start else start
+        if not region.full_end:
+            line_end = self.line_end(end)
+            after = self.source[end:line_end].strip()
+            full_end = _is_line_comment(after, self.language) and new.rstrip().endswith(after)
+            end = line_end if full_end else end
+        return _Region(start, end, region.indent, full_start, full_end)
+
     def blank_run_before(self, index: int) -> int:
         """Start of the blank lines directly above the line starting at ``index``."""
         while index > 0:
@@ -476,6 +563,13 @@ class _Text:
         return previous.endswith((":", "{", "(", "[")) or bool(
             re.match(r"\s*(class|module)\b", previous)
         )
+
+    def comment_before(self, index: int) -> bool:
+        """Whether the line above ``index`` is (the end of) a comment."""
+        if index == 0:
+            return False
+        previous = self.source[self.line_start(index - 1) : index].strip()
+        return _is_line_comment(previous, self.language) or previous.endswith("*/")
 
     def blank_lines_above(self, index: int) -> int:
         return self.source.count("\n", self.blank_run_before(index), index)
@@ -735,6 +829,8 @@ def _member_indent(text: _Text, node: tree_sitter.Node, closer: tree_sitter.Node
     for child in body.children if body is not None else ():
         if not child.is_named or child.start_byte >= closer.start_byte:
             continue
+        if child.type == "access_specifier" or child.type.startswith("preproc"):
+            continue  # C++ ` public:` and `#if` lines are no members
         index = text.char(child.start_byte)
         start = text.line_start(index)
         if start != opener_line and not text.source[start:index].strip():
@@ -868,6 +964,8 @@ def _indent_unit(source: str, language: str) -> str:
         if margin.startswith("\t"):
             tabs += 1
             continue
+        if margin == " ":
+            continue  # alignment (the ` * ` of a block comment), not a level
         if margin:
             spaces += 1
         width = len(margin)
@@ -879,6 +977,9 @@ def _indent_unit(source: str, language: str) -> str:
     if steps:
         return " " * max(steps, key=lambda step: (steps[step], -step))
     return _DEFAULT_UNITS.get(language, "    ")
+
+
+_WORDS_BEFORE = re.compile(r"[\w*&<>:, ]+")  # `typedef`, `EXPORT_API`, `template <class T>`
 
 
 def _is_line_comment(text: str, language: str) -> bool:

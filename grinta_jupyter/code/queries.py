@@ -92,6 +92,7 @@ class Spec:
     is_method: Callable[[_Entry, str | None], bool] = _no_method
     postprocess: Callable[[list[_Entry]], list[_Entry]] = _keep
     leading_siblings: frozenset[str] = field(default_factory=frozenset)
+    # A `;` right after the definition node is part of it (C/C++ types, JS/TS class members).
     eat_semicolon: bool = False
 
 
@@ -468,6 +469,7 @@ SPECS: dict[str, Spec] = {
         names=_js_names,
         wraps=_js_wraps,
         leading_siblings=frozenset({"decorator"}),
+        eat_semicolon=True,
     ),
     "typescript": Spec(
         "typescript",
@@ -477,6 +479,7 @@ SPECS: dict[str, Spec] = {
         wraps=_js_wraps,
         postprocess=_ts_merge_overloads,
         leading_siblings=frozenset({"decorator"}),
+        eat_semicolon=True,
     ),
     "tsx": Spec(
         "tsx",
@@ -486,6 +489,7 @@ SPECS: dict[str, Spec] = {
         wraps=_js_wraps,
         postprocess=_ts_merge_overloads,
         leading_siblings=frozenset({"decorator"}),
+        eat_semicolon=True,
     ),
     "go": Spec("go", _GO, _COMMENT, names=_go_names, wraps=_go_wraps),
     "rust": Spec(

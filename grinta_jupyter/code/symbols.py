@@ -12,8 +12,8 @@ Span conventions, shared by every language:
   line between) at the same column. ``start_byte`` is the offset of that first
   token itself (after the line's indentation), not of the line.
 - The span ends at the definition's last byte (a trailing ``;`` that belongs to
-  a C/C++ type definition included); ``end_byte`` is exclusive and never covers
-  the final newline.
+  a C/C++ type definition or a JavaScript/TypeScript class member included);
+  ``end_byte`` is exclusive and never covers the final newline.
 - ``def_line`` is the line of the definition keyword or name, after the
   decorators and comments; ``signature`` is that line, stripped.
 - Qualified names join enclosing classes, modules, namespaces, impl types and
@@ -182,7 +182,14 @@ def _collect(spec: queries.Spec, source: bytes, root: tree_sitter.Node) -> list[
             last = span
             if spec.eat_semicolon:
                 following = span.next_sibling
-                if following is not None and following.type == ";":
+                if following is not None and (
+                    following.type == ";"
+                    # JavaScript: `function f() {};` ends in an empty statement.
+                    or (
+                        following.type == "empty_statement"
+                        and following.start_point[0] == span.end_point[0]
+                    )
+                ):
                     last = following
             entries.append(
                 _Entry(
@@ -239,6 +246,13 @@ def _build(
             continue
         if entry.kind == "constant" and parent_kind in ("function", "method"):
             continue
+        if kept and (kept[-1].start, kept[-1].end, kept[-1].kind, kept[-1].parts) == (
+            entry.start,
+            entry.end,
+            entry.kind,
+            entry.parts,
+        ):
+            continue  # one definition named twice: C's `typedef struct s {...} s;`
         kept.append(entry)
     kept = spec.postprocess(kept)
 
