@@ -44,7 +44,10 @@ more commit, of the backups, with the same locks, checks and path walk; its
 manifest names the undo records it consumes (``undoes``; a rewind's several:
 ``consumes``), which are dropped once its files are in place, by the commit or
 by the recovery that finishes it, so no crash leaves a record that would
-restore again what is already restored.
+restore again what is already restored; a record gone by the decision (undone
+meanwhile by another process) makes the undo a StaleError. A temp file takes
+its target's owner and group (where the OS allows), and a forked child closes
+its copies of the lock descriptors (a flock is shared across ``fork``).
 
 Targets are reached only through folder descriptors opened one component at a
 time from the root with ``O_NOFOLLOW|O_DIRECTORY`` (``mkdir``, ``open``,
@@ -58,8 +61,12 @@ Recovery runs when a ``Runtime`` opens (if the workspace lock is free; else
 its holder does it) and at the start of every commit's step 2, on orphans only:
 a ``prepare`` journal is rolled back (targets were never touched); a
 ``commit`` journal is rolled forward (temp files still present are renamed
-after checking their folder's identity; the rest are already in place).
-Either way every file ends all-old or all-new. A folder holding nothing but
+after checking their folder's identity; the rest are already in place),
+unless a file whose temp file is still there no longer holds its old bytes (a
+person saved it after the crash): that journal is left, with a note, the files
+it had renamed keeping their new bytes and the others theirs (a person's save
+outranks the commit's atomicity, as it outranks an undo). Otherwise every file
+ends all-old or all-new. A folder holding nothing but
 its lock and a half-written manifest (the owner died before the manifest was
 durable, so no temp file exists) is discarded. Anything else that cannot be
 read for certain (a damaged manifest, an unknown state, a decided commit that
@@ -76,6 +83,7 @@ import os
 import re
 import shutil
 import stat
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -358,7 +366,7 @@ class Journal:
             try:
                 return self._prepare_and_decide(manifest, writes, tree, step)
             finally:
-                os.close(own_lock)  # after the folder is gone or in undo/
+                _close_lock(own_lock)  # after the folder is gone or in undo/
         finally:
             tree.close()
 
@@ -386,6 +394,7 @@ class Journal:
                 if write.new is not None and entry.tmp is not None:
                     with _faults(write.path):
                         staged[i] = stage(tree, write.path, write.new, entry.tmp, entry.mode)
+                        _take_owner(staged[i][0], write.path, entry.tmp, entry.mode)
                 step(f"staged-{i}")
             with _faults("the workspace folder"):
                 for parent in {fd for fd, _, _ in staged.values()}:
@@ -393,6 +402,7 @@ class Journal:
 
             with _faults(".grinta (grinta's state folder)"), self._workspace_lock():
                 self._recover_orphans(skip=manifest.id)
+                self._check_consumed(manifest)
                 with _faults("the workspace folder"), Tree(self.root) as fresh:
                     files = tuple(
                         replace(entry, folder=self._check_again(fresh, write, entry, staged.get(i)))
@@ -411,6 +421,17 @@ class Journal:
         finally:
             if not decided:
                 self._roll_back(folder, manifest, tree)
+
+    def _check_consumed(self, manifest: Manifest) -> None:
+        """StaleError unless every undo record ``manifest`` consumes is still kept.
+
+        An undo reads its record before it takes the workspace lock: another process may
+        undo that record meanwhile and commit the same bytes again, and restoring then would
+        undo that other commit, whose record would stay to restore what is no longer there.
+        """
+        for name in filter(None, (manifest.undoes, *manifest.consumes)):
+            if not os.path.lexists(self.undo_dir / name / MANIFEST):
+                raise StaleError(manifest.files[0].path if manifest.files else name)
 
     def _check(self, tree: Tree, write: FileWrite) -> Found:
         """The target as it is now; raise StaleError or ReadOnlyError."""
@@ -481,17 +502,22 @@ class Journal:
                 private.make_dir(directory)
             with self._workspace_lock():
                 private.make_dir(folder, exist_ok=False)
+                fd = -1
                 try:
-                    fd = private.open_file(folder / _OWN_LOCK, os.O_RDWR | os.O_EXCL)
+                    fd = _open_lock(
+                        lambda: private.open_file(folder / _OWN_LOCK, os.O_RDWR | os.O_EXCL)
+                    )
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except BaseException:
+                    if fd != -1:
+                        _close_lock(fd)
                     shutil.rmtree(folder, ignore_errors=True)
                     raise
         return fd
 
     @contextlib.contextmanager
     def _workspace_lock(self) -> Iterator[None]:
-        fd = private.open_file(self.lock_path, os.O_RDWR)
+        fd = _open_lock(lambda: private.open_file(self.lock_path, os.O_RDWR))
         try:
             if not private.lock(fd, self.lock_wait):
                 raise CommitError(
@@ -504,7 +530,7 @@ class Journal:
                 )
             yield
         finally:
-            os.close(fd)  # releases the lock
+            _close_lock(fd)  # releases the lock
 
     # -- recovery -------------------------------------------------------------
 
@@ -529,13 +555,13 @@ class Journal:
         except OSError as exc:
             return [f"recovery skipped: {exc.strerror or exc}"]
         try:
-            fd = private.open_file(self.lock_path, os.O_RDWR)
+            fd = _open_lock(lambda: private.open_file(self.lock_path, os.O_RDWR))
         except OSError as exc:
             return [f"recovery skipped: {self.lock_path} cannot be opened ({exc.strerror})"]
         try:
             return self._recover_orphans() if private.lock(fd, 0) else []
         finally:
-            os.close(fd)
+            _close_lock(fd)
 
     def _recover_orphans(self, skip: str | None = None) -> list[str]:
         """Recover every journal whose own lock is free. Call with the workspace lock held."""
@@ -563,7 +589,7 @@ class Journal:
         except FileNotFoundError:
             return None  # finished meanwhile
         try:
-            fd: int | None = os.open(folder / _OWN_LOCK, _LOCK)
+            fd: int | None = _open_lock(lambda: os.open(folder / _OWN_LOCK, _LOCK))
         except FileNotFoundError:
             fd = None  # its owner died before making the lock, or after dropping it
         try:
@@ -572,7 +598,7 @@ class Journal:
             return self._recover_one(folder)
         finally:
             if fd is not None:
-                os.close(fd)
+                _close_lock(fd)
 
     def _recover_one(self, folder: Path) -> str:
         try:
@@ -589,6 +615,12 @@ class Journal:
         if manifest.state == "commit":
             try:
                 with Tree(self.root) as tree:
+                    changed = _changed_since(tree, manifest)
+                    if changed is not None:
+                        return _leave(
+                            folder,
+                            f"decided, but {changed} changed since; finishing would overwrite it",
+                        )
                     self._roll_forward(folder, manifest, _no_step, tree)
             except StaleError as exc:
                 return _leave(folder, f"decided, but {exc.path} moved or its folder changed")
@@ -809,6 +841,27 @@ class Journal:
 # -- the manifest and the journal's folders ------------------------------------------
 
 
+def _changed_since(tree: Tree, manifest: Manifest) -> str | None:
+    """The first file of a decided ``manifest`` whose temp file is still there while the file
+    no longer holds its old bytes (a person wrote it after the crash), or None.
+
+    Renaming that temp file would lose their change; recovery leaves the journal instead.
+    """
+    for entry in manifest.files:
+        if entry.tmp is None:
+            continue  # a deletion: roll forward removes only a file that holds its old bytes
+        parent_rel, _ = split(entry.path)
+        try:
+            parent = tree.folder(parent_rel, for_path=entry.path)
+            os.stat(entry.tmp, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            continue  # renamed before the crash
+        found = look(tree, entry.path, -1 if entry.old_size is None else entry.old_size)
+        if found.sha != entry.old_sha:
+            return entry.path
+    return None
+
+
 def _tmp_name(name: str, txid: str, index: int) -> str:
     tmp = f".{name}.grinta-{txid}.tmp"
     if len(os.fsencode(tmp)) > _NAME_MAX:  # a long target name must not make its temp fail
@@ -907,6 +960,42 @@ def _leave(folder: Path, reason: str) -> str:
 
 # -- low level ---------------------------------------------------------------------
 
+# The lock descriptors this process has open. A flock belongs to the open file, not to the
+# process: a process forked meanwhile (multiprocessing's workers, a data loader's) would
+# share it and hold the workspace lock long after we let go, so every commit in the folder
+# would wait and fail. A forked child closes its copies at once.
+_held: set[int] = set()
+_held_guard = threading.Lock()  # taken around a fork, so no descriptor is opened unlisted
+
+
+def _open_lock(open_it: Callable[[], int]) -> int:
+    with _held_guard:
+        fd = open_it()
+        _held.add(fd)
+    return fd
+
+
+def _close_lock(fd: int) -> None:
+    with _held_guard:
+        _held.discard(fd)
+        os.close(fd)
+
+
+def _drop_held_locks() -> None:
+    global _held_guard
+    for fd in _held:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+    _held.clear()
+    _held_guard = threading.Lock()
+
+
+os.register_at_fork(
+    before=lambda: _held_guard.acquire(),
+    after_in_parent=lambda: _held_guard.release(),
+    after_in_child=_drop_held_locks,
+)
+
 
 def _no_step(_label: str) -> None:
     return None
@@ -921,6 +1010,26 @@ def _faults(what: str, *, decided: bool = False) -> Iterator[None]:
         raise
     except OSError as exc:
         raise CommitError(what, exc, decided=decided) from exc
+
+
+def _take_owner(parent: int, path: str, tmp: str, mode: int | None) -> None:
+    """Give the temp file ``tmp`` the owner and group of its target ``path``, if it has one.
+
+    The rename puts the temp file in the target's place: without this, a commit made as
+    root (a kernel in a container) hands the user's file to root. Where the OS does not
+    allow it (another user's file, not root), the file is committed as before.
+    """
+    try:
+        target = os.stat(split(path)[1], dir_fd=parent, follow_symlinks=False)
+        temp = os.stat(tmp, dir_fd=parent, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # a new file (or one gone since: the last check says so)
+    if (target.st_uid, target.st_gid) == (temp.st_uid, temp.st_gid):
+        return
+    with contextlib.suppress(PermissionError):
+        os.chown(tmp, target.st_uid, target.st_gid, dir_fd=parent, follow_symlinks=False)
+        if mode is not None:
+            chmod_temp(parent, tmp, mode)  # chown drops set-user-ID and set-group-ID bits
 
 
 def _fsync_dir(directory: Path) -> None:
