@@ -12,6 +12,7 @@ import os
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -224,3 +225,25 @@ def test_a_process_forked_during_a_commit_does_not_keep_the_workspace_locked(tmp
         assert rt.undo().ok and (ws / "a.py").read_text() == "A = 2\n"
     finally:
         assert child.finish()[0] == 0
+
+
+def test_a_commit_made_after_the_clock_was_set_back_is_still_the_last_one(tmp_path, monkeypatch):
+    """Attack: the clock steps back an hour (a VM resumed from a snapshot, NTP stepping)
+    between two commits. Bug: transaction ids came from the clock alone and order the
+    history, so the newer commit was filed before the older one: `undo` restored the
+    older commit's file and left the newer commit in place (and pruning would have
+    dropped the newest record first)."""
+    from grinta_jupyter.runtime import transaction
+
+    (tmp_path / "a.py").write_text("a = 1\n")
+    (tmp_path / "b.py").write_text("b = 1\n")
+    rt = Runtime(tmp_path)
+    assert rt.call("replace_string", {"path": "a.py", "old_string": "1", "new_string": "2"}).ok
+    real = time.time_ns
+    monkeypatch.setattr(transaction.time, "time_ns", lambda: real() - 3_600 * 10**9)
+    assert rt.call("replace_string", {"path": "b.py", "old_string": "1", "new_string": "2"}).ok
+    assert rt.undo().ok
+    assert (tmp_path / "b.py").read_text() == "b = 1\n"  # the last commit was undone
+    assert (tmp_path / "a.py").read_text() == "a = 2\n"
+    assert rt.undo().ok
+    assert (tmp_path / "a.py").read_text() == "a = 1\n"

@@ -355,7 +355,7 @@ class Journal:
         Raises StaleError or ReadOnlyError (nothing written) and CommitError.
         """
         step = hook or _no_step
-        txid = f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}"
+        txid = self._next_txid()
         with _faults("the workspace folder"):
             tree = Tree(self.root)  # checks and stages through these folder descriptors
         try:
@@ -421,6 +421,23 @@ class Journal:
         finally:
             if not decided:
                 self._roll_back(folder, manifest, tree)
+
+    def _next_txid(self) -> str:
+        """A new transaction's id: the clock, but past every id in the journal and the undo
+        records. Ids order the history (``undo`` restores the highest, pruning drops the
+        lowest), so a clock set back (a VM resumed, NTP stepping) must not file a new commit
+        before older ones."""
+        now = time.time_ns()
+        for folder in (self.undo_dir, self.journal_dir):
+            try:
+                names = os.listdir(folder)
+            except OSError:
+                continue  # none yet, or unreadable: the commit's own checks say so
+            for name in names:
+                stamp = name.partition("-")[0]
+                if len(stamp) == 20 and stamp.isascii() and stamp.isdigit():
+                    now = max(now, int(stamp) + 1)
+        return f"{now:020d}-{uuid.uuid4().hex[:8]}"
 
     def _check_consumed(self, manifest: Manifest) -> None:
         """StaleError unless every undo record ``manifest`` consumes is still kept.
