@@ -38,7 +38,13 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from grinta_jupyter.runtime.display import has_unsafe, visible
+from grinta_jupyter.runtime.display import (
+    ESCAPE_MARKS_NOTE,
+    escape_marks,
+    has_unsafe,
+    visible,
+    visible_parts,
+)
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
@@ -384,8 +390,9 @@ def _pretty_arguments(arguments: str) -> str:
     text = json.dumps(value, indent=2, ensure_ascii=False)
     if not has_unsafe(text):
         return text
-    # Inside JSON strings a \\u escape is the same value, and an editor shows it as it is.
-    return "".join(f"\\u{ord(c):04x}" if has_unsafe(c) else c for c in text)
+    # Inside JSON strings an escape is the same value, and an editor shows it as it is; JSON's
+    # own (a character past U+FFFF is two \\u escapes: "\\ue0041" would read as U+E004, "1").
+    return "".join(json.dumps(c)[1:-1] if has_unsafe(c) else c for c in text)
 
 
 # -- what is shown ---------------------------------------------------------------------------
@@ -445,10 +452,12 @@ class Console:
         name = visible(self._clean(step.call.name), keep_newlines=False)
         if p.command is not None:  # what will run is shown whole, every line of it
             lines = [f"\n=== step {step.number}: {name}"]
-            lines.extend(
-                ("    $ " if i == 0 else "    > ") + visible(line, keep_newlines=False)
-                for i, line in enumerate(self._clean(p.command).split("\n"))
-            )
+            for i, line in enumerate(self._clean(p.command).split("\n")):
+                lines.append(
+                    ("    $ " if i == 0 else "    > ") + visible(line, keep_newlines=False)
+                )
+                if marks := escape_marks(line):  # Python reads a lone "\r" as a line break
+                    lines.append(f"      {marks} {ESCAPE_MARKS_NOTE}")
         else:
             arguments = self._clean(step.call.arguments)
             cut = len(arguments) - ARGUMENTS_SHOWN
@@ -458,6 +467,8 @@ class Console:
                     f" [... {cut} more characters{'; the diff shows the change' if p.diff else ''}]"
                 )
             lines = [f"\n=== step {step.number}: {name} {shown}"]
+        if p.changes and p.ok:  # as on the card: what the diff cannot show (outputs cleared)
+            lines.append("    · " + visible(self._clean(p.summary), keep_newlines=False))
         if step.stale:
             lines.append(
                 "    ! staged again on resume, and the files changed since: "
@@ -525,13 +536,7 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
         for hunk in f.hunks:
             out.append(paint("hunk", visible(hunk.header, keep_newlines=False)))
             for row in hunk.rows:
-                text = visible(row.text, keep_newlines=False)
-                if row.role == "note":
-                    out.append(f"\\ {text}")
-                elif row.role == "context":
-                    out.append(_MARKS["context"] + text)
-                else:
-                    out.append(paint(row.role, _MARKS[row.role] + text))
+                out.extend(_row_lines(row.role, row.text, color))
     return out
 
 
@@ -546,15 +551,34 @@ def hunk_lines(hunk: Hunk, color: bool = False, clean: Callable[[str], str] = st
     header = visible(clean(hunk.header), keep_newlines=False)  # a notebook's names its cell
     out = [f"{_STYLES['hunk']}{header}{_RESET}" if color else header]
     for row in hunk.lines:
-        role = roles.get(row[:1])
-        text = visible(clean(row[1:]), keep_newlines=False)
-        if role is None:
-            out.append(f"\\ {text}")
-        elif role == "context" or not color:
-            out.append(_MARKS[role] + text)
-        else:
-            out.append(f"{_STYLES[role]}{_MARKS[role]}{text}{_RESET}")
+        role = roles.get(row[:1], "note")
+        out.extend(
+            _row_lines(role, clean(row[1:]).strip() if role == "note" else clean(row[1:]), color)
+        )
     return out
+
+
+_ESCAPE_STYLE = "\x1b[33m"
+
+
+def _row_lines(role: str, text: str, color: bool) -> list[str]:
+    """A row marked by its role, its text made visible. A real carriage return must not read
+    as the ``\\r`` typed in code: with colour its escapes are yellow; without, a note of
+    carets under them follows the row."""
+    if role == "note":
+        return [f"\\ {visible(text, keep_newlines=False)}"]
+    if not color:
+        row = _MARKS[role] + visible(text, keep_newlines=False)
+        marks = escape_marks(text)
+        return [row, f"\\ {marks} {ESCAPE_MARKS_NOTE}"] if marks else [row]
+    back = _STYLES.get(role, _RESET)  # after an escape, the row's own colour again
+    shown = "".join(
+        f"{_ESCAPE_STYLE}{part}{back}" if escaped else part
+        for part, escaped in visible_parts(text, keep_newlines=False)
+    )
+    if role == "context":
+        return [_MARKS[role] + shown]
+    return [f"{_STYLES[role]}{_MARKS[role]}{shown}{_RESET}"]
 
 
 def _indent(text: str, prefix: str = "    ") -> str:

@@ -28,7 +28,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from grinta_jupyter.runtime.diffs import DiffFile, parse_unified
-from grinta_jupyter.runtime.display import visible, visible_parts
+from grinta_jupyter.runtime.display import ESCAPE_MARKS_NOTE, escape_marks, visible, visible_parts
 from grinta_jupyter.runtime.proposal import CommandProposal, FinishProposal, WriteProposal
 from grinta_jupyter.runtime.secrets import Secrets
 
@@ -158,7 +158,9 @@ def step_payload(
         "stale": step.stale,
     }
     payload = secrets.redact_data(payload)
-    if payload["arguments"] is not None:
+    # A command has no diff: its arguments are what the reviewer approves, so they are kept
+    # whole (the runtime refuses a command over run_max_command_chars, 32,000).
+    if payload["arguments"] is not None and not (isinstance(p, CommandProposal) and p.ok):
         payload["arguments"] = _bound_args(payload["arguments"])
     if payload["raw_arguments"] is not None:
         payload["raw_arguments"] = _cut(payload["raw_arguments"], MAX_ARG_CHARS)
@@ -321,6 +323,10 @@ def diff_text_lines(diff: str) -> list[str]:
             out.append(line_text(hunk.header))
             for row in hunk.rows:
                 out.append(_TEXT_MARKS[row.role] + line_text(row.text))
+                # Carets under escapes: a real carriage return is not a typed "\r".
+                marks = escape_marks(row.text) if row.role != "note" else ""
+                if marks:
+                    out.append(f"{_TEXT_MARKS['note']}{marks} {ESCAPE_MARKS_NOTE}")
     return out
 
 
@@ -344,6 +350,12 @@ def step_text(payload: dict[str, Any]) -> str:
         lines.append(block_text(payload["stale"], "stale: "))
     elif payload.get("restaged"):
         lines.append(TEXT_INDENT + RESTAGED_NOTE)
+    command = _command(payload)
+    for i, line in enumerate([] if command is None else command.split("\n")):
+        # What will run, every line of it, marked as the CLI marks it.
+        lines.append(f"{TEXT_INDENT}{'> ' if i else '$ '}{line_text(line)}")
+        if marks := escape_marks(line):  # Python reads a lone "\r" as a line break
+            lines.append(f"{TEXT_INDENT}  {marks} {ESCAPE_MARKS_NOTE}")
     for r in payload["resolutions"]:
         chosen = line_text(r["chosen"]) if r["chosen"] else "nothing"
         lines.append(f"resolved '{line_text(r['target'])}' -> {chosen} ({line_text(r['reason'])})")
@@ -428,14 +440,17 @@ MAX_STYLED_ESCAPES = 64  # per text: a styled escape costs ~90 bytes of saved no
 def text_html(text: Any, *, keep_newlines: bool = True) -> str:
     """Untrusted text as HTML: markup escaped, control characters as styled escapes.
 
-    Past ``MAX_STYLED_ESCAPES`` runs of escapes in one text, the rest are still
-    escaped but not styled, so hostile text cannot swell a saved notebook.
+    Past ``MAX_STYLED_ESCAPES`` runs of escapes in one text, the rest are only made bold,
+    so hostile text cannot swell a saved notebook, and still no escape reads as the same
+    characters typed (a real carriage return as a typed ``\\r``).
     """
     out, styled = [], 0
     for part, escaped in visible_parts(str(text), keep_newlines=keep_newlines):
         if escaped and styled < MAX_STYLED_ESCAPES:
             out.append(f'<span class="grinta-escape" style="{_ESCAPE}">{part}</span>')
             styled += 1
+        elif escaped:
+            out.append(f"<b>{html.escape(part, quote=True)}</b>")
         else:
             out.append(html.escape(part, quote=True))
     return "".join(out)
@@ -700,6 +715,15 @@ def _cut(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return text[:limit] + f"\n[... {len(text) - limit} more characters not saved in the notebook]"
+
+
+def _command(payload: dict[str, Any]) -> str | None:
+    """The text a command step runs (``run``'s command, ``execute``'s code), if it has one."""
+    arguments = payload.get("arguments") or {}
+    if payload.get("kind") != "command":
+        return None
+    text = arguments.get("command", arguments.get("code"))
+    return text if isinstance(text, str) else None
 
 
 def _bound_args(arguments: dict[str, Any]) -> dict[str, Any]:

@@ -66,9 +66,10 @@ def unified_diff(path: str, old: str | None, new: str | None, context: int = CON
     section = _cell_section if path.lower().endswith(".ipynb") else None
     a = split_keepends(old or "")
     b = split_keepends(new or "")
-    # Every line end CRLF on both sides: shown as plain line ends. Otherwise a "\r" before a
-    # "\n" is shown in its line, so LF -> CRLF (or back) is never an invisible change.
-    crlf = _crlf_only(old or "") and _crlf_only(new or "")
+    # Every line end CRLF on both sides, and the old side has one: shown as plain line ends.
+    # Otherwise a "\r" before a "\n" is shown in its line, so LF -> CRLF (or back) is never an
+    # invisible change, nor is a new file's CRLF (a shell script that then fails on "\r").
+    crlf = "\n" in (old or "") and _crlf_only(old or "") and _crlf_only(new or "")
     prefix, suffix = common_affixes(a, b)
     start = max(0, prefix - context)
     a_mid = a[start : len(a) - max(0, suffix - context)]

@@ -18,6 +18,7 @@ in labextension/test/fixtures/visible-cases.json.
 from __future__ import annotations
 
 import re
+import unicodedata
 
 _NAMED = {"\r": "\\r", "\x00": "\\0", "\x0b": "\\v", "\x0c": "\\f", "\x08": "\\b", "\x07": "\\a"}
 # C0 controls but tab and newline, DEL and C1 controls; bidirectional controls; line and
@@ -70,6 +71,35 @@ def visible_parts(text: str, *, keep_newlines: bool = True) -> list[tuple[str, b
     if end < len(text):
         parts.append((text[end:], False))
     return parts
+
+
+# What the carets of ``escape_marks`` say, after them on their line.
+ESCAPE_MARKS_NOTE = "characters shown escaped, not typed text"
+
+
+def escape_marks(text: str) -> str:
+    """Carets under the escapes of ``visible(text, keep_newlines=False)``, "" when it has none.
+
+    For surfaces that cannot style an escape (a terminal without colour, ``text/plain``):
+    printed under the line, they tell a carriage return shown as ``\\r`` from a backslash
+    and an ``r`` typed in the text (Python reads a lone carriage return as a line break).
+    """
+    parts = visible_parts(text, keep_newlines=False)
+    if not any(escaped for _, escaped in parts):
+        return ""
+    return "".join(
+        "^" * len(part) if escaped else "".join(map(_blank, part)) for part, escaped in parts
+    ).rstrip()
+
+
+def _blank(char: str) -> str:
+    """What goes under ``char`` so the next caret lands under the next column: a tab, or as
+    many spaces as a terminal gives it (two for a wide character, none for a combining one)."""
+    if char == "\t":
+        return char
+    if unicodedata.combining(char):
+        return ""
+    return "  " if unicodedata.east_asian_width(char) in ("W", "F") else " "
 
 
 def has_unsafe(text: str) -> bool:
