@@ -88,6 +88,7 @@ from grinta_jupyter.runtime.documents import OpenDocuments
 from grinta_jupyter.runtime.errors import (
     COMMIT_GONE,
     INTERNAL_ERROR,
+    INVALID_ARGS,
     STALE_FILE,
     ToolError,
     ToolFailure,
@@ -1262,8 +1263,14 @@ class Session:
 
     def _edit(self, arguments: dict[str, Any] | str, step: Step) -> Proposal:
         raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        raw = _unredacted(step.call.arguments or "", raw, self.secrets)
         call = ToolCall(step.call.id, step.call.name, raw)
         proposal = self.runtime.propose(call.name, raw)  # may take a while: nothing changes yet
+        mark = _redaction_copied(step.call.arguments or "", raw, self.secrets)
+        if mark is not None and proposal.ok:
+            proposal = type(proposal)(
+                proposal.tool, proposal.args, error=mark, summary=mark.message
+            )
         with self._lock:
             self._require_waiting(step.number, step)
             self._emit(
@@ -1441,6 +1448,43 @@ def _read_path(proposal: Proposal) -> str:
         if found:
             return found.group(1)
     return ""
+
+
+def _unredacted(before: str, after: str, secrets: Secrets) -> str:
+    """``after`` with each argument the person left as shown (redacted) given back its value
+    as the model sent it: editing one argument of a call whose other one holds a secret
+    keeps that secret, not the mark."""
+    old, new = _parsed_arguments(before), _parsed_arguments(after)
+    if not isinstance(old, dict) or not isinstance(new, dict):
+        return after
+    kept = {
+        key: old[key]
+        for key, value in new.items()
+        if key in old and value != old[key] and secrets.redact_data(old[key]) == value
+    }
+    return json.dumps({**new, **kept}) if kept else after
+
+
+def _parsed_arguments(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _redaction_copied(before: str, after: str, secrets: Secrets) -> ToolError | None:
+    """INVALID_ARGS when edited arguments hold the redaction mark where the call held a
+    secret: every surface shows a call's arguments redacted, so arguments copied back from
+    one would write the mark over the secret, and its diff (redacted too) would show that
+    line unchanged."""
+    if after.count(REDACTED) <= before.count(REDACTED) or secrets.redact(before) == before:
+        return None
+    return ToolError(
+        INVALID_ARGS,
+        f"the edited arguments hold {REDACTED} where the call held a secret, which every "
+        f"view shows redacted: approving would write {REDACTED} in its place, and the diff "
+        "would not show it. Edit again with the value typed in, or veto",
+    )
 
 
 def _redacted_arguments(call: ToolCall) -> str | None:
