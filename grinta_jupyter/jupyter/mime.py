@@ -41,6 +41,9 @@ STEP_MIME = "application/vnd.grinta.step+json"
 SESSION_MIME = "application/vnd.grinta.session+json"
 SCHEMA_VERSION = 1
 MAX_DIFF_CHARS = 8_000
+# A pending write's diff on the live card: about 20,000 rows, past which a person reads it
+# in the session log (the card says it was cut; hunks cannot be picked then).
+MAX_LIVE_DIFF_CHARS = 1_000_000
 MAX_OUTPUT_CHARS = 4_000
 MAX_TEXT_DIFF_LINES = 60
 MAX_TEXT_OUTPUT_CHARS = 1_500
@@ -83,8 +86,13 @@ def step_payload(
     *,
     branch: int = 0,
     rewound: bool = False,
+    live: bool = False,
 ) -> dict[str, Any]:
     """The JSON payload of one step (schema version 1): secrets redacted, sizes bounded.
+
+    ``live``: for the panel's card, which is not saved with the notebook: a write waiting
+    for its decision keeps its diff whole up to ``MAX_LIVE_DIFF_CHARS``, so what is
+    approved is what was shown (a saved card keeps ``MAX_DIFF_CHARS``).
 
     Text is kept as it is (the renderers escape it). Secrets (the environment's
     unless given) are redacted before anything is cut, so a cut never leaves a
@@ -165,7 +173,8 @@ def step_payload(
     if payload["raw_arguments"] is not None:
         payload["raw_arguments"] = _cut(payload["raw_arguments"], MAX_ARG_CHARS)
     diff = payload["diff"]
-    payload["diff"], payload["diff_truncated"] = diff[:MAX_DIFF_CHARS], len(diff) > MAX_DIFF_CHARS
+    keep = MAX_LIVE_DIFF_CHARS if live and payload["status"] == "pending" else MAX_DIFF_CHARS
+    payload["diff"], payload["diff_truncated"] = diff[:keep], len(diff) > keep
     if payload["observation"] is not None:
         output = payload["observation"]["output"]
         payload["observation"]["output"] = _cut(output, MAX_OUTPUT_CHARS)

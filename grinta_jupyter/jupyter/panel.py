@@ -233,7 +233,9 @@ class SessionPanel:
         return card
 
     def _payload(self, step: Step, branch: int, rewound: bool = False) -> dict[str, Any]:
-        return step_payload(step, self.session.id, self.secrets, branch=branch, rewound=rewound)
+        return step_payload(
+            step, self.session.id, self.secrets, branch=branch, rewound=rewound, live=True
+        )
 
     def _add_mark(self, mark: Mark) -> None:
         at = len(self.cards) + len(self.rewound)
