@@ -353,6 +353,7 @@ class SymbolIndex:
         self.root = Path(root)
         self._root_str = str(self.root)
         self._root_prefix = os.path.join(self._root_str, "")  # joined by hand in the stat walk
+        self._real_prefix = os.path.join(os.path.realpath(self._root_str), "")  # links' targets
         self._list_files = list_files or (lambda: walk_files(self.root))
         self._workers = workers if workers is not None else _cpu_count()
         self._parallel_min_bytes = parallel_min_bytes
@@ -425,9 +426,9 @@ class SymbolIndex:
     def _needs_listing(self, changes: Changes) -> bool:
         """Whether the lister must be asked again: a new supported file or a .gitignore."""
         for path in changes.created:
-            if _has_symbols(path) and (
-                path not in self._listed or os.path.islink(os.path.join(self._root_str, path))
-            ):
+            if os.path.islink(os.path.join(self._root_str, path)):
+                return True  # a new or retargeted link (maybe a hop of a listed one)
+            if _has_symbols(path) and path not in self._listed:
                 return True
         return any(path.rpartition("/")[2] == ".gitignore" for path in changes.files)
 
@@ -496,13 +497,16 @@ class SymbolIndex:
 
     def _stat(self, path: str) -> Stamp | None:
         """The file's stamp; a symbolic link is noted in ``_linked`` (its target can
-        change without an event under the link's folder, so it is always hashed).
-        Callers pass paths with symbol support only."""
+        change without an event under the link's folder, so it is always hashed), and is
+        None while it leads outside the workspace (as the lister and the file tools
+        refuse it). Callers pass paths with symbol support only."""
         full = self._root_prefix + path
         try:
             st = os.lstat(full)
             if stat_module.S_ISLNK(st.st_mode):
                 self._linked.add(path)
+                if not os.path.realpath(full).startswith(self._real_prefix):
+                    return None
                 st = os.stat(full)
         except OSError:
             return None

@@ -25,8 +25,10 @@ folder it indexes: one copied or moved along with its workspace is not used. Wit
 key (no writable cache folder) nothing is stored or loaded.
 
 Writes go to a temp file beside the target and are moved in with ``os.replace``, so
-concurrent sessions on one folder leave one whole file or the other, never a mix; a
-folder that cannot be written is reported in the status and otherwise ignored.
+concurrent sessions on one folder leave one whole file or the other, never a mix (a
+writer killed mid-save leaves its temp file: a later save removes it once it is
+``STALE_TEMP_S`` old); a folder that cannot be written, or that is a link (a
+repository may ship one), is reported in the status and otherwise ignored.
 
 Freshness of what was loaded is the index's job: it serves a cached file only when
 the file's stamp (size, mtime_ns, ctime_ns, inode) is unchanged, and a file marked
@@ -47,12 +49,13 @@ import struct
 import sys
 import tempfile
 import threading
+import time
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from grinta_jupyter.runtime import collector
+from grinta_jupyter.runtime import collector, private
 
 STORE_DIR = os.path.join(".grinta", "index")
 STORE_NAME = "symbols.bin"
@@ -62,6 +65,8 @@ MAGIC = b"grinta-symbols\n"
 RACY_NS = 3_000_000_000
 # Larger stores are not read (a 10,000-file tree stores about 30 MB).
 MAX_STORE_BYTES = 1_000_000_000
+# A temp file this old was left by a writer that died (a save takes about a second).
+STALE_TEMP_S = 3600.0
 
 # (mtime_ns, size, ctime_ns, inode)
 Stamp = tuple[int, int, int, int]
@@ -149,7 +154,7 @@ def user_key() -> bytes | None:
     """This user's key for signing stores, made on first use; None if it cannot be."""
     path = key_path()
     try:
-        key = path.read_bytes()
+        key = _read_key(path)
         if len(key) == 32:
             return key
     except OSError:
@@ -165,10 +170,20 @@ def user_key() -> bytes | None:
             pass
         finally:
             os.unlink(temp)
-        key = path.read_bytes()
+        key = _read_key(path)
     except OSError:
         return None
     return key if len(key) == 32 else None
+
+
+def _read_key(path: Path) -> bytes:
+    """The key file's first bytes; nothing from a FIFO (which would block) or a device
+    such as ``/dev/zero`` (which never ends) put in its place."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        return os.read(fd, 33) if stat.S_ISREG(os.fstat(fd).st_mode) else b""
+    finally:
+        os.close(fd)
 
 
 def _sign(key: bytes, *parts: bytes | memoryview) -> bytes:
@@ -345,8 +360,9 @@ def save(root: Path, expected: bytes, snapshot: Snapshot) -> str:
         return "not storable"
     framed = _LENGTH.pack(len(encoded)) + encoded
     temp = ""
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
+    try:  # real folders only: a repository may ship ``.grinta/index -> /elsewhere``
+        private.make_dir(folder.parent)
+        private.make_dir(folder)
         fd, temp = tempfile.mkstemp(dir=folder, prefix=STORE_NAME + ".", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
             handle.write(MAGIC + expected + _sign(key, expected, framed))
@@ -358,4 +374,18 @@ def save(root: Path, expected: bytes, snapshot: Snapshot) -> str:
             with contextlib.suppress(OSError):
                 os.unlink(temp)
         return f"unwritable ({exc.strerror})"
+    _sweep(folder)
     return "saved"
+
+
+def _sweep(folder: Path) -> None:
+    """Remove the temp files of writers that died mid-save (``kill -9``), each as large
+    as a store; a live writer's is younger than ``STALE_TEMP_S``."""
+    before = time.time() - STALE_TEMP_S
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if not entry.name.startswith(STORE_NAME + ".") or not entry.name.endswith(".tmp"):
+                continue
+            with contextlib.suppress(OSError):
+                if entry.stat(follow_symlinks=False).st_mtime < before:
+                    os.unlink(entry.path)

@@ -7,8 +7,9 @@ folder under the root but the ones the index never lists (``skip``), and returns
 ``None`` where inotify cannot be trusted, so the caller falls back to stat'ing:
 
 - not Linux, or ``inotify_init1`` failed (for example the per-user instance limit);
-- the root is on a file system whose changes may come from elsewhere (NFS, SMB,
-  FUSE, 9p, virtiofs: a container's bind mount edited from the host sends no event);
+- the root, or a folder mounted anywhere under it (but under ``skip``), is on a file
+  system whose changes may come from elsewhere (NFS, SMB, FUSE, 9p, virtiofs: a
+  container's bind mount edited from the host sends no event);
 - more folders than ``watch_budget()`` (at most an eighth of the user's kernel limit,
   which every editor and file watcher shares), or the kernel's limit is reached.
 
@@ -107,7 +108,7 @@ class TreeWatch:
     def start(cls, root: str, skip: frozenset[str]) -> TreeWatch | None:
         """A watch on ``root`` and its folders (but names in ``skip``), or None (see above)."""
         libc = _libc()
-        if libc is None or _file_system(root) not in LOCAL_FILE_SYSTEMS:
+        if libc is None or not _all_local(root, skip):
             return None
         fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
@@ -190,22 +191,44 @@ def _libc() -> ctypes.CDLL | None:
     return libc
 
 
-def _file_system(path: str) -> str:
+def _file_system(path: str, mounts: list[tuple[str, str]] | None = None) -> str:
     """The type of the file system ``path`` is on, from /proc/self/mountinfo ("" if unknown)."""
+    real = os.path.realpath(path)
+    best, kind = -1, ""
+    for mount, fs in _mounts() if mounts is None else mounts:
+        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
+        if inside and len(mount) > best:
+            best, kind = len(mount), fs
+    return kind
+
+
+def _all_local(root: str, skip: frozenset[str]) -> bool:
+    """Whether ``root`` and every file system mounted under it (but under ``skip``) are
+    local: a remote one mounted inside the tree would change unseen as well."""
+    mounts = _mounts()
+    if _file_system(root, mounts) not in LOCAL_FILE_SYSTEMS:
+        return False
+    below = os.path.join(os.path.realpath(root), "")
+    return not any(
+        mount.startswith(below)
+        and fs not in LOCAL_FILE_SYSTEMS
+        and not skip.intersection(mount[len(below) :].split("/"))
+        for mount, fs in mounts
+    )
+
+
+def _mounts() -> list[tuple[str, str]]:
+    """(mount point, file system type) of each mount, from /proc/self/mountinfo."""
     try:
-        real = os.path.realpath(path)
         with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as mounts:
             lines = mounts.read().splitlines()
     except OSError:
-        return ""
-    best, kind = -1, ""
+        return []
+    found = []
     for line in lines:
         fields, _, tail = line.partition(" - ")
         parts = fields.split()
         if len(parts) < 5 or not tail:
             continue
-        mount = parts[4].replace("\\040", " ")
-        inside = real == mount or real.startswith(mount.rstrip("/") + "/")
-        if inside and len(mount) > best:
-            best, kind = len(mount), tail.split()[0]
-    return kind
+        found.append((parts[4].replace("\\040", " "), tail.split()[0]))
+    return found
