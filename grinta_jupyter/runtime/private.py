@@ -64,21 +64,31 @@ def real_dir(path: Path) -> bool:
 def make_dirs(path: Path) -> None:
     """Create folder ``path`` and its missing parents, each owner-only.
 
-    Every existing folder from a ``.grinta`` component down must be a real folder.
+    Every existing folder from the last ``.grinta`` component down must be a real folder
+    (the last: a workspace may itself lie under a folder named ``.grinta``, such as
+    ``~/.grinta/projects/ws``, whose folders are not grinta's to check or tighten).
     """
     missing = []
     folder = path
     while not os.path.lexists(folder):
         missing.append(folder)
         folder = folder.parent
-    if STATE_NAME in folder.parts:
-        state = Path(*folder.parts[: folder.parts.index(STATE_NAME) + 1])
+    state = _state_folder(path)
+    if state is not None and (folder == state or state in folder.parents):
         checked = [state, *(p for p in reversed(folder.parents) if state in p.parents), folder]
         for existing in dict.fromkeys(checked):
             real_dir(existing)
             tighten(existing)
     for folder in reversed(missing):
         make_dir(folder)
+
+
+def _state_folder(path: Path) -> Path | None:
+    """The state folder ``path`` lies in: up to its last ``.grinta`` component."""
+    if STATE_NAME not in path.parts:
+        return None
+    last = len(path.parts) - 1 - path.parts[::-1].index(STATE_NAME)
+    return Path(*path.parts[: last + 1])
 
 
 def tighten(path: Path) -> None:
