@@ -67,6 +67,7 @@ from __future__ import annotations
 
 import ast
 import base64
+import collections
 import ctypes
 import io
 import itertools
@@ -105,6 +106,8 @@ if TYPE_CHECKING:
 INTERRUPT_GRACE = 2.0  # seconds the interrupted code has to stop before it is reported stuck
 MAX_OUTPUT_CHARS = 2_000_000  # one rich output's data; a bigger one keeps only its description
 MAX_OUTPUTS = 8
+VALUE_ITEMS = 1_000  # items of a builtin container shown in a final value (a cell shows as many)
+FIGURE_ERROR_CHARS = 300  # of why a figure could not be drawn
 TRACEBACK_FRAMES = 6
 _POLL = 0.05
 # Seconds, the interpreter's switch interval while executed code runs (the default is 0.005).
@@ -370,7 +373,7 @@ class _Run:
                     compile(ast.Expression(last.value), self.filename, "eval"), self.namespace
                 )
                 if value is not None:
-                    self.value = repr(value)
+                    self.value = _value_repr(value)
                     self._add(_value_outputs(value))
         except ExecutionInterrupted:
             raise
@@ -433,6 +436,23 @@ class _Run:
             )
         text = bound_output("\n".join([head, *sections]), limit)
         return Observation(error is None, text, error, proposal_id, outputs=tuple(self.outputs))
+
+
+def _value_repr(value: Any) -> str:
+    """``repr(value)``, a builtin container past ``VALUE_ITEMS`` items by its first ones: its
+    repr is one C call, which holds the interpreter (neither the time limit nor Stop can end
+    it, and the kernel waits) and builds the whole text first (a list of 10^8 numbers: seconds
+    and a gigabyte)."""
+    cls = type(value)
+    if not (cls in _CONTAINERS and len(value) > VALUE_ITEMS):
+        return repr(value)
+    items = value.items() if cls is dict else value
+    text = repr(cls(itertools.islice(items, VALUE_ITEMS)))
+    close = len(text) - (2 if cls is collections.deque or cls is frozenset else 1)  # "])", "})"
+    return f"{text[:close]}, ... {len(value) - VALUE_ITEMS} more{text[close:]}"
+
+
+_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
 
 
 def _interruption(why: str, timeout: float) -> ToolError:
@@ -522,7 +542,8 @@ def _figure_numbers() -> set[int]:
 
 
 def _new_figures(before: set[int]) -> list[dict[str, str]]:
-    """Each figure made since ``before`` as a PNG bundle; the figure is then closed."""
+    """Each figure made since ``before`` as a PNG bundle (one that cannot be drawn as a line
+    saying so, as a notebook shows its error under the cell); the figure is then closed."""
     pyplot = sys.modules.get("matplotlib.pyplot")
     if pyplot is None:
         return []
@@ -532,6 +553,10 @@ def _new_figures(before: set[int]) -> list[dict[str, str]]:
         buffer = io.BytesIO()
         try:
             figure.savefig(buffer, format="png")
+        except Exception as exc:  # the code's figure cannot be drawn (bad mathtext): say so
+            why = " ".join(f"{type(exc).__name__}: {exc}".split())[:FIGURE_ERROR_CHARS]
+            outputs.append({"text/plain": f"[figure {number}: not drawn: {why}]"})
+            continue
         finally:
             pyplot.close(figure)
         outputs.append(_png(buffer.getvalue(), f"figure {number}"))

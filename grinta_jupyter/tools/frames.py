@@ -19,6 +19,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
+from grinta_jupyter.runtime.secrets import REDACTED
 from grinta_jupyter.tools.values import (
     INT_BITS,
     LINE_CHARS,
@@ -27,7 +28,10 @@ from grinta_jupyter.tools.values import (
     bounded_repr,
     counted,
     cut,
+    dtype_text,
+    foreign_zone,
     is_library_class,
+    is_secret_text,
     known_zone,
     label_text,
     library_kind,
@@ -51,7 +55,7 @@ def frame_detail(frame: Any, kind: str) -> list[str]:
     lines = ["columns (dtype, nulls):" if nulls is not None else "columns (dtype):"]
     for i, (label, dtype) in enumerate(shown.dtypes.items()):
         count = "" if nulls is None else f", {counted(nulls[i], 'null')}"
-        lines.append(cut(f"  {label_text(label)}: {dtype}{count}"))
+        lines.append(cut(f"  {label_text(label)}: {dtype_text(dtype)}{count}"))
     if columns > MAX_COLUMNS:
         lines.append(f"  [... {columns - MAX_COLUMNS} more columns]")
     lines.append(f"head({HEAD_ROWS}):" if kind == "DataFrame" else f"first {HEAD_ROWS}:")
@@ -62,17 +66,25 @@ def frame_detail(frame: Any, kind: str) -> list[str]:
 
 def _safe_cells(frame: Any) -> Any:
     """``frame`` with any cell, label or column name that is not a plain value replaced by its
-    label, so ``to_string`` calls no user ``__repr__``/``__str__``."""
+    label, so ``to_string`` calls no user ``__repr__``/``__str__``, and any text that is a
+    secret (``values.is_secret_text``) by ``[REDACTED]``."""
     frame = frame.copy()
     for i in range(frame.shape[1]):
         column = frame.iloc[:, i]
-        if column.dtype.kind == "O":
+        if foreign_zone(column.dtype):
+            frame.isetitem(i, _in_utc(column))
+        elif column.dtype.kind == "O":
+            label = frame.columns[i]  # a secret name hides its column's secret-looking texts
             cells = column.tolist()
-            if not all(_plain(v) for v in cells):
-                frame.isetitem(i, [_cell(v) for v in cells])
+            if not all(_plain(v) and not is_secret_text(label, v) for v in cells):
+                frame.isetitem(
+                    i, [REDACTED if is_secret_text(label, v) else _cell(v) for v in cells]
+                )
     for axis in ("index", "columns"):
         labels = getattr(frame, axis)
-        if labels.dtype.kind == "O":
+        if foreign_zone(labels.dtype):
+            setattr(frame, axis, _in_utc(labels))
+        elif labels.dtype.kind == "O":
             items = labels.tolist()
             if not all(_plain(v) for v in items):
                 setattr(frame, axis, [_cell(v) for v in items])
@@ -104,6 +116,12 @@ def _plain(value: Any) -> bool:
     return False
 
 
+def _in_utc(times: Any) -> Any:
+    """Times in a zone of the user's (a series or an index) as naive UTC times, read from the
+    instants pandas keeps: no ``utcoffset`` of the zone runs."""
+    return times.array.asi8.view(f"M8[{times.dtype.unit}]")
+
+
 def _cell(value: Any) -> Any:
     return value if _plain(value) else bounded_repr(value, room=40)
 
@@ -111,7 +129,8 @@ def _cell(value: Any) -> Any:
 def array_detail(array: Any) -> list[str]:
     """A plain ndarray's size, first values and, for numbers, its range (and NaN count)."""
     lines = [f"size {array.size}, {counted(array.ndim, 'dimension')}"]
-    first = array.ravel()[:FIRST_VALUES].tolist()
+    # ``flat`` copies only what it slices: ``ravel`` copies a whole strided or broadcast view.
+    first = array.flat[:FIRST_VALUES].tolist()
     lines.append(cut(f"first values: {bounded_repr(first, room=LINE_CHARS)}"))
     if array.dtype.kind in "iufb" and 0 < array.size <= STATS_MAX_CELLS:
         if array.dtype.kind == "f":

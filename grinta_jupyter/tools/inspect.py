@@ -34,11 +34,13 @@ from grinta_jupyter.tools.values import (
     counted,
     cut,
     guarded,
+    is_secret_text,
     library_kind,
     object_detail,
     plain_array,
     summary,
     type_label,
+    without_credentials,
 )
 from grinta_jupyter.tools.values import LINE_CHARS as LINE_CHARS  # the per-line bound, re-exported
 
@@ -90,11 +92,17 @@ def inspect_namespace(namespace: Namespace, name: str | None = None) -> str:
             NAME_NOT_FOUND,
             f"no variable named {name!r} in the kernel{listed}.{hint}",
             [
-                Candidate("<kernel>", 0, cut(guarded(summary, values[n])), "variable", n)
+                Candidate(
+                    "<kernel>",
+                    0,
+                    without_credentials(cut(guarded(summary, values[n], n))),
+                    "variable",
+                    n,
+                )
                 for n in close
             ],
         )
-    return _bound(detail(name, values[name]), DETAIL_CHARS)
+    return _bound(without_credentials(detail(name, values[name])), DETAIL_CHARS)
 
 
 def listing(values: dict[Any, Any], hidden: Set[str]) -> str:
@@ -115,7 +123,7 @@ def listing(values: dict[Any, Any], hidden: Set[str]) -> str:
     if not (data or functions or classes):
         return "no user variables in the kernel yet"
     lines = [
-        cut(f"{name} ({guarded(type_label, values[name])}): {guarded(summary, values[name])}")
+        cut(f"{name} ({guarded(type_label, values[name])}): {guarded(summary, values[name], name)}")
         for name in data[:MAX_VARIABLES]
     ]
     if len(data) > MAX_VARIABLES:
@@ -124,7 +132,7 @@ def listing(values: dict[Any, Any], hidden: Set[str]) -> str:
         if names:
             lines.append(cut(f"{label}: {', '.join(names)}"))
     head = f"{counted(len(data), 'variable')} in the kernel"
-    return _bound("\n".join([head, *lines]), LIST_CHARS)
+    return _bound(without_credentials("\n".join([head, *lines])), LIST_CHARS)
 
 
 def _listed(name: Any, value: Any, hidden: Set[str]) -> bool:
@@ -139,9 +147,9 @@ def _listed(name: Any, value: Any, hidden: Set[str]) -> bool:
 
 def detail(name: str, value: Any) -> str:
     """``name``'s summary line, then the lines that show it in detail (unbounded in total)."""
-    head = f"{name} ({guarded(type_label, value)}): {guarded(summary, value)}"
+    head = f"{name} ({guarded(type_label, value)}): {guarded(summary, value, name)}"
     try:
-        body = _body(value)
+        body = [] if is_secret_text(name, value) else _body(value)
     except Exception as exc:  # one odd value: say so rather than fail the read
         body = [f"(cannot be shown in detail: {class_names(type(exc))[1]})"]
     return "\n".join([cut(head), *body])

@@ -27,6 +27,13 @@ user's code, and what it returns is bounded whatever the size of the value.
 
 A value that cannot be described costs its own line (``guarded``), never
 the caller's whole output.
+
+Secrets: the kernel holds values the environment does not, so what is shown
+is redacted here too (``is_secret_text``, ``without_credentials``): text that looks
+like a secret under a name that says it holds one (a variable, a dictionary
+key, an attribute: ``api_key``, ``"PASSWORD"``, ``self.token``), text
+holding a URL's password, a secret setting, a private key or a credential in
+a provider's format, whatever its name.
 """
 
 from __future__ import annotations
@@ -43,7 +50,15 @@ from collections.abc import Callable, Iterable
 from inspect import CO_VARARGS, CO_VARKEYWORDS, Parameter, signature
 from typing import Any
 
-from grinta_jupyter.runtime.secrets import before_cut
+from grinta_jupyter.runtime.secrets import (
+    REDACTED,
+    before_cut,
+    credentials,
+    is_secret_name,
+    is_secret_variable,
+    looks_secret,
+    redact,
+)
 
 LINE_CHARS = 200
 MAX_ATTRIBUTES = 30
@@ -52,11 +67,11 @@ MAX_ATTRIBUTES = 30
 INT_BITS = 200
 
 
-def guarded(describe: Callable[[Any], str], value: Any) -> str:
-    """``describe(value)``, or a note saying it could not be done: one odd value (or a bug of
-    ours) costs its own line, not the listing."""
+def guarded(describe: Callable[..., str], value: Any, *more: Any) -> str:
+    """``describe(value, *more)``, or a note saying it could not be done: one odd value (or a
+    bug of ours) costs its own line, not the listing."""
     try:
-        return describe(value)
+        return describe(value, *more)
     except Exception as exc:
         return f"<cannot be summarised: {class_names(type(exc))[1]}>"
 
@@ -152,13 +167,13 @@ def library_kind(value: Any) -> str:
     loaded (a class's ``__module__`` is its own to set); numpy scalars and pandas scalars only
     by their exact type, since their repr is what shows them."""
     cls = type(value)
-    numpy = sys.modules.get("numpy")
+    numpy = loaded_module("numpy")
     if numpy is not None:
         if _subclass(cls, numpy, "ndarray"):
             return "array"
         if cls in _numpy_scalars(numpy):
             return "numpy scalar"
-    pandas = sys.modules.get("pandas")
+    pandas = loaded_module("pandas")
     if pandas is not None:
         for kind, name in (("frame", "DataFrame"), ("series", "Series"), ("index", "Index")):
             if _subclass(cls, pandas, name):
@@ -168,29 +183,38 @@ def library_kind(value: Any) -> str:
     return ""
 
 
-def _subclass(cls: type, module: Any, name: str) -> bool:
+def loaded_module(name: str) -> dict[str, Any] | None:
+    """The namespace of the loaded module ``name``, or None when it is not loaded or is not a
+    plain module: a stand-in put in ``sys.modules`` answers attributes with its own code (a
+    ``__getattr__``; a lazy module imports itself when touched)."""
+    module = sys.modules.get(name)
+    if type(module) is not types.ModuleType:
+        return None
+    namespace = vars(module)  # a plain module's own dictionary: no module ``__getattr__`` runs
+    return namespace if type(namespace) is dict else None
+
+
+def _subclass(cls: type, module: dict[str, Any], name: str) -> bool:
     # The module may be half imported (another thread is importing it): no class, no match.
-    base = getattr(module, name, None)
+    base = module.get(name)
     return type(base) is type and issubclass(cls, base)
 
 
 _scalar_tables: dict[str, tuple[object, ExactTypes]] = {}
 
 
-def _numpy_scalars(numpy: Any) -> ExactTypes:
+def _numpy_scalars(numpy: dict[str, Any]) -> ExactTypes:
     """numpy's own scalar types (float64, int8, datetime64, str_, void, ...)."""
-    return _table("numpy", numpy, lambda: getattr(numpy, "sctypeDict", {}).values())
+    table = numpy.get("sctypeDict")
+    return _table("numpy", numpy, lambda: table.values() if type(table) is dict else ())
 
 
-def _pandas_scalars(pandas: Any) -> ExactTypes:
+def _pandas_scalars(pandas: dict[str, Any]) -> ExactTypes:
     """pandas's scalar types (Timestamp, Timedelta, Period, Interval, NaT's type)."""
 
     def kinds() -> list[object]:
         names = ("Timestamp", "Timedelta", "Period", "Interval")
-        return [
-            *(getattr(pandas, name, None) for name in names),
-            type(getattr(pandas, "NaT", None)),
-        ]
+        return [*(pandas.get(name) for name in names), type(pandas.get("NaT"))]
 
     return _table("pandas", pandas, kinds)
 
@@ -207,8 +231,8 @@ def _table(key: str, module: object, kinds: Callable[[], Iterable[object]]) -> E
 
 def is_library_class(cls: type, module: str, name: str) -> bool:
     """Whether ``cls`` is the class ``name`` of the loaded ``module`` (never imported here)."""
-    loaded = sys.modules.get(module)
-    return loaded is not None and cls is getattr(loaded, name, None)
+    loaded = loaded_module(module)
+    return loaded is not None and cls is loaded.get(name)
 
 
 def bare(value: Any, kind: str) -> Any:
@@ -229,12 +253,13 @@ def plain_array(value: Any) -> Any:
 # -- one line about a value ------------------------------------------------------------------
 
 
-def summary(value: Any) -> str:
-    """One line about ``value`` that runs none of its code."""
+def summary(value: Any, name: object = None) -> str:
+    """One line about ``value`` (the value of ``name``) that runs none of its code."""
     cls = type(value)
     if cls in _TEXTS:
         unit = "character" if cls is str else "byte"
-        return f"{counted(len(value), unit)}: {bounded_repr(value, room=60)}"
+        shown = REDACTED if is_secret_text(name, value) else bounded_repr(value, room=60)
+        return f"{counted(len(value), unit)}: {shown}"
     if _container(cls):
         return f"{counted(len(value), 'item')}: {bounded_repr(value, room=120)}"
     if cls in _SCALARS:
@@ -249,16 +274,17 @@ def summary(value: Any) -> str:
         frame = bare(value, kind)
         rows, columns = frame.shape
         dtypes = ", ".join(
-            f"{label_text(c)} {d}" for c, d in itertools.islice(frame.dtypes.items(), 12)
+            f"{label_text(c)} {dtype_text(d)}"
+            for c, d in itertools.islice(frame.dtypes.items(), 12)
         )
         more = f", ... {columns - 12} more" if columns > 12 else ""
         return f"{counted(rows, 'row')} x {counted(columns, 'column')}: {dtypes}{more}"
     if kind == "series":
         series = bare(value, kind)
         named = "" if series.name is None else f", name {label_text(series.name)}"
-        return f"{counted(len(series), 'value')}, dtype {series.dtype}{named}"
+        return f"{counted(len(series), 'value')}, dtype {dtype_text(series.dtype)}{named}"
     if kind == "index":
-        return f"{counted(len(value), 'entry', 'entries')}, dtype {value.dtype}"
+        return f"{counted(len(value), 'entry', 'entries')}, dtype {dtype_text(value.dtype)}"
     if kind == "array":
         array = plain_array(value)
         return f"shape {tuple(array.shape)}, dtype {array.dtype}"
@@ -286,8 +312,22 @@ def known_zone(zone: Any) -> bool:
     """No zone, or one of the standard library's, whose repr runs nothing of the user's."""
     if zone is None or type(zone) is datetime.timezone:
         return True
-    zoneinfo = sys.modules.get("zoneinfo")
-    return zoneinfo is not None and type(zone) is getattr(zoneinfo, "ZoneInfo", None)
+    zoneinfo = loaded_module("zoneinfo")
+    return zoneinfo is not None and type(zone) is zoneinfo.get("ZoneInfo")
+
+
+def foreign_zone(dtype: Any) -> bool:
+    """Whether ``dtype`` is pandas's dtype of times in a zone whose code is not the standard
+    library's (pandas writes such a time with the zone's ``utcoffset``, its dtype with its
+    ``__str__``)."""
+    return is_library_class(type(dtype), "pandas", "DatetimeTZDtype") and not known_zone(dtype.tz)
+
+
+def dtype_text(dtype: Any) -> str:
+    """A numpy or pandas dtype's name; a zone that is not the standard library's by its class."""
+    if foreign_zone(dtype):
+        return f"datetime64[{dtype.unit}, {bounded_repr(dtype.tz, room=40)}]"
+    return str(dtype)
 
 
 def label_text(label: Any) -> str:
@@ -307,6 +347,8 @@ def bounded_repr(value: Any, room: int = 200, depth: int = 0) -> str:
     cls = type(value)
     if cls in _TEXTS:
         chars = min(room, _STRING_CHARS) if depth else room
+        if _holds_secret(value[: chars + _SECRET_MARGIN]):
+            return REDACTED
         return repr(value[:chars]) + ("..." if len(value) > chars else "")
     if cls in _SCALARS:
         return cut(_scalar_repr(value, room, depth), room)
@@ -321,7 +363,8 @@ def bounded_repr(value: Any, room: int = 200, depth: int = 0) -> str:
     limit = _ITEMS[depth]
     if cls in _MAPPINGS:
         parts = [
-            f"{bounded_repr(k, room, depth + 1)}: {bounded_repr(v, room, depth + 1)}"
+            f"{bounded_repr(k, room, depth + 1)}: "
+            + (REDACTED if is_secret_text(k, v) else bounded_repr(v, room, depth + 1))
             for k, v in itertools.islice(value.items(), limit)
         ]
     else:
@@ -455,7 +498,8 @@ def _attributes(value: Any) -> list[str]:
     lines = ["attributes:"] if own else ["(no instance attributes)"]
     for key, attr in itertools.islice(own.items(), MAX_ATTRIBUTES):
         shown = key if type(key) is str else bounded_repr(key, room=40)
-        lines.append(cut(f"  {shown} ({guarded(type_label, attr)}): {guarded(summary, attr)}"))
+        described = guarded(summary, attr, key)
+        lines.append(cut(f"  {shown} ({guarded(type_label, attr)}): {described}"))
     if len(own) > MAX_ATTRIBUTES:
         lines.append(f"  [... {len(own) - MAX_ATTRIBUTES} more attributes]")
     return lines
@@ -478,6 +522,43 @@ def _instance_dict(value: Any) -> dict[Any, Any] | None:
 def _own_dict(cls: type) -> Any:
     """A class's own namespace (a mappingproxy), read through ``type`` itself."""
     return vars(type)["__dict__"].__get__(cls, type)
+
+
+# -- secrets -----------------------------------------------------------------------------
+
+# Characters read past what is shown, so a secret that starts there is still recognised whole.
+_SECRET_MARGIN = 256
+_NAMED_SCAN = 1_000  # the start of a value under a secret name that decides if it looks like one
+
+
+def is_secret_text(name: Any, value: Any) -> bool:
+    """Whether text ``value`` is shown as REDACTED: under a ``name`` that says it holds a secret
+    (``api_key``, ``"PASSWORD"``, ``self.token``, ``os.environ``'s ``b"GITHUB_TOKEN"``) it looks
+    like one; under any name it holds one (``_holds_secret``)."""
+    if type(value) not in _TEXTS:
+        return False
+    named = type(name) in _TEXTS and is_secret_name(_text(name[:_NAMED_SCAN]))
+    return (named and looks_secret(_text(value[:_NAMED_SCAN]))) or _holds_secret(
+        value[: LINE_CHARS + _SECRET_MARGIN]
+    )
+
+
+def _holds_secret(value: Any) -> bool:
+    """Whether a (short) text holds a URL's password, a secret setting, a private key or a
+    credential in a provider's format."""
+    return is_secret_variable("", _text(value))
+
+
+def _text(value: Any) -> str:
+    """A str, or bytes read one character a byte."""
+    return value if type(value) is str else bytes(value).decode("latin-1")
+
+
+def without_credentials(text: str) -> str:
+    """``text`` with every credential in a provider's format (``sk-...``, ``ghp_...``) redacted,
+    wherever it was shown from (a frame's cell, a label, an attribute's name)."""
+    found = credentials(text)
+    return redact(text, found) if found else text
 
 
 # -- bounds ------------------------------------------------------------------------------
