@@ -19,6 +19,8 @@ back what the other replaced.
 
 from __future__ import annotations
 
+import sys
+import threading
 from collections.abc import Callable, Set
 from typing import Any
 
@@ -47,7 +49,9 @@ class IPythonNamespace:
 
 class _ContainedExit:
     """The shell's ``ask_exit`` (what ``exit()``/``quit()`` call), but SystemExit in the thread
-    of code the ``execute`` tool runs."""
+    of code the ``execute`` tool runs, and in any thread that is not the kernel's own (the
+    main thread, where cells run, or ipykernel's subshells): a thread the executed code
+    started outlives it, and its ``exit()`` would end the kernel after the current cell."""
 
     def __init__(self, original: Callable[[], None]) -> None:
         self.original = original
@@ -55,9 +59,20 @@ class _ContainedExit:
     def __call__(self) -> None:
         from grinta_jupyter.tools.execute import in_executed_code
 
-        if in_executed_code():
-            raise SystemExit("exit() here ends the executed code, not the kernel")
+        if in_executed_code() or not _kernel_thread():
+            raise SystemExit("exit() here ends this thread's code, not the kernel")
         self.original()
+
+
+def _kernel_thread() -> bool:
+    """Whether this thread runs the kernel's cells: the main thread, or an ipykernel thread
+    (a subshell's)."""
+    current = threading.current_thread()
+    if current is threading.main_thread():
+        return True
+    module = sys.modules.get("ipykernel.thread")
+    base = getattr(module, "BaseThread", None) if module is not None else None
+    return isinstance(base, type) and isinstance(current, base)
 
 
 def current_namespace() -> IPythonNamespace | None:
