@@ -247,9 +247,11 @@ def test_staging_runs_off_the_event_loop(tmp_path):
 
     elapsed, during = asyncio.run(go())
     assert session.steps[0].proposal.ok, session.steps[0].proposal.error
-    # The loop ran the ticker all along: roughly one tick per 5 ms of staging.
+    # The loop ran the ticker all along: one tick per 5 ms of staging on an idle machine, one
+    # per 36 ms seen with both cores loaded (the staging thread holds the interpreter between
+    # switches); staging on the loop itself lets it tick once or twice in all.
     assert elapsed > 0.05, "the workload is too small to show anything"
-    assert during >= elapsed / 0.005 * 0.3, (elapsed, during)
+    assert during >= max(5, elapsed / 0.005 * 0.1), (elapsed, during)
 
 
 def test_stop_while_staging_leaves_nothing_pending(ws):
