@@ -59,8 +59,10 @@ class _ContainedExit:
     def __call__(self) -> None:
         from grinta_jupyter.tools.execute import in_executed_code
 
-        if in_executed_code() or not _kernel_thread():
-            raise SystemExit("exit() here ends this thread's code, not the kernel")
+        if in_executed_code():
+            raise SystemExit("exit() here ends the executed code, not the kernel")
+        if not _kernel_thread():
+            raise SystemExit("exit() in this thread ends the thread, not the kernel")
         self.original()
 
 
