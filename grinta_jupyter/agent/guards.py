@@ -102,10 +102,14 @@ def signature(tool: str, args: dict[str, Any]) -> str:
     (comments, quoting and spacing dropped) and without its timeout: ``pytest -q # try 2``
     and ``pytest  '-q'`` with another timeout are the same command run again."""
     if tool == "run" and isinstance(args.get("command"), str):
-        parts = segments(args["command"])
-        command = " ; ".join(f"{p.joined_by} {shlex.join(p.words)}" for p in parts)
-        args = {"command": command or args["command"]}
+        args = {"command": as_read(args["command"])}
     return f"{tool}:{json.dumps(args, sort_keys=True)}"
+
+
+def as_read(command: str) -> str:
+    """``command`` as the shell reads it: comments, quoting and spacing dropped."""
+    parts = segments(command)
+    return " ; ".join(f"{p.joined_by} {shlex.join(p.words)}" for p in parts) or command
 
 
 @dataclass
@@ -134,6 +138,8 @@ class StuckDetector:
     ``0.13s`` is still the same result. A failing command counts again even when other calls
     sit between the repeats (reads, other commands); only a successful write, or a successful
     command that plainly changes files (``mv``, ``sed -i``) or installs packages, resets it.
+    A write that puts the files back as they were (an edit, then its undo) resets nothing:
+    failures are counted per state of the files the session wrote.
     """
 
     limits: Limits
@@ -142,7 +148,9 @@ class StuckDetector:
     failed_targets: dict[str, int] = field(default_factory=dict)
     failing_commands: dict[str, int] = field(
         default_factory=dict
-    )  # command -> failures since a change
+    )  # "files-state command" -> failures since a change
+    # Each file the session wrote: digests of its text before the first write and now.
+    written: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         kept = max(1, self.limits.repeat_threshold, self.limits.alternation_window)
@@ -151,7 +159,11 @@ class StuckDetector:
     def observe(self, proposal: Proposal, observation: Observation) -> Firing | None:
         sig = signature(proposal.tool, proposal.args)
         command = " ".join(shell_command(proposal).split())
-        failures = self._count_failing_command(proposal, observation, command)
+        if isinstance(proposal, WriteProposal) and observation.ok:
+            self._note_write(proposal)
+        # "pytest -q  # try 2" is "pytest -q" again, and so it is after an edit and its undo.
+        key = f"{self._files_state()} {as_read(command)}" if command else ""
+        failures = self._count_failing_command(proposal, observation, command, key)
         self.recent.append(_Call(sig, observation.output[:_COMPARED_CHARS]))
         recent = list(self.recent)[-self.limits.repeat_threshold :]
         if (
@@ -159,7 +171,7 @@ class StuckDetector:
             and len({c.signature for c in recent}) == 1
             and len({c.digest() for c in recent}) == 1  # results compared only for one call
         ):
-            self.failing_commands.pop(command, None)  # one warning for one loop
+            self.failing_commands.pop(key, None)  # one warning for one loop
             return Firing(
                 "stuck_repeat",
                 f"{proposal.tool} called {len(recent)} times with the same result",
@@ -180,7 +192,7 @@ class StuckDetector:
                 "You are alternating between the same two calls. Step back and change approach.",
             )
         if failures >= self.limits.failing_command_threshold:
-            self.failing_commands.pop(command, None)
+            self.failing_commands.pop(key, None)
             return Firing(
                 "stuck_failing_command",
                 f"`{command[:80]}` failed {failures} times with no change in between",
@@ -203,19 +215,34 @@ class StuckDetector:
         return None
 
     def _count_failing_command(
-        self, proposal: Proposal, observation: Observation, command: str
+        self, proposal: Proposal, observation: Observation, command: str, key: str
     ) -> int:
-        """How many times ``command`` has now failed since the last change (0 if it did not)."""
-        if isinstance(proposal, WriteProposal) and observation.ok:
-            self.failing_commands.clear()
+        """How many times ``command`` (``key``: as the shell reads it, in this state of the
+        files) has now failed since the last change (0 if it did not)."""
         if proposal.kind != "command" or not command:
             return 0
         if observation.ok and observation.exit_code in (None, 0):
             if changes_files(command) or installs_packages(command):
                 self.failing_commands.clear()  # the next run may see something new
             return 0
-        self.failing_commands[command] = self.failing_commands.get(command, 0) + 1
-        return self.failing_commands[command]
+        self.failing_commands[key] = self.failing_commands.get(key, 0) + 1
+        return self.failing_commands[key]
+
+    def _note_write(self, proposal: WriteProposal) -> None:
+        for change in proposal.changes:
+            first = self.written.get(change.path, (_text_digest(change.before), None))[0]
+            self.written[change.path] = (first, _text_digest(change.after))
+
+    def _files_state(self) -> str:
+        """A digest of the written files that differ from how the session found them."""
+        changed = sorted((path, now) for path, (first, now) in self.written.items() if now != first)
+        return _text_digest(repr(changed)) or ""
+
+
+def _text_digest(text: str | None) -> str | None:
+    if text is None:
+        return None
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
 
 
 # What differs between two runs of the same command: replaced before outputs are compared.
@@ -302,12 +329,17 @@ class Budgets:
         return None
 
 
+# Within one clause: in "I did not run the tests; mypy passes" something else passes.
 _CLAIMS_TESTS_PASS = re.compile(
-    r"\b(tests?|suite|specs?)\b[^.\n]{0,40}\b(pass(es|ed|ing)?|green|succeed(s|ed)?)\b"
+    r"\b(tests?|suite|specs?)\b(?:(?![;:]|, (?:and|but)\b)[^.\n]){0,40}"
+    r"\b(pass(es|ed|ing)?|green|succeed(s|ed)?)\b"
     r"|\ball (tests )?(pass|green)\b|\b\d+ (?:tests? )?(?:passed|passing)\b",
     re.IGNORECASE,
 )
-_NEGATED = re.compile(r"n't\b|\b(?:not|never|no|cannot|fail\w*)\b", re.IGNORECASE)
+# Whole words: "no-op" and "failover" negate nothing.
+_NEGATED = re.compile(
+    r"n't\b|\b(?:not|never|no|cannot|fail(?:s|ed|ing|ures?)?)\b(?!-)", re.IGNORECASE
+)
 # A test command to suggest, by the suffix of the file that was changed.
 _SUGGESTED_TESTS = {
     ".py": "python -m pytest -q", ".js": "npm test", ".mjs": "npm test", ".cjs": "npm test",

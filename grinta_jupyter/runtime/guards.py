@@ -131,11 +131,13 @@ _STRONG = re.compile(
             rf"(?:the )?(?:rest|remainder) of (?:[\w']+ ){{1,3}}(?:{_CLAIM}|(?:goes )?here)",
             rf"(?:keep|leave) (?:{_DETERMINER} )?(?:{_QUALIFIER} )?(?:\w+ ){{0,2}}(?:as is|unchanged"
             r"|intact|the same|as before|alone)",
-            rf"(?:{_DETERMINER} )?(?:existing|remaining|unchanged|original) {_NOUNS}",
+            # "existing code", "keep existing code", "your existing code here"
+            rf"(?:(?:keep|leave) )?(?:{_DETERMINER} )?(?:existing|remaining|unchanged|original) "
+            rf"{_NOUNS}(?: (?:goes )?here)?",
             rf"(?:everything|all) else {_CLAIM}",
             rf"(?:{_DETERMINER} )?{_QUALIFIER} (?:\w+ ){{0,2}}{_NOUNS} {_CLAIM}",
             rf"(?:{_DETERMINER} )?(?:\w+ )?{_NOUNS} {_CLAIM}",
-            r"unchanged|same as (?:before|above|below|the original|original|previously|earlier)"
+            r"unchanged|(?:the )?same as (?:before|above|below|the original|original|previously|earlier)"
             r"|snip|snipped|snip snip|omitted|omitted for brevity|elided|unmodified"
             r"|(?:stays?|remains?) (?:the same|unchanged)|(?:keep|leave) (?:the )?rest(?: unchanged| as is)?",
         ]
@@ -299,9 +301,10 @@ _NEWLINE_ESCAPES = frozenset("nr")
 # LaTeX commands that begin like an escape (\theta, \nabla, \textbf): not escapes.
 _LATEX = re.compile(
     r"(?:newline|newcommand|newpage|noindent|nonumber|nolimits|nabla|neq|nu|nearrow|nexists|nleq"
-    r"|ngeq|nmid|natural|theta|tau|times|textbf|textit|texttt|textrm|textsc|textwidth|tfrac"
+    r"|ngeq|nmid|natural|not|notin|neg|nocite|noalign|normalsize|numberwithin|newtheorem"
+    r"|newenvironment|theta|tau|times|text[a-z]*|tfrac|to|top|title|tilde|today|tiny|tag|tan"
     r"|triangle|tanh|therefore|tableofcontents|rho|rangle|right|rightarrow|rceil|rfloor|renewcommand"
-    r"|rvert|rbrace|rbrack|raggedright)(?![A-Za-z0-9_])"
+    r"|rvert|rbrace|rbrack|raggedright|ref|rm|rule|raisebox)(?![A-Za-z0-9_])"
 )
 # After an escaped newline, text that starts a line of code: it ends a comment, and makes an
 # escaped CRLF a line break (a mention of "\\r\\n" in prose is not).
@@ -456,9 +459,18 @@ def _escape_width(text: str, i: int) -> int:
     line_start = _line_start(text, i)
     token_start = max(text.rfind(" ", line_start, i), text.rfind("\t", line_start, i)) + 1
     token_start = max(token_start, line_start)
-    if token_start < i and re.match(r"[A-Za-z]:\\|\\\\[A-Za-z]", text[token_start : i + 2]):
-        return 0  # a Windows path: C:\new\table, \\server\tmp
+    # A Windows path (C:\new\table, \\server\tmp), unless the escape right after its drive
+    # goes on with no name: ``if x:\n    pass`` is escaped code, not the drive x:.
+    if (
+        token_start < i
+        and re.match(r"[A-Za-z]:\\|\\\\[A-Za-z]", text[token_start : i + 2])
+        and (i != token_start + 2 or _PATH_NAME.match(text, j + 1))
+    ):
+        return 0
     return j + 1 - i
+
+
+_PATH_NAME = re.compile(r"[^\s\\]")
 
 
 def _line_start(text: str, i: int, window: int = 256) -> int:
@@ -518,6 +530,8 @@ def check_serialized(added: str, path: str = "", compiled: bool = False) -> Tool
     quotes = not (path and _is_shell(path))
     # The first _SCANNED characters tell as well as the whole (and bound the cost).
     text = added[:_SCANNED]
+    if "\\u00" in text:  # JSON's \u000a is its \n
+        text = _UNICODE_ESCAPE.sub(lambda m: _SHORT_ESCAPES[m.group()[-2:].lower()], text)
     newlines = text.count("\n")
     if compiled and not _comments_may_refuse(text, newlines):
         return None
@@ -535,6 +549,9 @@ def check_serialized(added: str, path: str = "", compiled: bool = False) -> Tool
     return None
 
 
+# JSON's unicode escapes of a newline, carriage return, tab and quote.
+_UNICODE_ESCAPE = re.compile(r"\\u00(?:0[aAdD9]|22)")
+_SHORT_ESCAPES = {"0a": "\\n", "0d": "\\r", "09": "\\t", "22": '\\"'}
 _ESCAPE_PAIR = re.compile(r'\\[nrt"]')  # inside every escape _escape_width finds
 
 
