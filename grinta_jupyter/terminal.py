@@ -322,7 +322,9 @@ def _edit(session: Session, step: Step, console: Console) -> None:
             "the proposal is unchanged"
         )
         return
-    if value == _parsed(step.call.arguments):
+    from grinta_jupyter.agent.models.base import parsed_arguments  # the CLI starts light
+
+    if value == parsed_arguments(step.call.arguments):
         console.say("the proposal is unchanged")
         return
     proposal = session.edit(value)
@@ -375,16 +377,11 @@ def _edit_at_prompt(current: str, console: Console) -> str:
         lines.append(line)
 
 
-def _parsed(arguments: str) -> Any:
-    try:
-        return json.loads(arguments)
-    except (ValueError, RecursionError):
-        return None
-
-
 def _pretty_arguments(arguments: str) -> str:
     """The call's arguments as indented JSON, every unsafe character written as a \\u escape."""
-    value = _parsed(arguments)
+    from grinta_jupyter.agent.models.base import parsed_arguments  # the CLI starts light
+
+    value = parsed_arguments(arguments)
     if value is None:
         return arguments
     text = json.dumps(value, indent=2, ensure_ascii=False)

@@ -47,7 +47,14 @@ from grinta_jupyter.agent.history import (
     recorded_proposal,
     setting,
 )
-from grinta_jupyter.agent.models.base import Model, ModelError, ModelReply, ToolCall, Usage
+from grinta_jupyter.agent.models.base import (
+    Model,
+    ModelError,
+    ModelReply,
+    ToolCall,
+    Usage,
+    parsed_arguments,
+)
 from grinta_jupyter.agent.partial import (
     CLOCK_SLACK,
     accepted_part,
@@ -1454,7 +1461,7 @@ def _unredacted(before: str, after: str, secrets: Secrets) -> str:
     """``after`` with each argument the person left as shown (redacted) given back its value
     as the model sent it: editing one argument of a call whose other one holds a secret
     keeps that secret, not the mark."""
-    old, new = _parsed_arguments(before), _parsed_arguments(after)
+    old, new = parsed_arguments(before), parsed_arguments(after)
     if not isinstance(old, dict) or not isinstance(new, dict):
         return after
     kept = {
@@ -1463,13 +1470,6 @@ def _unredacted(before: str, after: str, secrets: Secrets) -> str:
         if key in old and value != old[key] and secrets.redact_data(old[key]) == value
     }
     return json.dumps({**new, **kept}) if kept else after
-
-
-def _parsed_arguments(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
 
 
 def _redaction_copied(before: str, after: str, secrets: Secrets) -> ToolError | None:

@@ -7,6 +7,7 @@ so a client only translates at its own edge.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
@@ -25,6 +26,15 @@ class ToolCall:
     # The raw JSON text exactly as the model sent it; it may be malformed.
     # The session parses it and reports errors back to the model.
     arguments: str
+
+
+def parsed_arguments(text: str) -> Any:
+    """A call's arguments parsed, or None when they are not JSON (malformed, or nested past
+    the parser's depth, which raises RecursionError rather than ValueError)."""
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
 
 
 @dataclass
