@@ -336,7 +336,7 @@ def _subshell_cancelled(error: Any) -> bool:
     is disposed before the reply (the test's page closing) the pending request's future is
     cancelled and its rejection left unhandled. Not our code (the labextension asks for no
     subshell); seen once in CI, at a page's teardown, the test's assertions held."""
-    message = str(getattr(error, "message", error))
+    message = str(getattr(error, "message", error)).removeprefix("Error: ")  # both forms seen
     return message == "Canceled future for create_subshell_request message before replies were done"
 
 
