@@ -57,3 +57,61 @@ def test_past_the_live_limit_the_card_says_it_was_cut(tmp_path: Path) -> None:
     line = "y" * 99 + "\n"
     pending, _ = payloads_when(tmp_path, line * (MAX_LIVE_DIFF_CHARS // len(line) + 10))
     assert pending["diff_truncated"] is True and len(pending["diff"]) == MAX_LIVE_DIFF_CHARS
+
+
+def test_without_the_panel_a_pending_write_shows_every_row_in_html_and_text(
+    tmp_path: Path,
+) -> None:
+    """The trace is the card of front ends without the panel and what a console prints
+    before ``%grinta approve``; before stop 33 it showed 80 rows in HTML and 60 lines in
+    text of a write Approve then committed whole."""
+    from grinta_jupyter.jupyter.mime import session_secrets, step_bundle, trace_bundle
+
+    model = ScriptedModel(
+        [
+            reply("", call("create", path="big.py", content=CONTENT)),
+            reply("", call("finish", summary="written")),
+        ]
+    )
+    session = Session("write it", model=model, root=tmp_path)
+    shown: list[dict[str, Any]] = []
+
+    async def go() -> None:
+        async for update in session.updates():
+            if isinstance(update, NeedsDecision):
+                shown.append(trace_bundle(session))
+                shown.append(
+                    step_bundle(update.step, session.id, session_secrets(session), live=True)
+                )
+                session.approve()
+
+    asyncio.run(go())
+    for bundle in shown:
+        for i in range(2_000):
+            row = f"line_{i:05d} = {i}  # a row of the new module"
+            assert f"+ {row}" in bundle["text/plain"]
+            assert row in bundle["text/html"]
+        assert "more diff lines" not in bundle["text/plain"] + bundle["text/html"]
+    decided = trace_bundle(session)  # decided: what a saved notebook keeps
+    assert "more diff lines" in decided["text/plain"] and "more diff lines" in decided["text/html"]
+    assert "line_01999" not in decided["text/html"]
+
+
+def test_a_pending_diff_too_big_for_the_html_fallback_says_to_read_the_log(tmp_path: Path) -> None:
+    from grinta_jupyter.jupyter.mime import MAX_LIVE_HTML_CHARS, trace_bundle
+
+    content = ("a\x1b" * 100 + "\n") * 2_000  # escapes: about 7 KB of HTML a row
+    model = ScriptedModel([reply("", call("create", path="esc.txt", content=content))])
+    session = Session("write it", model=model, root=tmp_path)
+
+    async def go() -> dict[str, Any]:
+        async for update in session.updates():
+            if isinstance(update, NeedsDecision):
+                return trace_bundle(session)
+        raise AssertionError("no decision was asked for")
+
+    html = asyncio.run(go())["text/html"]
+    assert MAX_LIVE_HTML_CHARS // 2 < len(html) < MAX_LIVE_HTML_CHARS + 20_000
+    assert (
+        "more diff lines are not shown here: read them in the event log before you approve" in html
+    )

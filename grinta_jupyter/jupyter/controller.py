@@ -925,7 +925,7 @@ def show_log(session: Session) -> None:
     from grinta_jupyter.jupyter.mime import session_bundle, session_secrets, step_bundle
 
     for step in session.steps:
-        _display(step_bundle(step, session.id, session_secrets(session)))
+        _display(step_bundle(step, session.id, session_secrets(session), live=True))
     _display(session_bundle(session))
 
 
@@ -933,7 +933,9 @@ def _show_steps(session: Session, numbers: list[int]) -> None:
     from grinta_jupyter.jupyter.mime import session_bundle, session_secrets, step_bundle
 
     for number in numbers:
-        _display(step_bundle(session.steps[number - 1], session.id, session_secrets(session)))
+        _display(
+            step_bundle(session.steps[number - 1], session.id, session_secrets(session), live=True)
+        )
     if session.done:
         _display(session_bundle(session))
 

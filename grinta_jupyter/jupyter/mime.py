@@ -257,12 +257,20 @@ def trace_bundle(session: Session) -> dict[str, Any]:
             html_parts.append(mark_html(mark))
             text_parts.append(mark_text(mark))
         else:
+            # live: a write waiting for its decision shows its whole diff here too (this
+            # output is the card of front ends without the panel, and the text a console
+            # prints before ``%grinta approve``); the next update cuts it once decided.
             step = step_payload(
-                item.step, session.id, secrets, branch=item.branch, rewound=item.rewound
+                item.step,
+                session.id,
+                secrets,
+                branch=item.branch,
+                rewound=item.rewound,
+                live=True,
             )
             steps.append(step)
-            html_parts.append(step_html(step))
-            text_parts.append(step_text(step))
+            html_parts.append(step_html(step, live=True))
+            text_parts.append(step_text(step, live=True))
     payload["steps"], payload["marks"] = steps, marks
     body = "".join(html_parts)
     if session.done:
@@ -284,9 +292,16 @@ def mark_payload(mark: Mark, at: int, secrets: Secrets) -> dict[str, Any]:
     return payload
 
 
-def step_bundle(step: Step, session_id: str, secrets: Secrets | None = None) -> dict[str, Any]:
-    payload = step_payload(step, session_id, secrets)
-    return {STEP_MIME: payload, "text/html": step_html(payload), "text/plain": step_text(payload)}
+def step_bundle(
+    step: Step, session_id: str, secrets: Secrets | None = None, *, live: bool = False
+) -> dict[str, Any]:
+    """One step's card; ``live`` as in ``step_payload`` (a step shown while it may wait)."""
+    payload = step_payload(step, session_id, secrets, live=live)
+    return {
+        STEP_MIME: payload,
+        "text/html": step_html(payload, live=live),
+        "text/plain": step_text(payload, live=live),
+    }
 
 
 def session_bundle(session: Session) -> dict[str, Any]:
@@ -347,8 +362,12 @@ def _side(path: str | None, prefix: str) -> str:
     return "/dev/null" if path is None else prefix + line_text(path)
 
 
-def step_text(payload: dict[str, Any]) -> str:
-    """The step as plain text (what a terminal client prints): every field escaped."""
+def step_text(payload: dict[str, Any], *, live: bool = False) -> str:
+    """The step as plain text (what a terminal client prints): every field escaped.
+
+    ``live`` (the payload is ``step_payload``'s live one): a pending step's diff shows
+    every line, as a console prints it before ``%grinta approve``.
+    """
     status = payload["status"] + (", rewound" if payload.get("rewound") else "")
     branch = f" branch {payload['branch']}" if payload.get("branch") else ""
     head = f"[grinta step {payload['step']}{branch}] {line_text(payload['tool'])} ({status})"
@@ -370,9 +389,14 @@ def step_text(payload: dict[str, Any]) -> str:
         lines.append(f"resolved '{line_text(r['target'])}' -> {chosen} ({line_text(r['reason'])})")
     if payload["diff"]:
         diff_lines = diff_text_lines(payload["diff"])
-        lines.extend(diff_lines[:MAX_TEXT_DIFF_LINES])
-        if len(diff_lines) > MAX_TEXT_DIFF_LINES:
-            lines.append(f"... {len(diff_lines) - MAX_TEXT_DIFF_LINES} more diff lines")
+        # A pending step's rows all show: a console approves what it printed.
+        whole = live and payload["status"] == "pending"
+        keep = len(diff_lines) if whole else MAX_TEXT_DIFF_LINES
+        lines.extend(diff_lines[:keep])
+        if len(diff_lines) > keep:
+            lines.append(
+                f"... {len(diff_lines) - keep} more diff lines (the session log has all of them)"
+            )
         if payload.get("diff_truncated"):
             lines.append(f"... {DIFF_CUT_NOTE}")
     v = payload["validation"]
@@ -472,27 +496,39 @@ def line_html(text: Any) -> str:
 
 MAX_HTML_DIFF_LINES = 80  # inline styles cost ~200 bytes a row: keep saved notebooks small
 MAX_HTML_DIFF_CHARS = 48_000  # and rows full of styled escapes cost more
+# A pending diff's rows (HTML fallback of front ends without the panel): every row up to this.
+MAX_LIVE_HTML_CHARS = 2_000_000
 
 
-def diff_rows_html(diff: str, max_lines: int = MAX_HTML_DIFF_LINES) -> str:
+def diff_rows_html(diff: str, max_lines: int | None = MAX_HTML_DIFF_LINES) -> str:
     """A unified diff as table rows, each by its role in its hunk, with old and new line numbers.
 
     ``max_lines`` counts lines of the diff text (a file header is two); rows stop
     there or at ``MAX_HTML_DIFF_CHARS`` of HTML, and the rest is summed up in a
-    last row.
+    last row. ``None``: a diff waiting for its decision, every row up to
+    ``MAX_LIVE_HTML_CHARS`` (past it, the last row says to read the rest in the log).
     """
     items: list[tuple[int, str]] = []  # (lines of the diff it stands for, row)
     for file in parse_unified(diff):
         items.extend(_file_rows(file))
     rows, used, size = [], 0, 0
     for cost, row in items:
-        if used + cost > max_lines or size + len(row) > MAX_HTML_DIFF_CHARS:
+        if (
+            size + len(row) > MAX_LIVE_HTML_CHARS
+            if max_lines is None
+            else used + cost > max_lines or size + len(row) > MAX_HTML_DIFF_CHARS
+        ):
             break
         rows.append(row)
         used += cost
         size += len(row)
     hidden = sum(cost for cost, _ in items) - used
-    if hidden:
+    if hidden and max_lines is None:  # pending: Approve would commit rows not shown here
+        rows.append(
+            f'<tr class="grinta-diff-more"><td colspan="3" style="{_MUTED_ROW}">… {hidden} more '
+            "diff lines are not shown here: read them in the event log before you approve</td></tr>"
+        )
+    elif hidden:
         rows.append(
             f'<tr class="grinta-diff-more"><td colspan="3" style="{_MUTED_ROW}">… {hidden} more '
             "diff lines (the full diff is in the event log)</td></tr>"
@@ -560,7 +596,8 @@ def mark_html(mark: dict[str, Any]) -> str:
     )
 
 
-def step_html(payload: dict[str, Any]) -> str:
+def step_html(payload: dict[str, Any], *, live: bool = False) -> str:
+    """The step's card in inline-styled HTML; ``live`` as in ``step_text``."""
     status = payload["status"]
     color = _STATUS_COLORS.get(status, "#57606a")
     decision = f" · {payload['decision']}" if payload.get("decision") else ""
@@ -612,9 +649,11 @@ def step_html(payload: dict[str, Any]) -> str:
             + "</div>"
         )
     if payload["diff"]:
+        # A pending step's rows all show: Approve commits every one of them.
+        rows = None if live and payload["status"] == "pending" else MAX_HTML_DIFF_LINES
         parts.append(
             f'<table style="{_MONO};border-collapse:collapse;width:100%;margin:6px 0">'
-            f"{diff_rows_html(payload['diff'])}</table>"
+            f"{diff_rows_html(payload['diff'], rows)}</table>"
         )
         if payload.get("diff_truncated"):
             parts.append(f'<div style="color:#57606a">{html.escape(DIFF_CUT_NOTE)}</div>')
