@@ -662,7 +662,10 @@ def _run_session(
 
 
 def _show_rules(session: Session) -> None:
-    """Which rules files of the project are in the system prompt, if any."""
+    """Which rules files of the project are in the system prompt, if any; and what opening
+    the workspace did to commits a crash had interrupted (the trace's recovery mark)."""
+    for note in session.runtime.recovered:
+        print(f"recovered an interrupted commit: {visible(note, keep_newlines=False)}")
     if session.rules:
         print(
             "rules: "

@@ -849,7 +849,7 @@ def test_an_orphan_that_never_decided_is_rolled_back_and_one_without_manifest_di
     plant(ws, "0001-prepare", {"manifest.json": manifest("prepare", "x.py"), "lock": b""})
     plant(ws, "0002-early", {"lock": b"", "manifest.tmp": b'{"id": '})
     recovered = Runtime(ws).recovered
-    assert recovered == ["rolled back 0001-prepare", "discarded 0002-early"]
+    assert recovered == ["rolled back 0001-prepare: x.py as before it", "discarded 0002-early"]
     assert not (ws / ".x.grinta-1.tmp").exists()
     assert_clean(ws)
 

@@ -228,6 +228,7 @@ class Session:
                 | {"keep_observations": keep_observations, "budget": self.budget},
                 sample=sample,
                 rules=self.rules,
+                recovery=self.runtime.recovered,
             )
         )
 
@@ -315,12 +316,17 @@ class Session:
 
     # -- decisions: synchronous, from any thread; the driver acts on them -------------------
 
-    def decide(self, decision: Decision, step: int | Step | None = None) -> Proposal | None:
+    def decide(
+        self, decision: Decision, step: int | Step | None = None, *, edits: int | None = None
+    ) -> Proposal | None:
         """Answer the pending proposal.
 
         ``step``: the step the decision was made on (the card a person clicked), or its
         number: refused (RuntimeError), nothing decided, when another one waits by then (step
-        numbers repeat across branches: a ``Step`` names one exactly).
+        numbers repeat across branches: a ``Step`` names one exactly). ``edits``: the
+        ``Step.edits`` count of the proposal the person saw: an approval (whole or of hunks)
+        is refused (RuntimeError), nothing decided, when the proposal was edited since. A
+        reason (a veto's, or why hunks were declined) is cut to what a message may hold.
 
         ``Approve()`` commits it as staged, ``Veto(reason)`` refuses it (the reason goes
         to the model), ``Edit(arguments)`` re-stages the call with new arguments and
@@ -337,19 +343,25 @@ class Session:
                 "decide takes Approve(), Edit(arguments), Veto(reason) or ApproveHunks(indices), "
                 f"not {decision!r}"
             )
+        if not isinstance(step, Step | int | None) or isinstance(step, bool):
+            raise TypeError(f"step is a Step or a step number, not {step!r}")
+        if isinstance(decision, Veto):
+            decision = Veto(_bounded_reason(decision.reason))
+        elif isinstance(decision, ApproveHunks):
+            decision = ApproveHunks(decision.hunks, _bounded_reason(decision.reason))
         if isinstance(step, Step):
-            target = self._require_waiting(step.number, step)
+            target = self._require_waiting(step.number, step, edits)
         else:
-            target = self._require_waiting(step)
+            target = self._require_waiting(step, None, edits)
         if isinstance(decision, Approve):
-            self._record(decision, target)
+            self._record(decision, target, edits)
             return None
         if isinstance(decision, Veto):
             self._record(Veto(decision.reason or DEFAULT_VETO_REASON), target)
             return None
         if isinstance(decision, Edit):
             return self._edit(decision.arguments, target)
-        return self._select_hunks(decision, target)
+        return self._select_hunks(decision, target, edits)
 
     def approve(self) -> None:
         self.decide(Approve())
@@ -660,6 +672,7 @@ class Session:
                 model=getattr(self.model, "name", type(self.model).__name__),
                 requeued=[c.id for c, _ in self.queue],
                 recovered=recovered,
+                recovery=self.runtime.recovered,
             ),
             len(self.steps),
         )
@@ -1261,9 +1274,11 @@ class Session:
             self._finish_session("policy_error")
             raise PolicyError(message) from exc
 
-    def _record(self, decision: Approve | Veto | _Selected, step: Step) -> None:
-        with self._lock:  # the step may have been rewound or stopped away meanwhile
-            self._require_waiting(step.number, step)
+    def _record(
+        self, decision: Approve | Veto | _Selected, step: Step, edits: int | None = None
+    ) -> None:
+        with self._lock:  # the step may have been rewound, stopped away or edited meanwhile
+            self._require_waiting(step.number, step, edits)
             self._decision = decision
         self._listeners.answered(step)
         self._listeners.wake()
@@ -1291,14 +1306,19 @@ class Session:
         self._ask(step)
         return step.proposal
 
-    def _select_hunks(self, decision: ApproveHunks, step: Step) -> Proposal:
-        selected = self.runtime.select_hunks(step.proposal, decision.hunks)
+    def _select_hunks(self, decision: ApproveHunks, step: Step, edits: int | None) -> Proposal:
+        with self._lock:  # the hunks are of this proposal: recorded only if it still waits
+            proposal, seen = step.proposal, step.edits
+        if edits is not None and edits != seen:
+            self._require_waiting(step.number, step, edits)  # says it was edited
+        selected = self.runtime.select_hunks(proposal, decision.hunks)
         every = isinstance(selected, WriteProposal) and not selected.declined
         if selected.ok and every:  # every hunk: that is an approval
-            self._record(Approve(), step)
+            self._record(Approve(), step, seen)
         elif selected.ok:
-            note = declined_note(step.proposal, decision.hunks, decision.reason)
-            self._record(_Selected(selected, tuple(decision.hunks), decision.reason, note), step)
+            note = declined_note(proposal, decision.hunks, decision.reason)
+            chosen = _Selected(selected, tuple(decision.hunks), decision.reason, note)
+            self._record(chosen, step, seen)
         return selected
 
     def _require_pending(self) -> Step:
@@ -1306,10 +1326,13 @@ class Session:
             raise RuntimeError("no proposal is waiting for a decision")
         return self.pending
 
-    def _require_waiting(self, number: int | None = None, step: Step | None = None) -> Step:
+    def _require_waiting(
+        self, number: int | None = None, step: Step | None = None, edits: int | None = None
+    ) -> Step:
         """The pending step, if nothing has been decided about it yet: one decision each.
 
-        ``number`` / ``step``: the step the decision is for, which must be the one waiting.
+        ``number`` / ``step``: the step the decision is for, which must be the one waiting;
+        ``edits``: the edits count of the proposal decided on, which must be the one waiting.
         """
         with self._lock:
             pending = self.pending
@@ -1330,6 +1353,11 @@ class Session:
                 raise RuntimeError(
                     f"step {pending.number} is already decided ({type(self._decision).__name__}); "
                     "the next decision is for the next proposal"
+                )
+            if edits is not None and pending.edits != edits:
+                raise RuntimeError(
+                    f"step {pending.number} was edited after the proposal decided on was shown: "
+                    "look at its new diff; nothing was decided"
                 )
             return pending
 
@@ -1532,6 +1560,14 @@ def _check_length(text: str, what: str) -> None:
             f"{what} of {len(text):,} characters is too long (at most {MAX_MESSAGE_CHARS:,}): "
             "put the text in a file in the workspace and point the agent at it"
         )
+
+
+def _bounded_reason(reason: str) -> str:
+    """``reason`` cut to ``MAX_MESSAGE_CHARS``: it goes to the model and the log as a message
+    does (a page or a pasted line may send megabytes), and a decision is never refused for it."""
+    if not isinstance(reason, str) or len(reason) <= MAX_MESSAGE_CHARS:
+        return reason
+    return f"{reason[:MAX_MESSAGE_CHARS]} [... {len(reason) - MAX_MESSAGE_CHARS:,} characters cut]"
 
 
 def _kept_by(log: Path, root: Path) -> bool:

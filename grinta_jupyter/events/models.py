@@ -51,6 +51,9 @@ class SessionStart(Event):
     settings: dict[str, Any] = {}
     sample: str | None = None  # the bundled sample workspace this session ran on, if any
     rules: list[RulesFile] = []  # the project's rules files added to the system prompt
+    # What opening the workspace did to commits a crash had interrupted (Runtime.recovered):
+    # "rolled back ...", "completed ...", "left ... in place: why". Shown as a mark.
+    recovery: list[str] = []
 
 
 class ModelRequest(Event):
@@ -224,6 +227,7 @@ class Resumed(Event):
     model: str
     requeued: list[str] = []  # call ids of the last reply that had no outcome: asked again
     recovered: list[str] = []  # call ids whose commit had landed before the interruption
+    recovery: list[str] = []  # as SessionStart's: interrupted commits finished or undone
 
 
 class Rewound(Event):

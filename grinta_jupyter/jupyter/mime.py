@@ -465,6 +465,7 @@ _MARK_COLORS = {
     "condensed": "#57606a",
     "resumed": "#1a7f37",
     "ended": "#57606a",
+    "recovery": "#9a6700",
 }
 
 MAX_STYLED_ESCAPES = 64  # per text: a styled escape costs ~90 bytes of saved notebook

@@ -35,8 +35,16 @@ from grinta_jupyter.runtime.proposal import Observation
 if TYPE_CHECKING:
     from grinta_jupyter.agent.session import Session
 
-MarkKind = Literal["task", "said", "rewind", "condensed", "resumed", "ended"]
-MARK_KINDS: tuple[MarkKind, ...] = ("task", "said", "rewind", "condensed", "resumed", "ended")
+MarkKind = Literal["task", "said", "rewind", "condensed", "resumed", "ended", "recovery"]
+MARK_KINDS: tuple[MarkKind, ...] = (
+    "task",
+    "said",
+    "rewind",
+    "condensed",
+    "resumed",
+    "ended",
+    "recovery",
+)
 MAX_MARK_CHARS = 4_000  # a said message or a task is shown whole up to this; the log has all
 
 
@@ -108,9 +116,7 @@ def build(
         elif isinstance(event, ev.TaskStarted):
             task = event.number
             summary = ""
-        mark = _mark(event, task, summary, reopened)
-        if mark is not None:
-            found.append(mark)
+        found.extend(_marks(event, task, summary, reopened))
     for key, seq in first.items():
         step_branch, number = key
         current = key in on_path and number in live
@@ -120,6 +126,18 @@ def build(
         if step is not None:
             found.append(TracedStep(step, step_branch, key not in on_path, seq))
     return sorted(found, key=lambda item: item.seq)
+
+
+def _marks(event: ev.Event, task: int, summary: str, reopened: set[int]) -> list[Mark]:
+    if isinstance(event, (ev.SessionStart, ev.Resumed)) and event.recovery:
+        # Opening the workspace finished or undid commits a crash had interrupted: say so
+        # (before the resume's own mark, as it happened first), naming their files.
+        n = len(event.recovery)
+        title = f"Recovered {n} interrupted commit{'' if n == 1 else 's'}"
+        recovery = Mark("recovery", title, _cut("; ".join(event.recovery)), event.branch, event.seq)
+        return [recovery, *filter(None, [_mark(event, task, summary, reopened)])]
+    mark = _mark(event, task, summary, reopened)
+    return [] if mark is None else [mark]
 
 
 def _mark(event: ev.Event, task: int, summary: str, reopened: set[int]) -> Mark | None:

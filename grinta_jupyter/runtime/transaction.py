@@ -643,11 +643,11 @@ class Journal:
                 return _leave(folder, f"decided, but {exc.path} moved or its folder changed")
             except CommitError as exc:
                 return _leave(folder, f"decided, but it could not finish ({exc})")
-            return f"completed {folder.name}"
+            return f"completed {folder.name}: {_names(manifest)} as it decided"
         with Tree(self.root) as tree:
             missed = self._roll_back(folder, manifest, tree)
         where = f" (temp files left: {', '.join(missed)})" if missed else ""
-        return f"rolled back {folder.name}{where}"
+        return f"rolled back {folder.name}: {_names(manifest)} as before it{where}"
 
     def _roll_back(self, folder: Path, manifest: Manifest, tree: Tree) -> list[str]:
         """Remove the temp files, the folders made for them and the journal; never raises."""
@@ -964,6 +964,13 @@ def _remove(folder: Path, *, manifest_first: bool) -> None:
         manifest.unlink(missing_ok=True)
         folder.rmdir()
     shutil.rmtree(folder, ignore_errors=True)  # whatever a fault left
+
+
+def _names(manifest: Manifest, most: int = 5) -> str:
+    """The files of a transaction, for a person: the first ``most`` and how many more."""
+    paths = [entry.path for entry in manifest.files]
+    more = f" and {len(paths) - most} more" if len(paths) > most else ""
+    return ", ".join(paths[:most]) + more
 
 
 def _leave(folder: Path, reason: str) -> str:
