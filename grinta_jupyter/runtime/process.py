@@ -468,16 +468,18 @@ def _end_tree(shell: int, marker: str, contained: bool) -> tuple[int, int]:
     """
     killed: set[int] = set()
     end = time.monotonic() + SWEEP_BUDGET
+    me = os.getpid()
     while True:
         _, children = _reap()
-        if contained:  # the tree is complete: the marker adds nothing
-            live = _survivors(os.getpid(), "") if children else []
-        else:
-            live = _survivors(os.getpid(), marker)
+        # Contained, the tree is complete (the marker adds nothing), and empty with no child.
+        live = _survivors(me, "" if contained else marker) if children or not contained else []
         if not contained and shell:  # the fallback, all there is without /proc: -pid is the group
             _kill([-shell])
-        if not live or time.monotonic() > end:
-            return len(killed - {shell}), len(live)
+        # A child we still have is alive even when no walk saw it: one that forks and exits
+        # again and again is younger than a walk, and only ever seen by a lucky one.
+        hidden = contained and children and not live
+        if not (live or hidden) or time.monotonic() > end:
+            return len(killed - {shell}), len(live) or int(hidden)
         _kill(live)
         killed.update(live)
         _pause(0.01)
@@ -496,27 +498,33 @@ def _kill(pids: list[int]) -> None:
 def _survivors(root: int | None, marker: str) -> list[int]:
     """Live processes (zombies excluded) below ``root`` or whose environment holds the marker.
 
-    Empty where there is no ``/proc``.
+    A child of ``root`` or a carrier of the marker is SIGKILLed the moment the walk sees it,
+    newest first: a process that forks and lets its parent exit, again and again, is gone by
+    the end of a walk, and is only ever a child of ours (a subreaper) or a carrier of the
+    marker in between. The rest is for the caller to kill. Empty where there is no ``/proc``.
     """
     try:
-        names = os.listdir("/proc")
+        names = [int(name) for name in os.listdir("/proc") if name.isdigit()]
     except OSError:
         return []
+    entry = f"{MARKER_VAR}={marker}\0".encode() if marker else b""  # b"": none to match
+    me = os.getpid()
     parents: dict[int, int] = {}
-    hollow: set[int] = set()  # processes whose first thread exited while others run on
-    for name in names:
-        if name.isdigit():
-            stat = _read(f"/proc/{name}/stat")
-            fields = stat[stat.rfind(b")") + 2 :].split()  # the name in () may hold anything
-            if len(fields) < 2:
-                continue
-            if fields[0] in (b"Z", b"X", b"x"):
-                # A first thread that called pthread_exit shows the whole process as a
-                # zombie while its other threads run on: alive, and killed like any other.
-                if not _other_threads(name):
-                    continue
-                hollow.add(int(name))
-            parents[int(name)] = int(fields[1])
+    struck: set[int] = set()
+    for pid in sorted(names, reverse=True):
+        stat = _read(f"/proc/{pid}/stat")
+        fields = stat[stat.rfind(b")") + 2 :].split()  # the name in () may hold anything
+        if len(fields) < 2:
+            continue
+        # A first thread that called pthread_exit shows the whole process as a zombie while
+        # its other threads run on: alive ("hollow"), and killed like any other.
+        hollow = fields[0] in (b"Z", b"X", b"x")
+        if hollow and not _other_threads(pid):
+            continue
+        parents[pid] = int(fields[1])
+        if parents[pid] == root or (entry and pid != me and entry in _environ(pid, hollow)):
+            _kill([pid])
+            struck.add(pid)
     below: set[int] = set()
     if root is not None:
         children: dict[int, list[int]] = {}
@@ -528,19 +536,10 @@ def _survivors(root: int | None, marker: str) -> list[int]:
             if pid not in below:
                 below.add(pid)
                 todo.extend(children.get(pid, ()))
-    marked: set[int] = set()
-    if marker:  # an empty one would match every command's processes
-        entry = f"{MARKER_VAR}={marker}\0".encode()
-        me = os.getpid()
-        marked = {
-            pid
-            for pid in parents
-            if pid not in below and pid != me and entry in _environ(pid, pid in hollow)
-        }
-    return sorted(below | marked)
+    return sorted(below | struck)
 
 
-def _other_threads(pid: str) -> bool:
+def _other_threads(pid: int) -> bool:
     """Whether process ``pid`` has a thread besides its first (a zombie has none)."""
     try:
         return len(os.listdir(f"/proc/{pid}/task")) > 1

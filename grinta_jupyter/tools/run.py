@@ -167,13 +167,15 @@ def command_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
 
 
 # CSI (colours, cursor moves); OSC (titles, links) ended by BEL or ST; DCS, SOS, PM and APC
-# strings ended by ST; other two-character escapes. No body may span an ESC, so a failed
-# match never rescans text another attempt covers: linear time on any input.
+# strings ended by ST; every other escape, intermediates and a final byte (``ESC ( 0`` a
+# character set, ``ESC 7`` and ``ESC 8`` saving and restoring the cursor, ``ESC c`` a reset);
+# last an ESC that starts none of these. No body may span an ESC, so a failed match never
+# rescans text another attempt covers: linear time on any input.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
     r"|\x1b[PX^_][^\x1b]*\x1b\\"
-    r"|\x1b[@-Z\\-_]"
+    r"|\x1b[ -/]*[0-~]?"
 )
 
 
