@@ -20,12 +20,15 @@ from grinta_jupyter.agent.shell import segments
 from grinta_jupyter.agent.tasktext import asks_for_change
 from grinta_jupyter.agent.testruns import (
     changes_files,
+    code_changes_files,
+    covers,
+    failing_tests,
     installs_packages,
     judge,
     parse_test_command,
 )
 from grinta_jupyter.config import CondenseMethod, Config
-from grinta_jupyter.runtime.errors import COMMAND_TIMEOUT
+from grinta_jupyter.runtime.errors import COMMAND_FAILED, COMMAND_TIMEOUT, EXECUTE_FAILED
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation, Proposal, WriteProposal
 
 
@@ -219,6 +222,8 @@ class StuckDetector:
     ) -> int:
         """How many times ``command`` (``key``: as the shell reads it, in this state of the
         files) has now failed since the last change (0 if it did not)."""
+        if proposal.tool == "execute" and kernel_code_writes(proposal, observation):
+            self.failing_commands.clear()  # the next run may see something new
         if proposal.kind != "command" or not command:
             return 0
         if observation.ok and observation.exit_code in (None, 0):
@@ -403,6 +408,9 @@ class FinishGuard:
     last_change: _Change | None = None
     last_command: _Run | None = None
     last_test: _Run | None = None
+    # Tests a run showed failing (pytest and unittest ids) that no passing run has run since:
+    # id -> the step that showed it.
+    failing: dict[str, int] = field(default_factory=dict)
     _order: int = field(default=0, init=False, repr=False)  # orders changes and runs
 
     def observe(
@@ -416,6 +424,10 @@ class FinishGuard:
             return
         if isinstance(proposal, WriteProposal) and observation.ok:
             self._note_change(f"step {step} edited {_listing(proposal.paths)}", proposal.paths)
+        elif proposal.tool == "execute":
+            writes = kernel_code_writes(proposal, observation)
+            if writes:
+                self._note_change(f"step {step} ran code in the kernel that writes (`{writes}`)")
         elif isinstance(proposal, CommandProposal) and command.strip():
             timed_out = observation.error is not None and observation.error.code == COMMAND_TIMEOUT
             if not observation.ok and not timed_out:
@@ -434,7 +446,16 @@ class FinishGuard:
                     self._order, step, command, True, trusted, verdict.passed, verdict.reason
                 )
                 self.last_test = run
+                self._note_failing(step, command, observation.output, run)
             self.last_command = run
+
+    def _note_failing(self, step: int, command: str, output: str, run: _Run) -> None:
+        """Keep the tests this run showed failing; forget those a passing run ran."""
+        if run.passed:
+            self.failing = {t: s for t, s in self.failing.items() if not covers(command, t)}
+            return
+        for test in sorted(failing_tests(command, output)):
+            self.failing.setdefault(test, step)
 
     def undo(self, step: int) -> None:
         """The user undid a commit: files changed, so the tests must run again."""
@@ -489,6 +510,9 @@ class FinishGuard:
                 )
             if not test.passed:
                 return "the last test run after the last edit did not pass", self._failed(test)
+        passed = self.last_test is not None and self.last_test.passed
+        if passed and self.failing and (change is not None or claims_tests_pass(summary)):
+            return self._left_out()
         if claims_tests_pass(summary) and not (self.last_test and self.last_test.passed):
             detail = "the summary says tests pass, but no run in this session showed passing tests"
             if self.last_test is None:
@@ -498,6 +522,20 @@ class FinishGuard:
                 )
             return detail, "the summary says the tests pass, but " + self._failed(self.last_test)
         return None
+
+    def _left_out(self) -> tuple[str, str]:
+        """The tests seen failing that the passing runs since left out."""
+        assert self.last_test is not None
+        shown = sorted(self.failing, key=lambda t: (self.failing[t], t))
+        names = ", ".join(shown[:3]) + (f" and {len(shown) - 3} more" if len(shown) > 3 else "")
+        first = self.failing[shown[0]]
+        return (
+            "a test seen failing was not run again by the passing test run",
+            f"{names} failed at step {first}, and the passing test run since (step "
+            f"{self.last_test.step}: `{_short(self.last_test.command)}`) did not run "
+            f"{'it' if len(shown) == 1 else 'them'}; run {'it' if len(shown) == 1 else 'them'} "
+            "(or the whole suite), check that the run passes, then finish.",
+        )
 
     def _failed(self, test: _Run) -> str:
         if not test.trusted:
@@ -530,6 +568,21 @@ def _listing(paths: list[str], shown: int = 2) -> str:
         return "files"
     more = f" and {len(paths) - shown} more" if len(paths) > shown else ""
     return ", ".join(paths[:shown]) + more
+
+
+def kernel_code_writes(proposal: Proposal, observation: Observation) -> str | None:
+    """What in the code ``execute`` ran may have written files (``open(p, "w")``,
+    ``os.remove``), when it ran at all (also when it raised, timed out or was stopped: it
+    may have written before)."""
+    code = proposal.args.get("code")
+    ran = observation.ok or (
+        observation.error is not None
+        and observation.error.code in (EXECUTE_FAILED, COMMAND_TIMEOUT, COMMAND_FAILED)
+    )
+    if not ran or not isinstance(code, str):
+        return None
+    found = code_changes_files(code)
+    return _short(found, 60) if found else None
 
 
 def shell_command(proposal: Proposal) -> str:

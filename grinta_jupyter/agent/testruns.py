@@ -25,6 +25,8 @@ passing test run only when all of these hold:
 
 from __future__ import annotations
 
+import ast
+import fnmatch
 import re
 from dataclasses import dataclass
 
@@ -122,6 +124,12 @@ SUMMARIES: dict[str, Summary] = {
             r"^[^\S\n]*(?:ERROR: |\S+: (?:FAIL\b|commands failed))|evaluation failed :\(",
         ),
         _summary("nox", r"Session \S+ was successful", r"Session \S+ (?:failed|aborted)"),
+        # What a runner that starts another prints when that one failed; never a pass.
+        _summary(
+            "wrapper",
+            r"(?!)",
+            r"^g?make(?:\[\d+\])?: \*\*\* |^npm (?:ERR!|error) |^ELIFECYCLE |^error Command failed",
+        ),
     )
 }
 # Runners that only start another (npm test, make test, tox): any known summary will do.
@@ -233,8 +241,16 @@ _TOOL_DIRS = re.compile(
 )
 
 
+# Project managers whose ``run NAME`` runs a script the project names (``hatch run test``,
+# ``pdm run test``), and whose ``test`` sub-command runs the tests (``hatch test``, ``rye test``).
+_SCRIPT_RUNNERS = {"hatch", "pdm", "pixi", "rye", "pipenv"}
+
+
 def runner_of(words: list[str]) -> str | None:
     """The summary family of the test runner that ``words`` start, or None."""
+    script = _script_runner(words)
+    if script is not None:
+        return script
     words = unwrap(words)
     if not words:
         return None
@@ -310,6 +326,22 @@ def runner_of(words: list[str]) -> str | None:
         return "phpunit"
     if base == "dotnet":
         return "dotnet" if sub == "test" else None
+    return None
+
+
+def _script_runner(words: list[str]) -> str | None:
+    """ANY for ``hatch test``, ``rye test``, ``hatch run test``, ``pdm run test:unit`` ..."""
+    start = unwrap(words)
+    if len(start) >= 2 and base_name(start[0]) in _SCRIPT_RUNNERS:
+        rest = skip_options(start[1:], {"-e", "--env", "-p", "--project"})
+        if rest[:1] == ["test"]:
+            return ANY
+    # unwrap sees through ``hatch run``: what is left is the script's name.
+    for i, word in enumerate(words[:-2]):
+        if base_name(word) in _SCRIPT_RUNNERS and words[i + 1] == "run":
+            name = skip_options(words[i + 2 :], {"-e", "--env", "-p", "--project"})
+            if name and _MAKE_TARGET.match(name[0]) and name[0] == (start[:1] or [""])[0]:
+                return ANY
     return None
 
 
@@ -406,6 +438,12 @@ def _distrust(command: str, parts: list[Segment], runner_indexes: list[int]) -> 
         listing = _NOT_RUNNING & set(parts[i].words)
         if listing:
             return f"`{parts[i].text}` does not run the tests ({sorted(listing)[0]})"
+        excluded = excludes_tests(parts[i].words)
+        if excluded:
+            return (
+                f"`{parts[i].text}` leaves tests out ({excluded}), and a test it leaves out may "
+                "be the one that fails; select the tests to run instead"
+            )
     last = runner_indexes[-1]
     for index, segment in enumerate(parts[:last]):
         if index in runner_indexes or (segment.piped and index + 1 in runner_indexes):
@@ -421,12 +459,250 @@ def _distrust(command: str, parts: list[Segment], runner_indexes: list[int]) -> 
     for segment in parts[last + 1 :]:
         base = base_name(unwrap(segment.words)[0]) if unwrap(segment.words) else ""
         if segment.joined_by == "|" and base in _FILTERS:
+            dropped = _drops_failures(unwrap(segment.words))
+            if dropped:
+                return (
+                    f"`{segment.text}` {dropped}, and the exit code is then its own, not "
+                    "the runner's"
+                )
             continue
         return (
             f"the command goes on after the test runner (`{segment.text}`), so its output "
             "and exit code are not the runner's alone"
         )
     return None
+
+
+# Options that leave tests out by name, marker or path (`-k "not test_x"`, `--deselect`),
+# as against selecting the ones to run (`pytest tests/test_x.py`, `-k test_x`, `go test -run`).
+_EXCLUDING = {
+    "--deselect", "--ignore", "--ignore-glob",  # pytest
+    "-skip",  # go test
+    "--skip", "--exclude",  # cargo test (libtest's --skip; a workspace's --exclude)
+    "--testPathIgnorePatterns", "--testPathIgnorePattern", "--invert", "-i",  # jest, mocha
+}  # fmt: skip
+# pytest: excluding when the keyword expression says "not". A marker expression (``-m "not
+# slow"``) leaves out a kind of test a project chose to mark, as its own CI does: believed.
+_NEGATED_EXPRESSION = {"-k"}
+
+
+def excludes_tests(words: list[str]) -> str | None:
+    """The option of a test runner's ``words`` that leaves tests out, or None."""
+    words = unwrap(words)
+    family = runner_of(words)
+    for i, word in enumerate(words[1:], 1):
+        name, _, joined = word.partition("=")
+        if name in _NEGATED_EXPRESSION and family == "pytest":
+            expression = joined or (words[i + 1] if i + 1 < len(words) else "")
+            if re.search(r"(?:^|[\s(])not(?:$|[\s(])", expression):
+                return f"{name} {_quoted(expression)}"
+        elif name in _EXCLUDING and not (name == "-i" and family != "mocha"):
+            return name
+    return None
+
+
+def _quoted(text: str) -> str:
+    return f'"{text}"' if " " in text else text
+
+
+# Lines a runner prints when something failed (one per summary family): a `grep -v` whose
+# patterns match none of these cannot have dropped a failure.
+_FAILURE_LINES = (
+    "=== 1 failed, 2 passed, 1 error in 0.1s ===", "FAILED tests/t.py::test_x - assert",
+    "ERROR tests/t.py", ".F.E [100%]", "no tests ran in 0.1s", "Interrupted: 1 error",
+    "FAILED (failures=1, errors=1)", "FAIL: test_x (m.T.test_x)", "ERROR: test_e (m.T)",
+    "NO TESTS RAN", "--- FAIL: TestX (0.00s)", "FAIL\tpkg\t0.1s", "panic: boom",
+    "[build failed]", "[setup failed]", "test result: FAILED. 1 passed; 1 failed",
+    "error[E0308]: mismatched", "error: test failed", "2 tests run: 1 passed, 1 failed",
+    "Tests:       1 failed, 2 passed, 3 total", "Test Suites: 1 failed", "Test Files  1 failed",
+    "  1 failing", "# fail 1", "ℹ fail 1", "# cancelled 1", "FAILED | 1 passed | 1 failed",
+    " 1 fail", "BUILD FAILURE", "Tests run: 3, Failures: 1, Errors: 0", "BUILD FAILED",
+    "FAILURE: Build failed", "67% tests passed, 1 tests failed out of 3", "3 examples, 1 failure",
+    "3 runs, 3 assertions, 0 failures, 1 errors", "FAILURES!", "ERRORS!",
+    "Tests: 3, Assertions: 3, Failures: 1.", "Failed!  - Failed: 1, Passed: 2",
+    "ERROR: py: commands failed", "py: FAIL code 1", "evaluation failed :(",
+    "Session tests failed.", "Session tests aborted", "make: *** [Makefile:2: test] Error 1",
+    "npm ERR! Test failed", "npm error Lifecycle script `test` failed", "not ok 1 - x",
+    "✕ adds", "✗ adds", "× adds",
+)  # fmt: skip
+_REGEX_SYNTAX = re.compile(r"[.\[\]*+?(){}|^$\\]")
+
+
+def _drops_failures(words: list[str]) -> str | None:
+    """Why the filter ``words`` after a runner may hide a failure, or None.
+
+    ``tail`` keeps the end, where every runner prints its summary; ``tee``, ``cat``, ``sort``
+    and ``uniq`` keep every line. ``head`` may cut the failures off, a selecting ``grep``
+    keeps only what it chose, and a ``grep -v`` may drop them, unless its patterns are
+    plain text found in no runner's failure lines (``grep -v DEBUG``).
+    """
+    base = base_name(words[0])
+    if base == "head":
+        return "keeps only the start of the output, where a failure may be cut off"
+    if base not in ("grep", "egrep", "fgrep", "rg"):
+        return None
+    flags, patterns, operands = set(), [], []
+    i = 1
+    while i < len(words):
+        word = words[i]
+        if word in ("-e", "--regexp") and i + 1 < len(words):
+            patterns.append(words[i + 1])
+            i += 2
+            continue
+        if word.startswith("--"):
+            flags.add(word)
+        elif word.startswith("-") and word != "-":
+            flags.update(f"-{c}" for c in word[1:])
+        else:
+            operands.append(word)
+        i += 1
+    if not patterns and operands:
+        patterns.append(operands[0])
+    if not ({"-v", "--invert-match"} & flags):
+        return "keeps only the lines it matches, so a failure may not show"
+    fixed = base == "fgrep" or bool({"-F", "--fixed-strings"} & flags)
+    fold = bool({"-i", "--ignore-case"} & flags)
+    for pattern in patterns or [""]:
+        if {"-f", "--file"} & flags or (not fixed and _REGEX_SYNTAX.search(pattern)):
+            return f"drops the lines matching `{pattern}`, which may be failures"
+        needle = pattern.lower() if fold else pattern
+        if any(needle in (line.lower() if fold else line) for line in _FAILURE_LINES):
+            return f"drops the lines matching `{pattern}`, which may be failures"
+    return None
+
+
+# -- which tests a run showed failing, and which a later run covers -----------------------
+
+_PYTEST_FAILING = re.compile(
+    r"^(?:FAILED|ERROR) (\S+?)(?: - .*)?$|^(\S+::\S+) (?:FAILED|ERROR)\b", re.MULTILINE
+)
+_UNITTEST_FAILING = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.MULTILINE)
+_MAX_FAILING = 200  # ids kept from one run: enough to name them, bounded for a huge suite
+
+
+def failing_tests(command: str, output: str) -> frozenset[str]:
+    """The pytest node ids (``tests/t.py::test_x``) or unittest ids (``m.T.test_x``) that
+    ``command``'s output reports failing; empty for other runners."""
+    families = parse_test_command(command).runners
+    found: list[str] = []
+    if "pytest" in families or ANY in families:
+        found += [a or b for a, b in _PYTEST_FAILING.findall(output)]
+    if "unittest" in families or ANY in families:
+        for name, where in _UNITTEST_FAILING.findall(output):
+            found.append(where if where.endswith(f".{name}") else f"{where}.{name}")
+    return frozenset(found[:_MAX_FAILING])
+
+
+# pytest options that take a value as the next word (so it is not a path to test).
+_PYTEST_VALUE_OPTIONS = {
+    "-k", "-m", "-p", "-o", "-c", "-r", "-W", "-n", "--tb", "--maxfail", "--timeout",
+    "--rootdir", "--basetemp", "--durations", "--junitxml", "--junit-xml", "--cov",
+    "--cov-report", "--log-level", "--log-cli-level", "--color", "--capture", "--import-mode",
+    "--lfnf", "--last-failed-no-failures", "--confcutdir", "--dist", "--count", "--reruns",
+    "--numprocesses", "--override-ini", "--config-file", "--pyargs", "--deselect", "--ignore",
+    "--ignore-glob", "--durations-min", "--verbosity", "--report-log", "--random-order-seed",
+}  # fmt: skip
+
+
+def covers(command: str, test: str) -> bool:
+    """Whether running ``command`` runs ``test`` (an id ``failing_tests`` gave), as far as its
+    selection can be read: a run that names no tests runs them all; one that names paths,
+    node ids, modules or ``-k`` words runs those. What cannot be read counts as covering."""
+    for segment in segments(command):
+        words = unwrap(segment.words)
+        family = runner_of(words)
+        if family is None:
+            continue
+        if family == "pytest" and ("::" in test or test.endswith(".py")):
+            if _pytest_covers(words, test):
+                return True
+        elif family == "unittest" and "::" not in test:
+            if _unittest_covers(words, test):
+                return True
+        else:
+            return True  # a runner whose selection is not read here
+    return False
+
+
+def _pytest_covers(words: list[str], test: str) -> bool:
+    module, rest = _python_target(words[1:])
+    args = rest if module else words[1:]
+    paths, keywords = [], []
+    i = 0
+    while i < len(args):
+        name, eq, value = args[i].partition("=")
+        if name in _PYTEST_VALUE_OPTIONS and not eq:
+            value = args[i + 1] if i + 1 < len(args) else ""
+            i += 1
+        if name == "-k":
+            keywords.append(value)
+        elif not args[i].startswith("-") and not eq and _looks_like_test_path(args[i]):
+            paths.append(args[i])
+        i += 1
+    wanted = test.lower()
+    for expression in keywords:  # "not" was refused before: these select
+        names = [w for w in re.findall(r"[\w.\[\]-]+", expression) if w not in ("and", "or")]
+        if names and not any(n.lower() in wanted for n in names):
+            return False
+    return not paths or any(_path_covers(p, test) for p in paths)
+
+
+def _looks_like_test_path(word: str) -> bool:
+    return (
+        "/" in word
+        or "::" in word
+        or word.endswith(".py")
+        or word in (".", "..")
+        or (word.startswith("test"))
+    )
+
+
+def _path_covers(selection: str, test: str) -> bool:
+    """Whether the pytest selection (a folder, file or node id, relative to where it ran)
+    includes the node id ``test`` (relative to the root folder)."""
+    selection = selection.removeprefix("./").rstrip("/")
+    if selection in ("", ".", ".."):
+        return True
+    for candidate in (
+        test,
+        *(test[i + 1 :] for i, c in enumerate(test.split("::")[0]) if c == "/"),
+    ):
+        if candidate == selection or candidate.startswith((selection + "::", selection + "/")):
+            return True
+        if candidate.startswith(selection + "["):  # a parametrized case of the named test
+            return True
+    return False
+
+
+def _unittest_covers(words: list[str], test: str) -> bool:
+    module, rest = _python_target(words[1:])
+    args = rest if module else words[1:]
+    parts = test.split(".")
+    if args[:1] == ["discover"]:
+        pattern, i = "test*.py", 1
+        while i < len(args):
+            if args[i] in ("-p", "--pattern") and i + 1 < len(args):
+                pattern = args[i + 1]
+            elif args[i] == "-k" and i + 1 < len(args) and not _unittest_keyword(args[i + 1], test):
+                return False
+            i += 2 if args[i] in ("-p", "--pattern", "-s", "--start-directory", "-t",
+                                  "--top-level-directory", "-k") else 1  # fmt: skip
+        return any(fnmatch.fnmatchcase(f"{p}.py", pattern) for p in parts)
+    names, i = [], 0
+    while i < len(args):
+        if args[i] == "-k" and i + 1 < len(args):
+            if not _unittest_keyword(args[i + 1], test):
+                return False
+            i += 2
+            continue
+        if not args[i].startswith("-"):
+            names.append(args[i].removesuffix(".py").replace("/", ".").strip("."))
+        i += 1
+    return not names or any(n.split(".")[-1] in parts for n in names)
+
+
+def _unittest_keyword(pattern: str, test: str) -> bool:
+    return fnmatch.fnmatchcase(test, pattern if "*" in pattern else f"*{pattern}*")
 
 
 # -- commands that change files ----------------------------------------------------------------
@@ -446,7 +722,8 @@ def changes_files(command: str) -> str | None:
     (``pytest > log``, ``| tee log``); a script that writes files is not
     recognised (the guard then asks for an edit through the tools).
     """
-    for segment in segments(command):
+    parts = segments(command)
+    for segment in parts:
         words = unwrap(segment.words)
         if segment.writes and (not words or runner_of(words) is None):
             return segment.text or f"> {segment.writes[0]}"
@@ -469,7 +746,150 @@ def changes_files(command: str) -> str | None:
             return segment.text
         if base in _FORMATTERS and any(a in _FIX_FLAGS for a in args):
             return segment.text
+        if _writes_by_arguments(base, args, segment, parts):
+            return segment.text
     return None
+
+
+def _writes_by_arguments(
+    base: str, args: list[str], segment: Segment, parts: list[Segment]
+) -> bool:
+    """``tee FILE`` (not a test run's log), ``dd of=``, ``awk -i inplace``, ``curl -o``,
+    archives unpacked, and ``python -c CODE`` whose code writes files."""
+    if base == "tee":
+        fed_by = parts[: parts.index(segment)]
+        from_runner = any(runner_of(p.words) for p in fed_by)
+        return not from_runner and any(not a.startswith("-") for a in args)
+    if base == "dd":
+        return any(a.startswith("of=") for a in args)
+    if base in ("awk", "gawk"):
+        return "inplace" in args
+    if base == "curl":
+        return any(a in ("-o", "-O", "--output", "--remote-name") for a in args)
+    if base == "wget":
+        to_screen = "-O-" in args or "--output-document=-" in args or "--spider" in args
+        return not to_screen and not any(
+            a == "-O" and args[i + 1 : i + 2] == ["-"] for i, a in enumerate(args)
+        )
+    if base in ("unzip", "rsync"):
+        return True
+    if base == "tar":
+        first = args[0] if args else ""
+        return "x" in first.lstrip("-") and not first.startswith("--") or "--extract" in args
+    if _PYTHON.match(base) and "-c" in args[:2]:
+        code = args[args.index("-c") + 1] if args.index("-c") + 1 < len(args) else ""
+        return code_changes_files(code) is not None
+    return False
+
+
+# Calls that write, move or delete files, or run something that may, whatever they are
+# called on (``Path.write_text``, ``df.to_csv``, ``subprocess.Popen``) ...
+_WRITING_METHODS = {
+    "write_text", "write_bytes", "unlink", "rmdir", "touch", "mkdir", "symlink_to",
+    "hardlink_to", "makedirs", "removedirs", "rmtree", "copytree", "copyfile", "copy2",
+    "savefig", "to_csv", "to_json", "to_parquet", "to_excel", "to_pickle", "to_hdf",
+    "to_feather", "to_sql", "save", "savez", "savez_compressed", "savetxt", "check_call",
+    "check_output", "Popen", "getoutput", "getstatusoutput", "run_path", "run_module",
+    "system", "popen", "startfile", "import_module", "run_line_magic", "run_cell",
+    "system_piped", "execv", "execvp", "spawnv", "spawnl",
+}  # fmt: skip
+# Builtins that run code the call does not show; only by their own name: ``model.eval()``
+# (a network to inference mode) and ``df.eval("a + b")`` write nothing.
+_RUNNING_BUILTINS = {"exec", "eval", "__import__", "compile"}
+# ... and any call on these modules but the ones that only read.
+_WRITING_MODULES = {"os", "shutil", "subprocess", "pty", "tempfile", "zipfile", "tarfile"}
+_READING = {
+    "getcwd", "listdir", "scandir", "stat", "lstat", "walk", "getenv", "environ", "cpu_count",
+    "getpid", "which", "disk_usage", "get_terminal_size", "fspath", "fsencode", "fsdecode",
+    "access", "readlink", "is_zipfile", "is_tarfile", "gettempdir", "urandom", "uname",
+}  # fmt: skip
+
+
+def code_changes_files(code: str) -> str | None:
+    """The first call in Python ``code`` that may write files (``open(p, "w")``,
+    ``Path.write_text``, ``os.remove``, ``shutil.move``, ``subprocess.run`` ...), or None.
+
+    It reads the code, not what it calls: a function of the user's that writes is not seen.
+    Code that cannot be parsed, or that is too long to read, counts as writing.
+    """
+    if len(code) > _MAX_CODE_CHARS:
+        return "code too long to read"
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return "code that cannot be read"
+    imported = {  # from os import remove; from subprocess import run
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "") in _WRITING_MODULES
+        for alias in node.names
+        if alias.name not in _READING
+    }
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _may_write(node, imported):
+            return ast.unparse(node)[:80]
+    return None
+
+
+def _may_write(call: ast.Call, imported: set[str]) -> bool:
+    function = call.func
+    if isinstance(function, ast.Name):
+        name, receiver = function.id, None
+    elif isinstance(function, ast.Attribute):
+        name = function.attr
+        receiver = function.value.id if isinstance(function.value, ast.Name) else None
+    else:
+        return False
+    if name == "open":
+        return _opens_for_writing(call, isinstance(function, ast.Name))
+    if name in _WRITING_METHODS or (receiver is None and name in imported):
+        return True
+    if isinstance(function, ast.Name) and name in _RUNNING_BUILTINS:
+        return True
+    if receiver in _WRITING_MODULES and name not in _READING:
+        return True
+    if name in ("rename", "replace") and len(call.args) == 1:  # Path.rename(target)
+        return True
+    if name == "getattr" and len(call.args) >= 2:
+        attribute = call.args[1]
+        if not (isinstance(attribute, ast.Constant) and isinstance(attribute.value, str)):
+            return True
+        return attribute.value in _WRITING_METHODS or attribute.value in ("remove", "rename")
+    return False
+
+
+def _opens_for_writing(call: ast.Call, builtin: bool) -> bool:
+    """``open(path, mode)``, ``Path.open(mode)``, ``os.open(path, flags)`` ... whose mode is
+    not plainly a read."""
+    args = call.args
+    mode: ast.expr | None = None
+    if builtin:
+        mode = args[1] if len(args) > 1 else None
+    elif args and _is_mode(args[0]):
+        mode = args[0]
+    elif len(args) > 1:
+        mode = args[1]
+    for keyword in call.keywords:
+        if keyword.arg in ("mode", "flags"):
+            mode = keyword.value
+        elif keyword.arg is None:
+            return True  # open(**options): cannot tell
+    if mode is None:
+        return False
+    if not (isinstance(mode, ast.Constant) and isinstance(mode.value, str)):
+        return True  # os.O_WRONLY, a variable
+    return any(c in mode.value for c in "wax+")
+
+
+def _is_mode(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and re.fullmatch(r"[rwxabtU+]{1,4}", node.value) is not None
+    )
+
+
+_MAX_CODE_CHARS = 200_000
 
 
 _INSTALLERS = {"pip", "pip3", "uv", "poetry", "pdm", "pipenv", "npm", "yarn", "pnpm", "bun",
