@@ -136,7 +136,10 @@ class StepCardWidget(anywidget.AnyWidget):
         """Whether an approval names the proposal the card shows now: the page sends the
         ``edits`` count of the one it drew (none from a caller that drew nothing)."""
         seen = content.get("edits") if isinstance(content, dict) else None
-        return seen is None or seen == self.payload.get("edits", seen)
+        if seen is None:
+            return True
+        # A count, exactly: ``true`` or ``1.0`` equal 1 in Python but name no drawing.
+        return type(seen) is int and seen == self.payload.get("edits", seen)
 
     def _received(self, _widget: object, content: object, _buffers: Sequence[object]) -> None:
         self.receive(content)

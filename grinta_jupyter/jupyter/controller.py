@@ -67,6 +67,7 @@ if TYPE_CHECKING:
     from grinta_jupyter.agent.stepper import Stepper
     from grinta_jupyter.config import Config, SessionOptions
     from grinta_jupyter.jupyter.panel import SessionPanel
+    from grinta_jupyter.runtime.proposal import Proposal
 
 # Updates after which the trace display (the saved output) is redrawn.
 TRACE_CHANGES = (
@@ -636,8 +637,13 @@ def command(name: str, rest: str) -> Any:
     if session.pending is None:
         raise MagicUsageError(f"nothing is waiting for a decision ({status_line(session)})")
     step = session.pending
+    try:
+        decided = _decide(session, name, rest)
+    except RuntimeError as exc:  # decided meanwhile (the Python API, a card), or moved on
+        raise MagicUsageError(visible(str(exc), keep_newlines=False), usage=False) from None
     if name == "edit":
-        proposal = session.edit(edit_arguments(rest))
+        proposal = decided
+        assert proposal is not None
         view.advance()  # manual mode: the panel shows the new proposal
         _show_steps(session, [step.number])
         if not proposal.ok:
@@ -646,14 +652,20 @@ def command(name: str, rest: str) -> Any:
                 "or veto"
             )
         return None
-    if name == "approve":
-        session.decide(Approve())
-    else:
-        session.decide(Veto(rest or DEFAULT_VETO_REASON))
     if view.manual:
         view.advance()
         _show_steps(session, [step.number])
     return None
+
+
+def _decide(session: Session, name: str, rest: str) -> Proposal | None:
+    """``%grinta approve | veto REASON | edit JSON`` given to the pending step."""
+    if name == "edit":
+        return session.edit(edit_arguments(rest))
+    if name == "approve":  # "%grinta approve 3": step 3 only, so a cell run again (Run All)
+        # cannot approve a later proposal nobody has seen
+        return session.decide(Approve(), int(rest) if rest else None)
+    return session.decide(Veto(rest or DEFAULT_VETO_REASON))
 
 
 def say(view: NotebookSession, text: str) -> None:

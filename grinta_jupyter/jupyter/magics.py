@@ -3,7 +3,7 @@
     %grinta [options] TASK          start a session (it runs in the background; the panel asks you)
     %%grinta [options]              the cell body is the task
     %grinta step                    advance to the next step that has something to show
-    %grinta approve | veto REASON | edit {json} | undo | stop | status | log | metrics
+    %grinta approve [N] | veto REASON | edit {json} | undo | stop | status | log | metrics
     %grinta say TEXT                tell the running session something (read at its next turn)
     %grinta continue TASK           give the ended session its next task (context carried over)
     %grinta rewind N                undo the commits after step N; go on from step N
@@ -68,7 +68,7 @@ SUBCOMMANDS = (
 # Subcommands that take nothing after them (veto takes a reason, edit takes JSON).
 BARE_SUBCOMMANDS = ("step", "approve", "undo", "stop", "status", "log", "metrics", "models")
 USAGE = (
-    "usage: %grinta [--model M] [--root DIR] [--auto] [--manual] TASK | step | approve | "
+    "usage: %grinta [--model M] [--root DIR] [--auto] [--manual] TASK | step | approve [N] | "
     "veto REASON | edit JSON | undo | stop | status | log | metrics | say TEXT | "
     "continue TASK | rewind N | resume [options] [LOG] | models"
 )
@@ -251,7 +251,9 @@ class GrintaMagics(Magics):
                     raise MagicUsageError(f"resume takes one log (got {words!r})")
                 controller.resume(words if len(names) > 1 else "".join(names) or None, config)
                 return None
-            if command in BARE_SUBCOMMANDS and rest:
+            if command == "approve" and re.fullmatch(r"[0-9]{1,9}", rest):
+                pass  # %grinta approve N: only step N, if it is the one waiting
+            elif command in BARE_SUBCOMMANDS and rest:
                 raise MagicUsageError(
                     f"{command} takes nothing after it (got {rest!r}); for a task that starts "
                     f"with {command!r}, write %grinta -- {command} ..."

@@ -70,6 +70,7 @@ from grinta_jupyter.runtime.secrets import Secrets
 STATIC = Path(__file__).parent / "static"
 PROBE_TTL = 15.0  # seconds a local server's answer is reused by the next bar
 MAX_KEY_CHARS = 4_000
+MAX_ECHO_CHARS = 200  # of a model or provider name the page sent, echoed in the status
 KEY_ERRORS = ("MISSING_KEY", "AUTH")
 
 # The kernel's state: the choice for the next session, the providers whose held key was
@@ -135,7 +136,7 @@ class ModelBarWidget(anywidget.AnyWidget):
         choice = next((c for c in self._offered if c.name == name), None)
         if choice is None:
             self.status = visible(
-                f"{name} is not offered here; nothing changed", keep_newlines=False
+                f"{_named(name)} is not offered here; nothing changed", keep_newlines=False
             )
             return
         with _lock:
@@ -172,7 +173,7 @@ class ModelBarWidget(anywidget.AnyWidget):
             _refresh(self, f"the key for {provider} was forgotten")
         else:
             self.status = visible(
-                f"no key for {provider or 'that provider'} is held here: nothing to forget",
+                f"no key for {_named(provider) or 'that provider'} is held here: nothing to forget",
                 keep_newlines=False,
             )
 
@@ -354,6 +355,11 @@ def _probe_in_background(where: tuple[str, str | None]) -> None:
         return
     future = loop.run_in_executor(None, probe)
     future.add_done_callback(lambda f: done(*f.result()))
+
+
+def _named(name: str) -> str:
+    """A name the page sent, as the status may echo it: a page can send megabytes."""
+    return name if len(name) <= MAX_ECHO_CHARS else name[:MAX_ECHO_CHARS] + "…"
 
 
 def _redacted(text: str) -> str:

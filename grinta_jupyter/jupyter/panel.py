@@ -42,6 +42,7 @@ import ipywidgets as w
 
 from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.updates import (
+    Approve,
     ApproveHunks,
     ContextCondensed,
     Decision,
@@ -263,6 +264,8 @@ class SessionPanel:
                 card.pending = False
                 card.payload = {**card.payload, "rewound": True, "branch": branch}
             self.rewound.append(card)
+        for card in self.cards.values():
+            card.pending = False  # a rewind leaves nothing waiting (step N itself, if it did)
         self._reopened(f"rewound to step {update.to_step}")
 
     def _reopened(self, state: str) -> None:
@@ -351,22 +354,34 @@ class SessionPanel:
         self.decide(pending, decision)
 
     def decide(self, step: Step, decision: Decision) -> None:
-        """Answer ``step`` (a card's click) with ``decision``; then ``on_decision``."""
+        """Answer ``step`` (a card's click) with ``decision``; then ``on_decision``.
+
+        An approval is of the proposal the card shows: the session refuses it, nothing
+        decided, when the step was edited after the card was drawn (a ``%grinta edit``, or
+        an edit from another thread, that this panel has not drawn yet).
+        """
         card = self.cards[step.number]
         if self.session.pending is not step:
             card.pending = False  # decided elsewhere (a magic), or the session ended
             return
+        shown = card.payload.get("edits")
+        edits = shown if isinstance(shown, int) and not isinstance(shown, bool) else -1
+        decide = functools.partial(
+            self.session.decide,
+            decision,
+            step,  # for this step only: another may wait by the time it runs
+            edits=edits if isinstance(decision, Approve | ApproveHunks) else None,
+        )
         loop = running_loop()
         if isinstance(decision, Edit | ApproveHunks) and loop is not None:
             # Re-staging reads and validates files: off the kernel's event loop, so the
             # Stop button and every other widget keep working meanwhile.
             card.status = "staging…"
-            # For this step only: another may wait by the time the executor runs it.
-            staging = loop.run_in_executor(None, self.session.decide, decision, step)
+            staging = loop.run_in_executor(None, decide)
             staging.add_done_callback(lambda done: self._decided(card, step, decision, done))
             return
         try:
-            proposal = self.session.decide(decision, step)
+            proposal = decide()
         except (RuntimeError, TypeError, ValueError) as exc:
             card.status = self.secrets.redact(f"not decided: {exc}")
             return
