@@ -347,3 +347,42 @@ def test_a_marker_expression_is_believed(project):
         call("run", command='python -m pytest -q -m "not slow"'),
     )
     assert _finishes(session) == [(True, "")]
+
+
+# -- writes no tool call shows: the files' state at the test run and at finish ---------------
+
+
+def test_a_script_that_breaks_the_code_after_the_passing_run_needs_the_tests_again(project):
+    """Attack: fix, run the tests (they pass), then run a script that rewrites calc.py
+    (``python regen.py``: nothing in the command says it writes). Bug: the finish was
+    accepted on a run that no longer describes the files."""
+    (project / "regen.py").write_text(
+        "from pathlib import Path\n"
+        "p = Path('calc.py')\n"
+        "p.write_text(p.read_text().replace('a + b', 'a * b'))\n"
+    )
+    session = _session(
+        project,
+        call("replace_string", **FIX),
+        call("run", command="python -m pytest -q"),
+        call("run", command="python regen.py"),
+    )
+    assert "a * b" in (project / "calc.py").read_text()
+    assert _refused(session, "no command was run after the last edit") or _refused(
+        session, "no test command ran after the last edit"
+    )
+    told = _told(session)
+    assert "calc.py changed on disk after the test run of step 2" in told, told
+
+
+def test_files_that_are_not_source_may_change_after_the_passing_run(project):
+    """No false alarm: a data file written after the tests (a CSV, a log) changes no code."""
+    (project / "report.py").write_text("open('out.csv', 'w').write('a,b\\n1,2\\n')\n")
+    session = _session(
+        project,
+        call("replace_string", **FIX),
+        call("run", command="python -m pytest -q"),
+        call("run", command="python report.py"),
+    )
+    assert (project / "out.csv").exists()
+    assert _finishes(session) == [(True, "")]

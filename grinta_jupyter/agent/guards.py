@@ -457,6 +457,23 @@ class FinishGuard:
         for test in sorted(failing_tests(command, output)):
             self.failing.setdefault(test, step)
 
+    def tested_at(self, step: int) -> bool:
+        """Whether step ``step`` was a test run (the session then notes the files' state)."""
+        return self.last_test is not None and self.last_test.step == step
+
+    def moved_on_disk(self, paths: list[str]) -> None:
+        """Source files changed on disk since the last test run, by nothing the guard saw
+        (a script, a function of the user's run in the kernel, an editor): a change, unless
+        the guard already saw one after that run (its own words say it better)."""
+        assert self.last_test is not None
+        if self.last_change is not None and self.last_change.order > self.last_test.order:
+            return
+        self._note_change(
+            f"{_listing(paths)} changed on disk after the test run of step "
+            f"{self.last_test.step} (not through an edit tool)",
+            paths,
+        )
+
     def undo(self, step: int) -> None:
         """The user undid a commit: files changed, so the tests must run again."""
         self._order += 1

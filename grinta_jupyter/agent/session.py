@@ -189,6 +189,11 @@ class Session:
         self._restaging: dict[str, ev.DiffStaged | None] = {}  # resumed calls, by call id
         # Resumed calls approved in part whose commit did not land: why a person decides again.
         self._partly_approved: dict[str, str] = {}
+        # The source files' state after the last test run (Workspace.source_state): a finish
+        # compares it with the files as they are, so a write no tool call shows (a script, a
+        # function run in the kernel, an editor) needs the tests again. None: not taken (no
+        # test run yet, a resumed session until its next one, too many files).
+        self._tested_files: dict[str, tuple[int, int, int]] | None = None
         self.state = State.THINKING
         self.steps: list[Step] = []
         self.pending: Step | None = None
@@ -480,6 +485,7 @@ class Session:
         self._reopen()
         self.tasks.append(task)
         self.guards = Guards(self.limits, task)
+        self._tested_files = None
         self._task_first_step = len(self.steps)
         self._task_tokens = self.totals.prompt_tokens + self.totals.completion_tokens
         self._emit(ev.TaskStarted(task=task, number=len(self.tasks)), len(self.steps))
@@ -1046,6 +1052,11 @@ class Session:
         # never freezes the kernel (the Stop button and every widget keep working). The call
         # leaves the queue only once staged: staging cancelled half-way is done again later.
         proposal, snapshots = await asyncio.to_thread(self._stage, call)
+        moved = (
+            await asyncio.to_thread(self._moved_since_tests)
+            if isinstance(proposal, FinishProposal) and proposal.ok
+            else []
+        )
         if self.done or generation != self._generation:  # stopped or rewound while staging
             return None
         for snapshot in snapshots:
@@ -1063,6 +1074,8 @@ class Session:
         self.steps.append(step)
         self._record_proposal(step)
         if isinstance(step.proposal, FinishProposal) and step.proposal.ok:
+            if moved:
+                self.guards.finish.moved_on_disk(moved)
             return self._finish_check(step)
         if step.proposal.error is not None:
             await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))
@@ -1177,6 +1190,8 @@ class Session:
         data = obs.output  # what the tool produced: fenced as data for the model
         notes = list(notes)  # what grinta itself says about it: outside the fence
         firings = self.guards.after(step.number, proposal, obs, vetoed)
+        if self.guards.finish.tested_at(step.number):
+            self._tested_files = await asyncio.to_thread(self.runtime.workspace.source_state)
         for firing in firings:
             self._fire(firing, step)
             if firing.action == "force_read":
@@ -1212,6 +1227,16 @@ class Session:
         reason = self.guards.end_reason(firings)
         if reason is not None:
             self._finish_session(reason)
+
+    def _moved_since_tests(self) -> list[str]:
+        """The source files written, made or removed since the last test run (sorted)."""
+        before = self._tested_files
+        if before is None:
+            return []
+        now = self.runtime.workspace.source_state()
+        if now is None:
+            return []
+        return sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p))
 
     def _finish_check(self, step: Step) -> Step:
         self.state = State.FINISH_CHECK

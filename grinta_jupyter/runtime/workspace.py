@@ -176,6 +176,28 @@ class Workspace:
             if isinstance(item, str):
                 yield item
 
+    def source_state(self, most: int = 20_000) -> dict[str, tuple[int, int, int]] | None:
+        """Each source file's (size, mtime_ns, inode), for files a language is known for
+        (``grammars.language_for``); None past ``most`` files or when the tree cannot be
+        read. Two states differ where a file was written, replaced, made or removed."""
+        from grinta_jupyter.runtime.grammars import language_for
+
+        state: dict[str, tuple[int, int, int]] = {}
+        try:
+            for rel in self.files():
+                if language_for(rel) is None:
+                    continue
+                if len(state) >= most:
+                    return None
+                try:
+                    st = os.lstat(self.root / rel)
+                except OSError:
+                    continue  # removed while walking: absent, as it is now
+                state[rel] = (st.st_size, st.st_mtime_ns, st.st_ino)
+        except (OSError, ToolFailure):
+            return None
+        return state
+
     def walk(self, under: str = "") -> Iterator[str | Skipped]:
         """Regular files (as in ``files``) and, as ``Skipped``, what was passed over and why.
 
