@@ -229,3 +229,23 @@ def test_forking_code_returns_once_in_the_kernel() -> None:
         Settings(),
     )
     assert observation.ok and observation.output.count("parent") == 1
+
+
+def test_secrets_in_a_container_under_a_secret_name_are_redacted(tmp_path: Path) -> None:
+    """Attack: ``API_TOKENS = ["..."]``, ``KEYS = {"github": "..."}``: text that looks like a
+    secret, in no provider's format, under a name that says it holds secrets. Bug: the
+    name counted only for text directly under it; the items reached the model as they were."""
+    values = {
+        "API_TOKENS": ["a8f5f167f44f4964e6c998dee827110c", "0b1c2d3e4f5a6b7c8d9e0f1a"],
+        "KEYS": {"github": "Zq9xW2vB7nM4kL1pR8tY3uI6", "model": "gpt-4o"},
+        "PASSWORDS": (("ada", "correct-horse-battery-staple-42"),),
+        "names": ["ada", "grace"],
+    }
+    runtime = Runtime(tmp_path, kernel_toolset(DictNamespace(values)))
+    out = "\n".join(
+        runtime.call("inspect", {"name": name} if name else {}).output for name in [None, *values]
+    )
+    for leaked in ("a8f5f167", "0b1c2d3e", "Zq9xW2vB", "correct-horse"):
+        assert leaked not in out, (leaked, out)
+    for kept in ("gpt-4o", "'ada'", "'grace'", "'github'"):
+        assert kept in out, (kept, out)

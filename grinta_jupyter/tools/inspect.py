@@ -149,13 +149,13 @@ def detail(name: str, value: Any) -> str:
     """``name``'s summary line, then the lines that show it in detail (unbounded in total)."""
     head = f"{name} ({guarded(type_label, value)}): {guarded(summary, value, name)}"
     try:
-        body = [] if is_secret_text(name, value) else _body(value)
+        body = [] if is_secret_text(name, value) else _body(value, name)
     except Exception as exc:  # one odd value: say so rather than fail the read
         body = [f"(cannot be shown in detail: {class_names(type(exc))[1]})"]
     return "\n".join([cut(head), *body])
 
 
-def _body(value: Any) -> list[str]:
+def _body(value: Any, name: str) -> list[str]:
     kind = library_kind(value)
     if kind == "frame":
         return frame_detail(bare(value, kind), "DataFrame")
@@ -163,7 +163,7 @@ def _body(value: Any) -> list[str]:
         return frame_detail(bare(value, kind).to_frame(), "Series")
     if kind == "array":
         return array_detail(plain_array(value))
-    return object_detail(value, kind, room=DETAIL_CHARS // 2)
+    return object_detail(value, kind, room=DETAIL_CHARS // 2, name=name)
 
 
 # -- bounds ------------------------------------------------------------------------------

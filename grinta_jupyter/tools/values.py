@@ -261,7 +261,7 @@ def summary(value: Any, name: object = None) -> str:
         shown = REDACTED if is_secret_text(name, value) else bounded_repr(value, room=60)
         return f"{counted(len(value), unit)}: {shown}"
     if _container(cls):
-        return f"{counted(len(value), 'item')}: {bounded_repr(value, room=120)}"
+        return f"{counted(len(value), 'item')}: {bounded_repr(value, room=120, name=name)}"
     if cls in _SCALARS:
         return bounded_repr(value)
     if issubclass(cls, type):
@@ -341,13 +341,19 @@ _ITEMS = (10, 4, 3)  # items shown per container, by depth; deeper containers ar
 _STRING_CHARS = 60
 
 
-def bounded_repr(value: Any, room: int = 200, depth: int = 0) -> str:
+def bounded_repr(value: Any, room: int = 200, depth: int = 0, name: object = None) -> str:
     """A repr of builtin values, built here: at most about ``room`` characters, any size of
-    input. Anything else (a user's object inside a list) is shown as ``<Class object>``."""
+    input. Anything else (a user's object inside a list) is shown as ``<Class object>``.
+
+    ``name``: what holds ``value`` (a variable, a key). Under a name that says it holds
+    secrets, text that looks like one is REDACTED however deep (``TOKENS = ["..."]``,
+    ``KEYS = {"github": "..."}``), as a text directly under it is."""
     cls = type(value)
     if cls in _TEXTS:
         chars = min(room, _STRING_CHARS) if depth else room
-        if _holds_secret(value[: chars + _SECRET_MARGIN]):
+        if _holds_secret(value[: chars + _SECRET_MARGIN]) or (
+            name is not None and is_secret_text(name, value)
+        ):
             return REDACTED
         return repr(value[:chars]) + ("..." if len(value) > chars else "")
     if cls in _SCALARS:
@@ -364,11 +370,15 @@ def bounded_repr(value: Any, room: int = 200, depth: int = 0) -> str:
     if cls in _MAPPINGS:
         parts = [
             f"{bounded_repr(k, room, depth + 1)}: "
-            + (REDACTED if is_secret_text(k, v) else bounded_repr(v, room, depth + 1))
+            + (
+                REDACTED
+                if is_secret_text(k, v)
+                else bounded_repr(v, room, depth + 1, k if _secret_named(k) else name)
+            )
             for k, v in itertools.islice(value.items(), limit)
         ]
     else:
-        parts = [bounded_repr(v, room, depth + 1) for v in itertools.islice(value, limit)]
+        parts = [bounded_repr(v, room, depth + 1, name) for v in itertools.islice(value, limit)]
     if len(value) > limit:
         parts.append(f"... {len(value) - limit} more")
     trailing = "," if cls is tuple and len(value) == 1 else ""
@@ -455,13 +465,13 @@ def _builtin_signature(function: Any) -> str:
 # -- a value that is not a frame or an array, in detail --------------------------------------
 
 
-def object_detail(value: Any, kind: str, room: int) -> list[str]:
+def object_detail(value: Any, kind: str, room: int, name: object = None) -> list[str]:
     """The lines under a value's summary: a text's or container's bounded repr (``room``
-    characters), a class's or function's doc, an object's own attributes; none for a scalar
-    or a library ``kind`` (its summary says it all)."""
+    characters; ``name`` as in ``bounded_repr``), a class's or function's doc, an object's
+    own attributes; none for a scalar or a library ``kind`` (its summary says it all)."""
     cls = type(value)
     if cls in _TEXTS or _container(cls):
-        return [bounded_repr(value, room=room)]
+        return [bounded_repr(value, room=room, name=name)]
     if issubclass(cls, type) or cls in FUNCTIONS:
         return _doc_and_members(value)
     if cls in _SCALARS or kind:
@@ -541,6 +551,11 @@ def is_secret_text(name: Any, value: Any) -> bool:
     return (named and looks_secret(_text(value[:_NAMED_SCAN]))) or _holds_secret(
         value[: LINE_CHARS + _SECRET_MARGIN]
     )
+
+
+def _secret_named(name: Any) -> bool:
+    """Whether ``name`` (a key, a variable's name) says what it holds is a secret."""
+    return type(name) in _TEXTS and is_secret_name(_text(name[:_NAMED_SCAN]))
 
 
 def _holds_secret(value: Any) -> bool:
