@@ -249,3 +249,34 @@ def test_secrets_in_a_container_under_a_secret_name_are_redacted(tmp_path: Path)
         assert leaked not in out, (leaked, out)
     for kept in ("gpt-4o", "'ada'", "'grace'", "'github'"):
         assert kept in out, (kept, out)
+
+
+def test_execute_output_is_redacted_of_secrets_held_only_in_the_kernel(tmp_path: Path) -> None:
+    """Attack: ``print(db_password)``, a value under a secret key, a secret made by the code
+    itself. Bug: ``execute``'s output was redacted of the environment's secrets only, so a
+    secret that lives in the kernel reached the model as printed."""
+
+    class Client:
+        __module__ = "__main__"
+
+        def __init__(self) -> None:
+            self.token = "tok-9f8e7d6c5b4a3210"
+
+    values: dict[str, Any] = {
+        "db_password": "Hunter2-correct-horse",
+        "config": {"OPENAI_API_KEY": "abcdEFGH12345678", "MODEL": "gpt-4o"},
+        "api_keys": ["a8f5f167f44f4964e6c998dee827110c"],
+        "client": Client(),
+        "names": ["ada", "grace"],
+    }
+    runtime = Runtime(tmp_path, kernel_toolset(DictNamespace(values)))
+    code = (
+        "made_token = 'Zq9xW2vB7nM4kL1pR8tY3uI6'\n"
+        "print(db_password, config, api_keys, client.token, made_token, names)\n"
+        "raise ValueError('bad ' + db_password)"
+    )
+    out = runtime.call("execute", {"code": code}).output
+    for leaked in ("Hunter2", "abcdEFGH", "a8f5f167", "tok-9f8e", "Zq9xW2vB"):
+        assert leaked not in out, (leaked, out)
+    assert "gpt-4o" in out and "'grace'" in out and "[REDACTED]" in out
+    assert "ValueError: bad [REDACTED]" in out

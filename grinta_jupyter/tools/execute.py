@@ -69,6 +69,7 @@ import ast
 import base64
 import collections
 import ctypes
+import dataclasses
 import io
 import itertools
 import linecache
@@ -95,10 +96,12 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.process import OutputBuffer
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation
+from grinta_jupyter.runtime.secrets import Secrets
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext, ToolSpec
 from grinta_jupyter.tools.capture import ROUTER
 from grinta_jupyter.tools.run import bound_output, render_output
+from grinta_jupyter.tools.values import kernel_secrets
 
 if TYPE_CHECKING:
     from grinta_jupyter.tools.kernel import Namespace
@@ -146,14 +149,14 @@ def spec(namespace: Namespace) -> ToolSpec[ExecuteArgs]:
             if not timeout > 0:  # a hand-made proposal: NaN or negative
                 timeout = settings.run_timeout
             timeout = min(timeout, settings.run_max_timeout)
-            return run_code(
-                namespace.namespace(),
-                proposal.command or "",
-                timeout,
-                settings,
-                cancel,
-                proposal.id,
+            names = namespace.namespace()
+            observation = run_code(
+                names, proposal.command or "", timeout, settings, cancel, proposal.id
             )
+            # Secrets that live only in the kernel (``db_password``, a dict loaded from a
+            # .env), read after the code ran (it may have made them): the session redacts only
+            # the environment's, and ``print(db_password)`` would hand one to the model.
+            return _redacted(observation, kernel_secrets(names))
         except Exception as exc:  # a bug of ours must not end the session
             error = ToolError(INTERNAL_ERROR, f"execute failed unexpectedly: {exc!r}")
             return Observation.failure(error, proposal.id)
@@ -165,6 +168,20 @@ def spec(namespace: Namespace) -> ToolSpec[ExecuteArgs]:
         args=ExecuteArgs,
         stage=stage,
         execute=execute,
+    )
+
+
+def _redacted(observation: Observation, secrets: list[str]) -> Observation:
+    """``observation`` with ``secrets`` redacted from its text and its outputs' descriptions."""
+    if not secrets:
+        return observation
+    known = Secrets(tuple(sorted(secrets, key=len, reverse=True)))
+    outputs = tuple(
+        {**output, "text/plain": known.redact(output["text/plain"])}
+        for output in observation.outputs
+    )
+    return dataclasses.replace(
+        observation, output=known.redact(observation.output), outputs=outputs
     )
 
 

@@ -46,7 +46,7 @@ import itertools
 import pathlib
 import sys
 import types
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from inspect import CO_VARARGS, CO_VARKEYWORDS, Parameter, signature
 from typing import Any
 
@@ -551,6 +551,65 @@ def is_secret_text(name: Any, value: Any) -> bool:
     return (named and looks_secret(_text(value[:_NAMED_SCAN]))) or _holds_secret(
         value[: LINE_CHARS + _SECRET_MARGIN]
     )
+
+
+_SECRET_NAMES_READ = 5_000  # of a namespace's names, looking for secrets held in the kernel
+_SECRET_ITEMS_READ = 200  # of one container under a secret name
+_SECRET_VALUES_READ = 5_000  # values looked at in all: milliseconds, however big the namespace
+
+
+def kernel_secrets(namespace: Mapping[str, Any]) -> list[str]:
+    """The texts the kernel holds that ``inspect`` shows as REDACTED at the top of a variable
+    and one level in (``db_password``, ``config["OPENAI_API_KEY"]``, ``api_keys[0]``,
+    ``self.token``): what ``execute``'s output is redacted of, as the session redacts the
+    environment's. Reads builtin values only (no user code runs), bounded."""
+    try:
+        items = list(itertools.islice(namespace.items(), _SECRET_NAMES_READ))
+    except Exception:  # a namespace changed by another thread meanwhile: nothing read
+        return []
+    found: set[str] = set()
+    looked = [0]
+
+    def take(name: Any, value: Any, depth: int) -> None:
+        looked[0] += 1
+        if looked[0] > _SECRET_VALUES_READ:
+            return
+        cls = type(value)
+        if cls in _TEXTS:
+            if is_secret_text(name, value):
+                found.add(_text(value))
+            return
+        if depth > 1:
+            return
+        if cls in _MAPPINGS:
+            for key, item in itertools.islice(value.items(), _SECRET_ITEMS_READ):
+                take(key if _secret_named(key) else name, item, depth + 1)
+                if looked[0] > _SECRET_VALUES_READ:
+                    return
+        elif _container(cls) and _secret_named(name):
+            for item in itertools.islice(value, _SECRET_ITEMS_READ):
+                take(name, item, depth + 1)
+                if looked[0] > _SECRET_VALUES_READ:
+                    return
+        elif (
+            depth == 0
+            and not _container(cls)
+            and cls not in _SCALARS
+            and cls not in FUNCTIONS
+            and not issubclass(cls, (type, types.ModuleType))
+        ):
+            own = _instance_dict(value)  # self.token: an attribute under a secret name
+            for key, item in itertools.islice((own or {}).items(), _SECRET_ITEMS_READ):
+                take(key, item, depth + 1)
+
+    # Names that say they hold secrets first: the budget is spent on them before the rest.
+    items.sort(key=lambda item: not _secret_named(item[0]))
+    for name, value in items:
+        if looked[0] > _SECRET_VALUES_READ:
+            break
+        if type(name) is str and not name.startswith("_"):
+            take(name, value, 0)
+    return sorted(found)
 
 
 def _secret_named(name: Any) -> bool:
