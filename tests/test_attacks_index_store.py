@@ -214,3 +214,15 @@ def test_a_remote_mount_inside_the_tree_is_stated_not_watched(
     idx = index(ws)
     assert names(idx, "far_fn") == ["remote/far.py::far_fn"]
     assert not idx.watching
+
+
+def test_the_fingerprint_covers_the_code_that_makes_the_rows() -> None:
+    """Which language a file name is (runtime/grammars.py) and how a file is parsed for the
+    index decide the rows: a store made before an upgrade that changed them must not be
+    read. Before stop 33 only symbols.py and queries.py were in the fingerprint; a producer
+    renamed away would silently drop out of it."""
+    from grinta_jupyter.code import index_store
+
+    names = {p.relative_to(index_store._PACKAGE).as_posix() for p in index_store.PRODUCERS}
+    assert {"runtime/grammars.py", "code/index_parse.py", "code/symbols.py"} <= names
+    assert all(p.is_file() for p in index_store.PRODUCERS)

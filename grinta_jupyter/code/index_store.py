@@ -198,14 +198,22 @@ def store_path(root: Path) -> Path:
     return root / STORE_DIR / STORE_NAME
 
 
+# The code whose every change may change the rows: what a symbol is, the queries, how a
+# file is parsed for the index, and which language a file name is (runtime/grammars.py).
+_PACKAGE = Path(__file__).parent.parent
+PRODUCERS = tuple(
+    _PACKAGE / name
+    for name in ("code/symbols.py", "code/queries.py", "code/index_parse.py", "runtime/grammars.py")
+)
+
+
 def fingerprint() -> bytes:
     """What produced a store: a store with another fingerprint is never read."""
     digest = hashlib.sha256(f"{FORMAT}|{sys.version_info[:2]}|{marshal.version}".encode())
     digest.update(f"{sys.byteorder}|{array(_WIDE).itemsize}|{array(_NARROW).itemsize}".encode())
-    here = Path(__file__).parent
-    for name in ("symbols.py", "queries.py"):
+    for source in PRODUCERS:
         with contextlib.suppress(OSError):
-            digest.update((here / name).read_bytes())
+            digest.update(source.read_bytes())
     # The grammars: where their package is installed and when (an upgrade rewrites it);
     # cheaper than importing it or reading distribution metadata.
     for package in ("tree_sitter_language_pack", "tree_sitter"):
