@@ -115,3 +115,26 @@ def test_a_pending_diff_too_big_for_the_html_fallback_says_to_read_the_log(tmp_p
     assert (
         "more diff lines are not shown here: read them in the event log before you approve" in html
     )
+
+
+def test_a_waiting_step_a_rewind_took_off_is_cut_as_a_decided_one(tmp_path: Path) -> None:
+    """A rewind to before the step that waited takes it off the branch: it will never be
+    approved, so the trace keeps what a saved card keeps (not the whole diff of a step
+    that waits)."""
+    from grinta_jupyter.jupyter.mime import trace_bundle
+
+    model = ScriptedModel([reply("", call("create", path="big.py", content=CONTENT))])
+    session = Session("write it", model=model, root=tmp_path)
+
+    async def go() -> None:
+        async for update in session.updates():
+            if isinstance(update, NeedsDecision):
+                session.rewind(0)
+                return
+
+    asyncio.run(go())
+    bundle = trace_bundle(session)
+    (step,) = bundle["application/vnd.grinta.session+json"]["steps"]
+    assert step["rewound"] and step["diff_truncated"]
+    assert "more diff lines" in bundle["text/plain"] and "more diff lines" in bundle["text/html"]
+    assert not (tmp_path / "big.py").exists()

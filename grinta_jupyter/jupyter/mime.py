@@ -173,7 +173,7 @@ def step_payload(
     if payload["raw_arguments"] is not None:
         payload["raw_arguments"] = _cut(payload["raw_arguments"], MAX_ARG_CHARS)
     diff = payload["diff"]
-    keep = MAX_LIVE_DIFF_CHARS if live and payload["status"] == "pending" else MAX_DIFF_CHARS
+    keep = MAX_LIVE_DIFF_CHARS if _waits(payload, live) else MAX_DIFF_CHARS
     payload["diff"], payload["diff_truncated"] = diff[:keep], len(diff) > keep
     if payload["observation"] is not None:
         output = payload["observation"]["output"]
@@ -362,6 +362,11 @@ def _side(path: str | None, prefix: str) -> str:
     return "/dev/null" if path is None else prefix + line_text(path)
 
 
+def _waits(payload: dict[str, Any], live: bool) -> bool:
+    """Whether a live card's step waits for a decision (a step a rewind dropped never will)."""
+    return live and payload["status"] == "pending" and not payload.get("rewound")
+
+
 def step_text(payload: dict[str, Any], *, live: bool = False) -> str:
     """The step as plain text (what a terminal client prints): every field escaped.
 
@@ -390,7 +395,7 @@ def step_text(payload: dict[str, Any], *, live: bool = False) -> str:
     if payload["diff"]:
         diff_lines = diff_text_lines(payload["diff"])
         # A pending step's rows all show: a console approves what it printed.
-        whole = live and payload["status"] == "pending"
+        whole = _waits(payload, live)
         keep = len(diff_lines) if whole else MAX_TEXT_DIFF_LINES
         lines.extend(diff_lines[:keep])
         if len(diff_lines) > keep:
@@ -651,7 +656,7 @@ def step_html(payload: dict[str, Any], *, live: bool = False) -> str:
         )
     if payload["diff"]:
         # A pending step's rows all show: Approve commits every one of them.
-        rows = None if live and payload["status"] == "pending" else MAX_HTML_DIFF_LINES
+        rows = None if _waits(payload, live) else MAX_HTML_DIFF_LINES
         parts.append(
             f'<table style="{_MONO};border-collapse:collapse;width:100%;margin:6px 0">'
             f"{diff_rows_html(payload['diff'], rows)}</table>"
