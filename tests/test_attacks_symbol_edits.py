@@ -488,3 +488,58 @@ def test_a_one_line_container_keeps_its_closer_when_a_member_is_replaced(
     since the new member ends in `}` too: the edit was refused as a syntax error."""
     symbol = _symbol(path, source, qualname)
     assert replace_symbol(source, symbol, new) == expected
+
+
+# -- overloads: one name in one file, told apart by the line a candidate shows ----------------
+
+OVERLOADS = (
+    "from typing import overload\n\n"
+    "@overload\ndef f(x: int) -> int: ...\n"
+    "@overload\ndef f(x: str) -> str: ...\n"
+    "def f(x):\n    return x\n"
+)
+
+
+def test_an_overload_is_written_by_the_line_its_candidate_shows(tmp_path) -> None:
+    """Before stop 33 a write to one of several definitions with one name in one file was
+    refused as ambiguous with advice ('path::Class.method') that named all of them again:
+    no address could pick one, and the model had to fall back to replace_string."""
+    (tmp_path / "m.py").write_text(OVERLOADS)
+    rt = Runtime(tmp_path)
+    new = "def f(x):\n    return 2 * x\n"
+    refused = rt.propose(
+        "edit_symbols", {"edits": [{"symbol": "f", "action": "replace", "new_source": new}]}
+    )
+    assert refused.error is not None and refused.error.code == "AMBIGUOUS_SYMBOL"
+    assert "e.g. 'm.py::f@4'" in refused.error.message
+    assert [c.line for c in refused.error.candidates] == [4, 6, 7]
+    done = rt.call(
+        "edit_symbols", {"edits": [{"symbol": "m.py::f@7", "action": "replace", "new_source": new}]}
+    )
+    assert done.ok, done.output
+    assert (tmp_path / "m.py").read_text() == OVERLOADS.replace(
+        "    return x\n", "    return 2 * x\n"
+    )
+    read = rt.call("read", {"symbol": "f@6"})
+    assert read.ok and "def f(x: str) -> str: ..." in read.output and "2 * x" not in read.output
+
+
+def test_a_line_no_definition_of_the_name_is_on_is_refused_with_the_candidates(tmp_path) -> None:
+    (tmp_path / "m.py").write_text(OVERLOADS)
+    before = (tmp_path / "m.py").read_bytes()
+    refused = Runtime(tmp_path).propose(
+        "edit_symbols", {"edits": [{"symbol": "m.py::f@5", "action": "delete"}]}
+    )
+    assert refused.error is not None and refused.error.code == "SYMBOL_NOT_FOUND"
+    assert "no definition named 'm.py::f' is on line 5" in refused.error.message
+    assert [c.line for c in refused.error.candidates] == [4, 6, 7]
+    assert (tmp_path / "m.py").read_bytes() == before
+
+
+def test_ambiguity_across_files_still_advises_a_path(tmp_path) -> None:
+    (tmp_path / "a.py").write_text("def g():\n    return 1\n")
+    (tmp_path / "b.py").write_text("def g():\n    return 2\n")
+    refused = Runtime(tmp_path).propose(
+        "edit_symbols", {"edits": [{"symbol": "g", "action": "delete"}]}
+    )
+    assert refused.error is not None and "e.g. 'path::Class.method'" in refused.error.message

@@ -8,6 +8,8 @@ name, same position among same-named definitions).
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from typing import TYPE_CHECKING
 
 from grinta_jupyter.runtime.errors import (
@@ -42,8 +44,13 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
     Reads and writes resolve the same way; only the advice differs, since a
     write never guesses while a read may simply be repeated more precisely.
     """
+    address, line = _at_line(address)
     address = _in_workspace(ctx, address, write=write)
     found = ctx.symbols.resolve(address)
+    if line is not None:  # "m.py::f@7": the one of several with one name defined on line 7
+        here = [m for m in found.matches if m.def_line == line]
+        found = dataclasses.replace(found, matches=here, suggestions=[] if here else found.matches)
+        address = f"{address}@{line}"
     if not found.matches:
         resolution = Resolution(
             address,
@@ -52,9 +59,15 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
             tuple(_label(s) for s in found.suggestions),
         )
         hint = "; closest names below" if found.suggestions else ""
+        named = f"no definition named {address!r}{hint}"
+        if line is not None and found.suggestions:
+            named = (
+                f"no definition named {address.rpartition('@')[0]!r} is on line {line}; "
+                "those with the name are below (the line a candidate shows picks it)"
+            )
         error = ToolError(
             SYMBOL_NOT_FOUND,
-            f"no definition named {address!r}{hint}",
+            named,
             tuple(symbol_candidate(s) for s in found.suggestions),
         )
         raise ToolFailure(error, (resolution,))
@@ -69,15 +82,30 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
             tuple(_label(s) for s in listed),
         )
         verb = "name one exactly" if write else "read one"
+        first = listed[0]
+        # One name in one file (overloads, a redefinition): only the line tells them apart.
+        same = all(m.address == first.address for m in listed)
+        example = f"{first.address}@{first.def_line}" if same else "path::Class.method"
         error = ToolError(
             AMBIGUOUS_SYMBOL,
-            f"{address!r} names {count} definitions; {verb}, e.g. 'path::Class.method'",
+            f"{address!r} names {count} definitions; {verb}, e.g. {example!r}",
             tuple(symbol_candidate(s) for s in listed),
             more=count - len(listed),
         )
         raise ToolFailure(error, (resolution,))
     symbol = found.matches[0]
     return symbol, Resolution(address, _label(symbol), "the only definition with this name")
+
+
+_LINE = re.compile(r"@([0-9]{1,9})\s*$")
+
+
+def _at_line(address: str) -> tuple[str, int | None]:
+    """``address`` without a trailing ``@LINE`` (the line a candidate list shows), and it."""
+    found = _LINE.search(address)
+    if found is None:
+        return address, None
+    return address[: found.start()], int(found.group(1))
 
 
 def resolve_for_write(ctx: ToolContext, address: str) -> tuple[Symbol, Resolution]:
