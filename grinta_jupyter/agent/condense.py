@@ -49,10 +49,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from grinta_jupyter.agent.context import fence, message_tokens, unfence
+from grinta_jupyter.agent.context import NEXT_TASK, fence, message_tokens, unfence
 from grinta_jupyter.agent.models.base import ModelError, Usage
 from grinta_jupyter.agent.testruns import judge, parse_test_command
-from grinta_jupyter.tools.tokens import count_tokens
+from grinta_jupyter.tools.tokens import count_tokens, counted_in_request
 
 if TYPE_CHECKING:
     from grinta_jupyter.agent.context import Context
@@ -293,7 +293,11 @@ class _Sizes:
     def carried(self, upto: int) -> int:
         """At most what the user's messages before ``upto`` add once carried over."""
         self.removed(upto)
-        return sum(self.size(i) for i in [i for i in self.users if i < upto][-MAX_CARRIED:])
+        before = [i for i in self.users if i < upto]
+        carried = set(before[-MAX_CARRIED:])
+        task = _current_task(self.context)
+        carried |= {i for i in before if self.context.history[i] is task}
+        return sum(self.size(i) for i in carried)
 
     def replacement(self, upto: int, text: str) -> int:
         """Tokens of what replaces ``history[:upto]``: the condensed message and the user's
@@ -462,17 +466,32 @@ def _carried(
     """The user's messages among ``replaced``: those kept verbatim (the newest, bounded) and
     the texts of the older ones (quoted, cut, in the record)."""
     users = [m for m in replaced if m.get("role") == "user" and not _is_condensed(context, m)]
+    task = _current_task(context)
     kept: list[dict[str, Any]] = []
     room = MAX_CARRIED_CHARS
     for message in reversed(users):
+        if message is task:
+            continue  # carried whole, whatever its size and the messages after it
         size = len(str(message.get("content") or ""))
         if len(kept) >= MAX_CARRIED or size > room:
             break
         kept.append(message)
         room -= size
-    kept.reverse()
-    older = users[: len(users) - len(kept)]
-    return kept, [str(m.get("content") or "") for m in older]
+    chosen = {id(m) for m in kept}
+    carried = [m for m in users if id(m) in chosen or m is task]
+    older = [m for m in users if id(m) not in chosen and m is not task]
+    return carried, [str(m.get("content") or "") for m in older]
+
+
+def _current_task(context: Context) -> dict[str, Any] | None:
+    """The message that gave the session its current task, when that is a next task (the
+    first task is not part of the history): never condensed, like the first."""
+    tasks = (
+        m
+        for m in reversed(context.history)
+        if m.get("role") == "user" and str(m.get("content") or "").startswith(NEXT_TASK)
+    )
+    return next(tasks, None)
 
 
 def _record(context: Context, upto: int, said: Sequence[str] | None = None) -> Record:
@@ -500,7 +519,7 @@ def _test_outcome(call: dict[str, Any], data: str, number: int) -> str | None:
 
 
 def _tokens(lines: Sequence[str]) -> int:
-    return sum(count_tokens(line) + 1 for line in lines)
+    return sum(counted_in_request(line) + 1 for line in lines)
 
 
 def _newest(items: Sequence[str], room: int, shown: Callable[[str], str]) -> list[str]:
@@ -508,7 +527,7 @@ def _newest(items: Sequence[str], room: int, shown: Callable[[str], str]) -> lis
     kept: list[str] = []
     for item in reversed(items):
         line = shown(item)
-        cost = count_tokens(line) + 1
+        cost = counted_in_request(line) + 1
         if cost > room:
             break
         kept.append(line)
@@ -520,21 +539,21 @@ def _newest(items: Sequence[str], room: int, shown: Callable[[str], str]) -> lis
 def _fit(text: str, allowance: int) -> str:
     """``text`` cut at a line end to at most ``allowance`` tokens (the facts alone can be
     longer than a tiny budget's allowance)."""
-    tokens = count_tokens(text)
+    tokens = counted_in_request(text)
     while tokens > allowance and "\n" in text:
         text = text[: text.rfind("\n", 0, max(1, len(text) * allowance // tokens))]
-        tokens = count_tokens(text)
+        tokens = counted_in_request(text)
     return text
 
 
 def _fit_text(text: str, allowance: int) -> str:
     """``text`` cut to at most ``allowance`` tokens, anywhere, and marked when cut."""
-    tokens = count_tokens(text)
+    tokens = counted_in_request(text)
     if tokens <= allowance:
         return text
     while tokens > allowance:
         text = text[: max(0, len(text) * allowance // tokens - 8)]
-        tokens = count_tokens(text + " [...]")
+        tokens = counted_in_request(text + " [...]")
     return text + " [...]"
 
 

@@ -40,6 +40,9 @@ You act through tools, one call at a time; a person may approve, edit or veto ea
 """
 
 MASK_NOTE = "[older result masked to save context: {summary}]"
+# How a next task reaches the model (a user message, ``history.next_task_text``): condensation
+# carries the newest one over whole, as the first task always stays (agent/condense.py).
+NEXT_TASK = "Next task (the previous one has ended; the workspace is as it left it): "
 
 
 def new_boundary() -> str:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from grinta_jupyter.agent.context import Context
+from grinta_jupyter.agent.context import NEXT_TASK, Context
 from grinta_jupyter.agent.guards import Guards, Limits
 from grinta_jupyter.agent.models.base import ToolCall, Usage
 from grinta_jupyter.agent.step import Step, Totals
@@ -130,7 +130,7 @@ class ContextFeed:
 
 
 def next_task_text(task: str) -> str:
-    return f"Next task (the previous one has ended; the workspace is as it left it): {task}"
+    return NEXT_TASK + task
 
 
 def rewind_text(event: ev.Rewound) -> str:

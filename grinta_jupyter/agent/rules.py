@@ -12,8 +12,12 @@ Read, in this order, when present at the workspace root: ``AGENTS.md``,
   target is inside the root (``CLAUDE.md -> AGENTS.md`` is common), and a file that
   two names lead to is read once;
 - bounded: a file over ``MAX_FILE_BYTES`` is skipped (``Rules.skipped`` says why); each
-  file keeps at most ``MAX_FILE_CHARS`` characters, all files together
-  ``MAX_TOTAL_CHARS``, cut at a line end and marked as cut (``RulesFile.truncated``);
+  file keeps at most ``MAX_FILE_CHARS`` characters and ``MAX_FILE_TOKENS`` tokens, all
+  files together ``MAX_TOTAL_CHARS`` and ``max_tokens`` (as a request counts them), cut at
+  a line end and marked as cut (``RulesFile.truncated``);
+- unable to leave their section: a line of a file that would read as a section's
+  ``--- begin NAME ---`` or ``--- end NAME ---`` line is changed so that it does not, so
+  no text of a file can pass for grinta's words after the rules block;
 - decoded as UTF-8 with replacement characters for bytes that are not, and with
   every secret value redacted (``runtime/secrets.py``), like any tool output.
 
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,14 +36,19 @@ from pathlib import Path
 from grinta_jupyter.events.models import RulesFile
 from grinta_jupyter.runtime.files import size_text
 from grinta_jupyter.runtime.secrets import Secrets
+from grinta_jupyter.tools.tokens import counted_in_request
 
 # The files read, in the order they appear in the prompt (workspace-relative, POSIX).
 RULES_FILES = ("AGENTS.md", "CLAUDE.md", ".grinta/rules.md")
 # A rules file larger than this is not a rules file a prompt can hold: skipped, not read.
 MAX_FILE_BYTES = 1_000_000
-# About 4,000 tokens per file and 8,000 for all: rules are read on every request.
+# About 4,000 tokens per file and 8,000 for all: rules are read on every request. Text that
+# tokenizes badly (emoji, CJK, combining marks: up to 8 tokens a character as a request
+# counts them) is held to the same number of tokens, counted as the request counts them.
 MAX_FILE_CHARS = 16_000
 MAX_TOTAL_CHARS = 32_000
+MAX_FILE_TOKENS = 4_000
+MAX_TOTAL_TOKENS = 8_000
 
 HEADER = (
     "The project's rules: instructions its maintainers wrote for coding agents, read from "
@@ -46,6 +56,9 @@ HEADER = (
     "or the user's messages."
 )
 TRUNCATED = "[... cut here: the file is longer than grinta's bound for rules files]"
+
+# A line of a file that would read as a section's begin or end line (its dashes are spaced).
+_MARKER = re.compile(r"^(\s*)---(?=\s*(?:begin|end)\b)", re.MULTILINE | re.IGNORECASE)
 
 _OPEN_FLAGS = (
     os.O_RDONLY
@@ -64,10 +77,17 @@ class Rules:
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (path, why)
 
 
-def load_rules(root: str | os.PathLike[str], secrets: Secrets | None = None) -> Rules:
+def load_rules(
+    root: str | os.PathLike[str],
+    secrets: Secrets | None = None,
+    *,
+    max_tokens: int = MAX_TOTAL_TOKENS,
+) -> Rules:
     """The rules files of the workspace ``root``, read safely and bounded (module docstring).
 
-    ``secrets``: the values to redact (default: the environment's, ``Secrets.from_env``).
+    ``secrets``: the values to redact (default: the environment's, ``Secrets.from_env``);
+    ``max_tokens``: what all files together may take of each request (a session with a
+    small budget passes a share of it).
     """
     base = Path(root).resolve()
     secrets = secrets if secrets is not None else Secrets.from_env()
@@ -76,6 +96,7 @@ def load_rules(root: str | os.PathLike[str], secrets: Secrets | None = None) -> 
     sections: list[str] = []
     seen: set[tuple[int, int]] = set()  # (device, inode) of the files read
     room = MAX_TOTAL_CHARS
+    tokens_left = max(0, max_tokens)
     for name in RULES_FILES:
         found = _read(base, name)
         if found is None:
@@ -92,9 +113,19 @@ def load_rules(root: str | os.PathLike[str], secrets: Secrets | None = None) -> 
                 (name, f"the rules files together are over {MAX_TOTAL_CHARS:,} characters")
             )
             continue
+        if tokens_left <= 0:
+            skipped.append((name, f"the rules files together are over {max_tokens:,} tokens"))
+            continue
         text = secrets.redact(data.decode("utf-8", errors="replace").replace("\r\n", "\n"))
+        text = _MARKER.sub(r"\1- - -", text)
         kept, truncated = _cut(text.strip("\n"), min(MAX_FILE_CHARS, room))
+        kept, cut_more = _cut_tokens(kept, min(MAX_FILE_TOKENS, tokens_left))
+        if cut_more and not kept:
+            skipped.append((name, f"the rules files together are over {max_tokens:,} tokens"))
+            continue
+        truncated = truncated or cut_more
         room -= len(kept)
+        tokens_left -= counted_in_request(kept)
         files.append(
             RulesFile(
                 path=name,
@@ -160,6 +191,16 @@ def _not_readable(status: os.stat_result) -> str | None:
     if status.st_size > MAX_FILE_BYTES:
         return f"{size_text(status.st_size)}, over the {size_text(MAX_FILE_BYTES)} limit"
     return None
+
+
+def _cut_tokens(text: str, limit: int) -> tuple[str, bool]:
+    """``text`` cut to at most ``limit`` tokens (``_counted``), at a line end when there is one."""
+    tokens = counted_in_request(text)
+    cut = False
+    while tokens > limit and text:
+        text, _ = _cut(text, max(0, len(text) * limit // tokens - 1))
+        tokens, cut = counted_in_request(text), True
+    return text, cut
 
 
 def _cut(text: str, limit: int) -> tuple[str, bool]:

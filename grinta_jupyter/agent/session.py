@@ -64,6 +64,7 @@ from grinta_jupyter.agent.partial import (
     not_landed,
 )
 from grinta_jupyter.agent.recorder import proposal_events, reply_event, target_of
+from grinta_jupyter.agent.rules import MAX_TOTAL_TOKENS as MAX_RULES_TOKENS
 from grinta_jupyter.agent.rules import load_rules
 from grinta_jupyter.agent.step import (
     Policy,
@@ -168,7 +169,11 @@ class Session:
             _resume[1] if _resume else None,
             claimed=_resume[2] if _resume else None,
         )
-        rules = load_rules(self.root, self.secrets)
+        self.budget = request_budget(self.limits, model)  # tokens each request stays under
+        # The rules are in every request and never condensed: at most a quarter of it.
+        rules = load_rules(
+            self.root, self.secrets, max_tokens=min(MAX_RULES_TOKENS, self.budget // 4)
+        )
         self.rules = rules.files  # the project's rules files in the system prompt
         self._rules_text = rules.text
         self.context = Context.start(
@@ -177,7 +182,6 @@ class Session:
         self._feed = ContextFeed(self.context)  # the context grows only from events
         self.tasks = [task]  # this session's tasks, in order (``continue_task`` adds one)
         self.branch = 0  # a rewind starts a new branch
-        self.budget = request_budget(self.limits, model)  # tokens each request stays under
         self._task_first_step = 0  # steps taken before the current task began
         self._task_tokens = 0  # tokens spent before the current task began
         self._generation = 0  # bumped by a rewind: work begun before it is dropped

@@ -41,6 +41,13 @@ def count_tokens(text: str) -> int:
     return len(_encoding().encode_ordinary(text))
 
 
+def counted_in_request(text: str) -> int:
+    """Tokens of ``text`` as a request counts them: inside a JSON string, where a character
+    outside ASCII is a ``\\uXXXX`` escape (up to 8 tokens for one character the model reads
+    as 1), so a text fitted by its raw count could take a request over its budget."""
+    return count_tokens(json.dumps(text)[1:-1])
+
+
 def schema_tokens(schemas: list[dict[str, Any]]) -> int:
     """Tokens of the schemas as compact JSON (how providers serialise tools, roughly)."""
     return _cached_count(json.dumps(schemas, separators=(",", ":")))
