@@ -809,9 +809,12 @@ def _workspace(cwd: str) -> Path:
         path = Path(cwd).expanduser()
     except RuntimeError:  # "~someone" with no such user: no home to expand
         path = Path(cwd)
-    if not path.is_dir():
-        raise _invalid(f"the workspace {cwd!r} is not a folder")
-    return path.resolve()
+    try:
+        if path.is_dir():
+            return path.resolve()
+    except OSError:  # a name too long for the file system (is_dir raises, not False)
+        pass
+    raise _invalid(f"the workspace {cwd!r} is not a folder")
 
 
 def _new_session_id() -> str:

@@ -55,6 +55,7 @@ from acp.schema import (
 )
 
 from grinta_jupyter.agent.step import Step
+from grinta_jupyter.runtime.display import visible
 from grinta_jupyter.runtime.proposal import Proposal
 
 SHOWN_CHARS = 8_000  # of an output or a message shown in a tool call
@@ -100,7 +101,10 @@ def title_of(tool: str, kind: str, args: dict[str, Any], summary: str) -> str:
     if kind == "write":
         paths = paths_in(args)
         verb = "Create" if tool == "create" else "Edit"
-        return f"{verb} {', '.join(paths)}" if paths else f"Edit ({tool})"
+        # One line, bounded, like every title: a name may hold line breaks (Linux takes them),
+        # shown escaped (``\n``) so the title names the file the write makes, not a lookalike.
+        named = visible(", ".join(paths), keep_newlines=False)
+        return f"{verb} {_cut(named, 200)}" if paths else f"Edit ({tool})"
     if tool == "search":
         return f"Search {_one_line(str(args.get('query', '')), 200)!r}"
     target = (
@@ -326,7 +330,10 @@ def _text(text: str, redact: Redact) -> ContentToolCallContent:
 
 
 def _one_line(text: str, limit: int) -> str:
-    line = " ".join(text.split())
+    return _cut(" ".join(text.split()), limit)
+
+
+def _cut(line: str, limit: int) -> str:
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
