@@ -6,7 +6,13 @@ run is the same function of its spec on either; the suite (``suite.run_suite``)
 decides what is still to do (resume) and summarises, whatever the backend.
 
 ``LocalBackend(jobs)``: ``run_one`` in this process (one job) or in a pool of
-spawned processes, each writing its log and result into the output folder.
+spawned processes, each writing its log and result into the output folder, at
+most ``jobs`` runs handed to the pool at once. A worker process that dies
+(killed, out of memory, a task's test command killing its parent) breaks the
+pool and every run in it: those runs are tried again, each alone in a pool of
+its own so that a death is charged to the run that caused it, up to
+``max_retries`` more times, and the others go on in a new pool. A run that
+died on every attempt is reported as lost and written nowhere.
 
 ``RayBackend(address, jobs)``: each run is one Ray task. Without an address a
 local Ray is started on demand (``jobs`` CPUs, no dashboard) and stopped
@@ -31,18 +37,23 @@ import concurrent.futures
 import io
 import multiprocessing
 import os
+import socket
 import sys
 import tarfile
 import tempfile
+from collections import Counter, deque
 from collections.abc import Callable
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
 
+from grinta_jupyter.experiment.errors import BackendError
 from grinta_jupyter.experiment.runner import RunSpec, run_one, save_result, write_atomically
 
 OnResult = Callable[[dict[str, Any]], None]
 RAY_MAX_RETRIES = 3  # attempts after the first when a worker dies (Ray's own default for tasks)
+RAY_CONNECT_TIMEOUT = 10.0  # seconds to wait for a cluster's address to take a connection
 
 
 class Backend(Protocol):
@@ -58,6 +69,7 @@ class Backend(Protocol):
 @dataclass
 class LocalBackend:
     jobs: int = 1
+    max_retries: int = RAY_MAX_RETRIES  # attempts after the first when a worker process dies
 
     def describe(self) -> str:
         return f"{self.jobs} at a time"
@@ -67,15 +79,52 @@ class LocalBackend:
             for spec in specs:
                 on_result(run_one(spec, out))
             return []
-        context = multiprocessing.get_context("spawn")  # safe inside a Jupyter kernel, unlike fork
-        pool = concurrent.futures.ProcessPoolExecutor(max_workers=self.jobs, mp_context=context)
-        try:
-            futures = [pool.submit(run_one, spec, out) for spec in specs]
-            for future in concurrent.futures.as_completed(futures):
-                on_result(future.result())
-        finally:  # interrupted (Ctrl-C): the runs not started yet are not started at all
-            pool.shutdown(cancel_futures=True)
+        todo, suspects = deque(specs), deque[RunSpec]()
+        deaths: Counter[RunSpec] = Counter()
+        lost = []
+        while todo or suspects:
+            # Runs that were in a pool when a worker died go one at a time, to find the culprit.
+            queue, jobs = (suspects, 1) if suspects else (todo, self.jobs)
+            for spec in _run_in_pool(queue, jobs, out, on_result):
+                deaths[spec] += 1
+                if jobs == 1 and deaths[spec] > self.max_retries:
+                    lost.append(spec)  # it died alone on every attempt: redone next eval
+                else:
+                    suspects.append(spec)
+        return lost
+
+
+def _run_in_pool(queue: deque[RunSpec], jobs: int, out: Path, on_result: OnResult) -> list[RunSpec]:
+    """Run specs taken from ``queue`` in a pool of ``jobs`` spawned processes, ``jobs`` at once.
+
+    Returns [] when the queue is done, or the runs that were in the pool when a
+    worker died (a broken pool ends every run in it; the rest stay queued).
+    """
+    context = multiprocessing.get_context("spawn")  # safe inside a Jupyter kernel, unlike fork
+    pool = concurrent.futures.ProcessPoolExecutor(max_workers=jobs, mp_context=context)
+    running: dict[concurrent.futures.Future[dict[str, Any]], RunSpec] = {}
+    try:
+        while queue or running:
+            while queue and len(running) < jobs:
+                spec = queue.popleft()
+                running[pool.submit(run_one, spec, out)] = spec
+            ready, _ = concurrent.futures.wait(
+                running, return_when=concurrent.futures.FIRST_COMPLETED
+            )
+            broken = []
+            for future in ready:
+                spec = running.pop(future)
+                try:
+                    result = future.result()
+                except BrokenProcessPool:
+                    broken.append(spec)
+                    continue
+                on_result(result)
+            if broken:
+                return broken + list(running.values())
         return []
+    finally:  # interrupted (Ctrl-C): only the runs already in the workers finish
+        pool.shutdown(cancel_futures=True)
 
 
 @dataclass
@@ -103,10 +152,19 @@ class RayBackend:
         started_here = False
         if not ray.is_initialized():
             runtime_env = {"env_vars": forwarded_environment()}
-            if self.address:
-                ray.init(address=self.address, runtime_env=runtime_env, log_to_driver=False)
-            else:
-                start_local_ray(self.jobs, runtime_env)
+            try:
+                if self.address:
+                    check_reachable(self.address)
+                    ray.init(address=self.address, runtime_env=runtime_env, log_to_driver=False)
+                else:
+                    start_local_ray(self.jobs, runtime_env)
+            except Exception as exc:  # noqa: BLE001 - Ray raises many kinds; each is the user's to fix
+                ray.shutdown()
+                where = f"join the Ray cluster at {self.address}" if self.address else "start Ray"
+                reason = (str(exc).strip().splitlines() or [""])[0]
+                raise BackendError(
+                    f"cannot {where}: {type(exc).__name__}: {reason} (nothing was run)"
+                ) from exc
             started_here = True
         try:
             remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=False)(
@@ -180,6 +238,20 @@ def start_local_ray(
                 raise
 
 
+def check_reachable(address: str, timeout: float = RAY_CONNECT_TIMEOUT) -> None:
+    """Raise OSError when ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``) takes no connection.
+
+    ``ray.init`` waits for a cluster that is not there for ever, retrying every few seconds
+    and deaf to SIGTERM; a connection tried first says in seconds that nobody answers.
+    Other addresses ("auto") are Ray's to find.
+    """
+    host, colon, port = address.removeprefix("ray://").rpartition(":")
+    if not colon or not host or not port.isdigit():
+        return
+    with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+        pass
+
+
 def forwarded_environment() -> dict[str, str]:
     """The variables workers get from here: grinta's own settings (config.py's)."""
     from grinta_jupyter.config import ENVIRONMENT
@@ -190,8 +262,10 @@ def forwarded_environment() -> dict[str, str]:
 def pack_folder(folder: Path) -> bytes:
     """``folder`` as a gzipped tar, its contents under the folder's own name."""
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        # resolved: a folder that is a link (to a shared store, say) ships its contents, not the link
+    with tarfile.open(fileobj=buffer, mode="w:gz", dereference=True) as archive:
+        # resolved: a folder that is a link (to a shared store, say) ships its contents, not the
+        # link; dereferenced: a link to a file of the package ships as that file, as a local run
+        # copies it (taskdir.refused_links refuses the others before any run)
         archive.add(folder.resolve(), arcname=folder.name)
     return buffer.getvalue()
 

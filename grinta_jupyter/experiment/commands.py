@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.experiment.backends import Backend, LocalBackend, RayBackend
-from grinta_jupyter.experiment.errors import ExperimentUsageError
+from grinta_jupyter.experiment.errors import BackendError
 from grinta_jupyter.experiment.runner import RunSpec
 from grinta_jupyter.experiment.taskbuild import (
     DEFAULT_PACKAGES,
@@ -30,7 +30,12 @@ from grinta_jupyter.experiment.taskbuild import (
     build_tasks,
     default_cache,
 )
-from grinta_jupyter.experiment.taskdir import TaskDirError, load_task
+from grinta_jupyter.experiment.taskdir import (
+    LINKS_REFUSED,
+    TaskDirError,
+    load_task,
+    refused_links,
+)
 
 BACKENDS = ("local", "ray")
 # What --tasks takes, for cli.py's help text.
@@ -38,10 +43,6 @@ TASKS_HELP = (
     'a folder of built tasks (grinta tasks build), or bundled tasks: "all", a workspace '
     "(raft_kv), or task ids, comma-separated"
 )
-
-
-class BackendError(ExperimentUsageError):
-    """--backend/--address that cannot work (an unknown backend, Ray not installed)."""
 
 
 def add_task_parsers(subparsers: Any) -> None:
@@ -138,8 +139,13 @@ def eval_specs(
     if not selection.ids:
         raise TaskDirError(f"--tasks {args.tasks} selects no task")
     if selection.tasks_dir is not None:
+        packages = set()
         for task_id in selection.ids:  # a task that cannot be read is said now, before any run
-            load_task(selection.tasks_dir, task_id)
+            packages.add(load_task(selection.tasks_dir, task_id).source)
+        for package in sorted(packages):
+            refused = refused_links(package)
+            if refused:
+                raise TaskDirError(f"{package}: {LINKS_REFUSED}: {', '.join(refused)}")
     return plan_runs(
         selection.ids, toolsets, model, args.runs, tasks_dir=selection.tasks_dir, **budgets
     )

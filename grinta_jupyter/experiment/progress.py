@@ -3,8 +3,10 @@
 ``Tally`` counts; a ``Progress`` shows it. ``BarProgress`` is a tqdm bar on
 stderr (runs done of all, including those finished by an earlier eval that
 this one resumes); ``LineProgress`` hands one line per finished run to a
-callable (``print`` in a notebook, a no-op in tests). Without tqdm installed
-the bar falls back to lines on stderr.
+callable (``print`` in a notebook, a no-op in tests). When stderr is not a
+terminal (a log file, CI, ``nohup``), or without tqdm installed, the bar gives
+way to lines on stderr: a bar redrawn with carriage returns is one endless line
+in a file.
 """
 
 from __future__ import annotations
@@ -107,10 +109,19 @@ class BarProgress:
 def make_progress(
     say: Callable[[str], None] | None, total: int, earlier: list[dict[str, Any]]
 ) -> Progress:
-    """Lines to ``say`` when given; else a bar (lines on stderr without tqdm)."""
+    """Lines to ``say`` when given; else a bar on a terminal, lines on stderr elsewhere."""
     if say is not None:
         return LineProgress(say, total, earlier)
+    if _on_a_terminal(sys.stderr):
+        try:
+            return BarProgress(total, earlier)
+        except ImportError:
+            pass
+    return LineProgress(lambda line: print(line, file=sys.stderr, flush=True), total, earlier)
+
+
+def _on_a_terminal(stream: Any) -> bool:
     try:
-        return BarProgress(total, earlier)
-    except ImportError:
-        return LineProgress(lambda line: print(line, file=sys.stderr, flush=True), total, earlier)
+        return stream is not None and bool(stream.isatty())
+    except (AttributeError, ValueError):  # no isatty, or closed
+        return False

@@ -35,7 +35,11 @@ _W, _H, _PAD = 200, 150, 28  # one chart: width, height, room for labels
 def _estimate(value: Any) -> Estimate:
     if isinstance(value, Estimate):
         return value
-    return Estimate(value["mean"], value["low"], value["high"], value["n"])
+
+    def bound(key: str) -> float:  # results.json holds null where there is no value
+        return math.nan if value[key] is None else float(value[key])
+
+    return Estimate(bound("mean"), bound("low"), bound("high"), value["n"])
 
 
 def _number(value: float) -> str:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -206,6 +207,8 @@ def _value(result: dict[str, Any], metric: str) -> float | None:
 
 def summarize_results(results: list[dict[str, Any]], toolsets: list[str]) -> dict[str, Any]:
     """Per toolset: pass rate and each metric with bootstrap CIs; and the difference between toolsets."""
+    # "intent,intent" is one toolset, not a difference of 0 between two.
+    toolsets = list(dict.fromkeys(toolsets))
     table: dict[str, Any] = {"toolsets": {}, "difference": {}}
     groups = {t: [r for r in results if r["spec"]["toolset"] == t] for t in toolsets}
     for toolset, rows in groups.items():
@@ -265,17 +268,20 @@ def write_report(results: list[dict[str, Any]], toolsets: list[str], out_dir: st
     """Write results.json, results.md and report.html (readable without Jupyter); return the table."""
     from grinta_jupyter.experiment.report import html_report
 
+    toolsets = list(dict.fromkeys(toolsets))
     table = summarize_results(results, toolsets)
     out = Path(out_dir)
 
     def plain(value: Any) -> Any:
-        if isinstance(value, Estimate):
-            return {"mean": value.mean, "low": value.low, "high": value.high, "n": value.n}
+        if isinstance(value, Estimate):  # no value (no run, a cost unknown): null, as JSON has it
+            bounds = {"mean": value.mean, "low": value.low, "high": value.high}
+            return {k: v if math.isfinite(v) else None for k, v in bounds.items()} | {"n": value.n}
         if isinstance(value, dict):
             return {k: plain(v) for k, v in value.items()}
         return value
 
-    (out / "results.json").write_text(json.dumps(plain(table), indent=1))
+    # allow_nan=False: Python would write NaN, which no other JSON reader takes.
+    (out / "results.json").write_text(json.dumps(plain(table), indent=1, allow_nan=False))
     text = markdown_table(table)
     (out / "results.md").write_text(text)
     (out / "report.html").write_text(html_report(results, toolsets, table), encoding="utf-8")

@@ -48,6 +48,7 @@ FORMAT = 1
 # Output kept from one test run: the end, where pytest puts its summary.
 MAX_OUTPUT_CHARS = 64_000
 _IGNORED = ("__pycache__", "*.pyc", ".pytest_cache", ".grinta")
+LINKS_REFUSED = "its package has links that lead out of it, to a folder, or nowhere"
 
 
 class TaskDirError(ExperimentUsageError):
@@ -117,9 +118,18 @@ class BuiltTask:
     solution: tuple[ToolCall, ...] = field(default=(), hash=False)
 
     def prepare(self, dest: Path) -> Path:
-        """Copy the package to ``dest`` (absent or empty), put the bug in, return ``dest``."""
+        """Copy the package to ``dest`` (absent or empty), put the bug in, return ``dest``.
+
+        A link to a file of the package is copied as that file; a link that leads out of
+        the package, to a folder, or nowhere is refused (``TaskDirError``): followed, it
+        would copy any file or folder of this machine (a key, a home folder) into the
+        workspace the model reads, or copy a folder into itself without end.
+        """
         if dest.exists() and any(dest.iterdir()):
             raise FileExistsError(f"{dest} is not empty")
+        refused = refused_links(self.source)
+        if refused:
+            raise TaskDirError(f"task {self.id!r}: {LINKS_REFUSED}: {', '.join(refused)}")
         shutil.copytree(
             self.source, dest, ignore=shutil.ignore_patterns(*_IGNORED), dirs_exist_ok=True
         )
@@ -207,6 +217,24 @@ def _stays_inside(path: str) -> bool:
     return bool(parts) and not path.startswith("/") and ".." not in parts and "\\" not in path
 
 
+def refused_links(folder: Path, shown: int = 3) -> list[str]:
+    """Up to ``shown`` links inside ``folder`` (relative paths) that lead out of it, to a
+    folder, or nowhere: what a task's package may not hold (``LINKS_REFUSED``). A link to a
+    file of the package is fine: it is copied (and shipped to Ray) as that file."""
+    inside = folder.resolve()
+    found: list[str] = []
+    for current, dirs, files in os.walk(folder):  # links to folders are listed, not entered
+        for name in sorted(dirs + files):
+            path = Path(current, name)
+            if path.is_symlink() and (
+                not path.is_file() or not path.resolve().is_relative_to(inside)
+            ):
+                found.append(path.relative_to(folder).as_posix())
+                if len(found) == shown:
+                    return found
+    return found
+
+
 def is_task_dir(path: str | os.PathLike[str]) -> bool:
     return (Path(path) / INDEX).is_file()
 
@@ -233,6 +261,7 @@ def task_file(tasks_dir: Path, task_id: str) -> Path:
         or not number.isdigit()
         or any(c in package for c in "/\\")
         or package in (".", "..")
+        or not package.isprintable()  # a newline or an escape would forge the progress lines
     ):
         raise TaskDirError(f"{task_id!r} is not a built task id (<package>/<number>)")
     return tasks_dir / "tasks" / package / f"{number}.json"
@@ -291,9 +320,11 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
                 timed_out = False
             except subprocess.TimeoutExpired:
                 timed_out = True
-            with contextlib.suppress(ProcessLookupError):  # and whatever it left running
-                os.killpg(child.pid, signal.SIGKILL)
-            child.wait()
+            finally:  # also on Ctrl-C: the group has a session of its own, the terminal's
+                # interrupt never reaches it, and a mutant that loops would loop on, orphaned
+                with contextlib.suppress(ProcessLookupError):  # and whatever it left running
+                    os.killpg(child.pid, signal.SIGKILL)
+                child.wait()
             if timed_out:
                 return TestRun(
                     None,
