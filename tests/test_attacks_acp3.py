@@ -73,3 +73,17 @@ def test_a_write_title_is_one_bounded_line_whatever_the_file_name(openai_server,
         assert title is not None and "\n" not in title and len(title) <= 210, title
         assert title.startswith("Create notes.py\\n\\nApproved by the team"), title
     assert not (root / name).exists()
+
+
+def test_a_model_call_id_reaches_the_client_only_when_short_and_plain() -> None:
+    """The ACP id of a step carried the model's call id as it came: a model that wrote a
+    secret, a newline or a megabyte into its call id sent it to the client in every update.
+    A plain id is kept (replays give the same id); anything else is a digest of it."""
+    from grinta_jupyter.acp.toolcalls import tool_call_id
+
+    assert tool_call_id(0, 3, "call_abc-123") == "step3-call_abc-123"
+    for odd in ("sk-proj-" + "x" * 80, "a\nb", "é", "c" * 1_000_000, ""):
+        shown = tool_call_id(1, 2, odd)
+        assert shown.startswith("b1-step2-h") and len(shown) <= 40, shown
+        assert shown == tool_call_id(1, 2, odd)  # the same every time: replay finds it
+    assert tool_call_id(0, 1, "a\nb") != tool_call_id(0, 1, "a\nc")

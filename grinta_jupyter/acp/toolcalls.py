@@ -30,6 +30,7 @@ replay): nothing here talks to the client.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections.abc import Callable, Sequence
@@ -77,7 +78,13 @@ def tool_call_id(branch: int, step: int, call_id: str) -> str:
     need not be unique across replies, so both go in.
     """
     prefix = f"b{branch}-" if branch else ""
+    if not _PLAIN_ID.fullmatch(call_id):  # the model's text: a secret, megabytes, a newline
+        call_id = "h" + hashlib.sha256(call_id.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{prefix}step{step}-{call_id}"
+
+
+# A model's call id kept as it is in the ACP id: short and plain (providers' ids are).
+_PLAIN_ID = re.compile(r"[A-Za-z0-9_.:-]{1,64}")
 
 
 def kind_of(tool: str, kind: str) -> ToolKind:
