@@ -357,3 +357,27 @@ def test_approve_n_approves_only_step_n(ip: Any, capsys: pytest.CaptureFixture[s
     assert "takes nothing after it" in capsys.readouterr().out
     ip.run_line_magic("grinta", f"approve {number}")
     assert decisions(session) == ["approve"]
+
+
+def test_hunks_approved_from_the_page_leave_no_staging_note(root: Path) -> None:
+    """The card said "staging…" while the hunks were chosen in a worker thread, and kept
+    saying it after they were approved."""
+    model = ScriptedModel([reply("", call("multiedit", **TWO_HUNKS)), finish()])
+    session = Session("t", model=model, root=root)
+    panel = SessionPanel(session)
+    seen: list[tuple[str, bool]] = []
+
+    async def on_update(update: Update) -> None:
+        panel.apply(update)
+        if isinstance(update, NeedsDecision):
+            card = panel.cards[update.step.number]
+            card.receive({"event": "hunks", "accepted": [0], "reason": "", "edits": 0})
+            for _ in range(2_000):  # chosen in a worker thread: at most 20 s
+                if not card.pending:
+                    break
+                await asyncio.sleep(0.01)
+            seen.append((card.status, card.pending))
+
+    run(session, on_update)
+    assert seen == [("", False)], seen
+    assert decisions(session) == ["approve_hunks"]

@@ -426,6 +426,7 @@ class SessionPanel:
             self._show(step, pending=True)  # the re-staged proposal, at once
         elif proposal is not None and proposal.ok:
             card.pending = False
+            card.status = ""  # "staging…" said while the hunks were chosen: done now
 
     def stop(self) -> None:
         self.session.stop("stopped by the user")
