@@ -31,6 +31,7 @@ import re
 from dataclasses import dataclass
 
 from grinta_jupyter.agent.shell import Segment, base_name, prepare, segments, skip_options, unwrap
+from grinta_jupyter.runtime import pyast
 
 # -- what each runner prints ----------------------------------------------------------
 
@@ -815,7 +816,8 @@ def code_changes_files(code: str) -> str | None:
     if len(code) > _MAX_CODE_CHARS:
         return "code too long to read"
     try:
-        tree = ast.parse(code)
+        with pyast.quietly():  # a SyntaxWarning of the model's code is not the user's
+            tree = pyast.parse(code)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return "code that cannot be read"
     imported = {  # from os import remove; from subprocess import run
