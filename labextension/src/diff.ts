@@ -197,6 +197,17 @@ export function unquotePath(text: string): string {
     );
 }
 
+/**
+ * How many old and new lines a hunk's header promises that its rows do not hold: [0, 0] for a
+ * whole hunk. A diff the runtime made is always whole, save the last hunk of one cut short
+ * (`diff_truncated`); anything else is a malformed payload, and the card says so.
+ */
+export function hunkShortfall(hunk: DiffHunk): [number, number] {
+  const old = hunk.rows.filter(r => r.kind === 'context' || r.kind === 'del').length;
+  const now = hunk.rows.filter(r => r.kind === 'context' || r.kind === 'add').length;
+  return [Math.max(0, hunk.oldCount - old), Math.max(0, hunk.newCount - now)];
+}
+
 /** Number of rows a diff shows when fully expanded (hunk headers not counted). */
 export function rowCount(files: DiffFile[]): number {
   return files.reduce((n, f) => n + f.hunks.reduce((m, h) => m + h.rows.length, 0), 0);

@@ -7,10 +7,18 @@
  * A notebook's diff is of its cells as the runtime shows them (source as
  * code, each cell opened by a line `#%% cell <id> (code)`): in a `.ipynb`
  * file such lines are drawn as cell headers, their text exact.
+ *
+ * Whitespace that a change may be all about is drawn visibly (its text kept
+ * exact): trailing spaces and tabs of added and removed rows, every space and
+ * tab of a row whose change is whitespace only, and spaces that are not the
+ * ASCII space (a no-break space reads as one). A file's `+added −removed` are
+ * the rows drawn, unless the diff was cut short (then the payload's counts of
+ * the whole change). A hunk whose header promises rows the diff does not hold
+ * says so, rather than looking whole.
  */
 
 import { planDiff } from '../collapse';
-import { DiffFile, parseUnifiedDiff, rowCount } from '../diff';
+import { DiffFile, DiffHunk, DiffRow, hunkShortfall, parseUnifiedDiff, rowCount } from '../diff';
 import { languageForPath, Token, tokenizeHunk } from '../highlight';
 import type { FileStat } from '../schema';
 import { h, oneLine } from './dom';
@@ -48,18 +56,32 @@ export function renderDiff(
   const plan = planDiff(files);
   const hidden: HTMLElement[] = [];
   let first = 0;
+  const total = files.reduce((n, file) => n + file.hunks.length, 0);
   const view = h(
     'div',
     { class: 'grinta-diff' },
     files.map((file, f) => {
-      const block = renderFile(file, stats, plan.shown[f], hidden, picker, first);
+      // A cut diff's last hunk is short by design (the note below says the diff was cut).
+      const cut = truncated ? total - 1 - first : -1;
+      const block = renderFile(file, truncated ? stats : [], plan.shown[f], hidden, picker, first, cut);
       first += file.hunks.length;
       return block;
     })
   );
   if (hidden.length) {
     view.classList.add('grinta-collapsed');
-    view.append(toggle(view, hidden, plan.totalRows, plan.totalRows - plan.shownRows, key));
+    // Say what the fold hides by role, so a removed line never vanishes unsaid.
+    const folded = files.flatMap((file, f) => file.hunks.flatMap((hunk, k) => hunk.rows.slice(plan.shown[f][k])));
+    const changes = {
+      added: folded.filter(r => r.kind === 'add').length,
+      removed: folded.filter(r => r.kind === 'del').length
+    };
+    const said = h(
+      'span',
+      { class: 'grinta-muted grinta-diff-folded' },
+      ` hidden: ${changes.added} added and ${changes.removed} removed lines`
+    );
+    view.append(toggle(view, hidden, plan.totalRows, plan.totalRows - plan.shownRows, key, said), said);
   }
   if (truncated) {
     view.append(
@@ -79,7 +101,8 @@ function renderFile(
   shown: number[],
   hidden: HTMLElement[],
   picker: HunkPicker | null,
-  first: number
+  first: number,
+  cut: number
 ): HTMLElement {
   const stat = stats.find(s => s.path === file.path);
   const added = stat?.added ?? file.added;
@@ -111,6 +134,7 @@ function renderFile(
       hidden.push(headRow);
     }
     const tokens = lang ? tokenizeHunk(hunk.rows, lang) : hunk.rows.map(r => [plain(r.text)]);
+    const spaces = whitespaceOnly(hunk);
     hunk.rows.forEach((row, r) => {
       const cellHeader = row.kind !== 'note' && isCellHeader(file.path, row.text);
       const tr = h(
@@ -122,13 +146,27 @@ function renderFile(
         cellHeader
           ? // Styled as a hunk header (theme-checked colours), not highlighted as a comment.
             h('td', { class: 'grinta-diff-code grinta-diff-hunk-header' }, oneLine(row.text))
-          : h('td', { class: 'grinta-diff-code' }, tokens[r].flatMap(renderToken))
+          : h('td', { class: 'grinta-diff-code' }, renderCode(tokens[r], showSpaces(row, spaces)))
       );
       body.append(tr);
       if (r >= shown[k]) {
         hidden.push(tr);
       }
     });
+    const [oldMissing, newMissing] = hunkShortfall(hunk);
+    if ((oldMissing || newMissing) && k !== cut) {
+      const tr = h(
+        'tr',
+        { class: 'grinta-diff-problem', role: 'alert' },
+        h(
+          'td',
+          { colspan: 4 },
+          `This hunk is incomplete: its header promises ${oldMissing} more old and ${newMissing} ` +
+            'more new lines than the diff holds. Do not approve from this card.'
+        )
+      );
+      body.append(tr);
+    }
   });
   const notes = file.notes.map(n => h('div', { class: 'grinta-note' }, oneLine(n)));
   return h(
@@ -145,11 +183,13 @@ function toggle(
   hidden: HTMLElement[],
   total: number,
   folded: number,
-  key: string
+  key: string,
+  said: HTMLElement
 ): HTMLElement {
   const button = h('button', { class: 'grinta-toggle', type: 'button' });
   const setOpen = (open: boolean) => {
     hidden.forEach(el => (el.hidden = !open));
+    said.hidden = open;
     view.classList.toggle('grinta-collapsed', !open);
     button.textContent = open ? 'Show fewer lines' : `Show all ${total} lines (${folded} hidden)`;
     button.setAttribute('aria-expanded', String(open));
@@ -183,12 +223,86 @@ function hunkCheckbox(picker: HunkPicker, index: number): HTMLElement {
   return h('label', { class: 'grinta-hunk-pick' }, box);
 }
 
-/** A token as text (control characters escaped), in a span when it has a highlighting class. */
-export function renderToken(token: Token): Node[] {
-  if (!token.cls) {
-    return oneLine(token.text);
+// Spaces that are not U+0020 but look like it (no-break, en, em, thin, ideographic...).
+const ODD_SPACE = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/;
+
+/** Which whitespace of a row to draw: `all` (a whitespace-only change), `trailing`, or `odd` spaces only. */
+type Spaces = 'all' | 'trailing' | 'odd';
+
+/** Rows of `hunk` whose change is whitespace only: an added or removed row whose text, its
+ * whitespace dropped, is that of a row of the other side. */
+function whitespaceOnly(hunk: DiffHunk): Set<DiffRow> {
+  const squeeze = (text: string) => text.replace(/[\s\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+/g, '');
+  const dels = new Set(hunk.rows.filter(r => r.kind === 'del').map(r => squeeze(r.text)));
+  const adds = new Set(hunk.rows.filter(r => r.kind === 'add').map(r => squeeze(r.text)));
+  return new Set(
+    hunk.rows.filter(
+      r => (r.kind === 'del' && adds.has(squeeze(r.text))) || (r.kind === 'add' && dels.has(squeeze(r.text)))
+    )
+  );
+}
+
+function showSpaces(row: DiffRow, whitespaceChanged: Set<DiffRow>): Spaces {
+  if (whitespaceChanged.has(row)) return 'all';
+  return row.kind === 'add' || row.kind === 'del' ? 'trailing' : 'odd';
+}
+
+/** A row's tokens, with the whitespace `spaces` asks for drawn visibly. */
+function renderCode(tokens: Token[], spaces: Spaces): Node[] {
+  const text = tokens.map(t => t.text).join('');
+  const trailing = spaces === 'odd' ? text.length : text.replace(/[ \t]+$/, '').length;
+  let at = 0;
+  return tokens.flatMap(token => {
+    const nodes = renderToken(token, i => {
+      const c = token.text[i];
+      return ODD_SPACE.test(c) || ((c === ' ' || c === '\t') && (spaces === 'all' || at + i >= trailing));
+    });
+    at += token.text.length;
+    return nodes;
+  });
+}
+
+/**
+ * A token as text (control characters escaped), in a span when it has a highlighting class.
+ * `marked(i)`: character i is whitespace to draw visibly (a `grinta-ws` span); by default, the
+ * spaces that are not U+0020.
+ */
+export function renderToken(
+  token: Token,
+  marked: (i: number) => boolean = i => ODD_SPACE.test(token.text[i])
+): Node[] {
+  const text: Node[] = [];
+  const n = token.text.length;
+  let from = 0;
+  let i = 0;
+  while (i < n) {
+    if (!marked(i)) {
+      i++;
+      continue;
+    }
+    let end = i;
+    while (end < n && marked(end)) end++;
+    text.push(...oneLine(token.text.slice(from, i)), whitespace(token.text.slice(i, end)));
+    from = i = end;
   }
-  return [h('span', { class: `grinta-tok-${token.cls}` }, oneLine(token.text))];
+  text.push(...oneLine(token.text.slice(from)));
+  if (!token.cls) {
+    return text;
+  }
+  return [h('span', { class: `grinta-tok-${token.cls}` }, text)];
+}
+
+/** Whitespace drawn visibly, its text exact: tabs underlined, other spaces than U+0020 boxed. */
+function whitespace(run: string): HTMLElement {
+  const odd = [...run].filter(c => ODD_SPACE.test(c));
+  const names = [...new Set(odd)].map(c => 'U+' + c.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0'));
+  const cls = ['grinta-ws', run.includes('\t') ? 'grinta-ws-tab' : '', odd.length ? 'grinta-ws-odd' : ''];
+  const title = odd.length
+    ? `not an ASCII space: ${names.join(', ')}`
+    : run.includes('\t')
+      ? 'tabs and spaces (a whitespace change)'
+      : 'spaces (a whitespace change)';
+  return h('span', { class: cls.filter(Boolean).join(' '), title }, run);
 }
 
 function plain(text: string): Token {

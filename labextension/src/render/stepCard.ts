@@ -275,7 +275,7 @@ function highlighted(path: string, text: string, cls: string): HTMLElement {
   return h(
     'pre',
     { class: `grinta-pre ${cls}` },
-    tokens.flatMap((line, i) => [i > 0 ? '\n' : null, ...line.flatMap(renderToken)])
+    tokens.flatMap((line, i) => [i > 0 ? '\n' : null, ...line.flatMap(t => renderToken(t))])
   );
 }
 

@@ -1,4 +1,4 @@
-"use strict";(self.rspackChunkgrinta_jupyter_labextension=self.rspackChunkgrinta_jupyter_labextension||[]).push([[232],{475(t,r,o){var a=o(601),n=o.n(a),i=o(314),e=(o.n(i))()(n());e.push([t.id,`/*
+"use strict";(self.rspackChunkgrinta_jupyter_labextension=self.rspackChunkgrinta_jupyter_labextension||[]).push([[232],{475(t,r,a){var o=a(601),n=a.n(o),e=a(314),i=(a.n(e))()(n());i.push([t.id,`/*
  * grinta cards. Every colour comes from JupyterLab's theme variables, or is a
  * translucent tint over them, so light, dark and custom themes all work; each
  * variable has a fallback (JupyterLab Light's value) for front ends without
@@ -10,11 +10,18 @@
 
 .grinta-output {
   --grinta-add-bg: rgba(46, 160, 67, 0.16);
-  --grinta-add-strong: rgba(46, 160, 67, 0.7);
   --grinta-del-bg: rgba(248, 81, 73, 0.16);
-  --grinta-del-strong: rgba(248, 81, 73, 0.75);
   --grinta-hunk-bg: rgba(56, 139, 253, 0.1);
   --grinta-radius: 4px;
+  /* Text in a status colour or a grey, mixed with the text colour: unmixed, the light theme's
+     greys (content-font-color3), greens and oranges and the dark theme's red fall under
+     4.5:1 (test/attacks3.test.ts computes every text colour of this file in each theme). */
+  --grinta-quiet-text: color-mix(in srgb, var(--jp-content-font-color2, rgba(0, 0, 0, 0.54)) 70%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  --grinta-error-text: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 60%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  --grinta-success-text: color-mix(in srgb, var(--jp-success-color1, #388e3c) 55%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  --grinta-warn-text: color-mix(in srgb, var(--jp-warn-color0, #e65100) 55%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  --grinta-add-text: color-mix(in srgb, var(--jp-success-color1, #388e3c) 55%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  --grinta-del-text: color-mix(in srgb, var(--jp-error-color1, #d32f2f) 55%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
 
   color: var(--jp-content-font-color1, rgba(0, 0, 0, 0.87));
   font-family: var(--jp-ui-font-family, system-ui, sans-serif);
@@ -33,7 +40,7 @@
   overflow-x: auto;
 }
 
-.grinta-output .grinta-step[data-status='pending'] { border-left-color: var(--jp-warn-color1, #ff9800); }
+.grinta-output .grinta-step[data-status='pending'] { border-left-color: var(--jp-warn-color1, #f57c00); }
 .grinta-output .grinta-step[data-status='committed'] { border-left-color: var(--jp-success-color1, #388e3c); }
 .grinta-output .grinta-step[data-status='vetoed'],
 .grinta-output .grinta-step[data-status='refused'],
@@ -59,7 +66,7 @@
 .grinta-output .grinta-kind {
   border: var(--jp-border-width, 1px) solid var(--jp-border-color1, #bdbdbd);
   border-radius: 8px;
-  color: var(--jp-content-font-color2, rgba(0, 0, 0, 0.54));
+  color: var(--grinta-quiet-text);
   font-size: var(--jp-ui-font-size0, 11px);
   padding: 0 6px;
 }
@@ -77,7 +84,7 @@
   text-transform: uppercase;
 }
 
-.grinta-output .grinta-status-pending { --grinta-status: var(--jp-warn-color1, #ff9800); }
+.grinta-output .grinta-status-pending { --grinta-status: var(--jp-warn-color1, #f57c00); }
 .grinta-output .grinta-status-committed,
 .grinta-output .grinta-end-finished { --grinta-status: var(--jp-success-color1, #388e3c); }
 .grinta-output .grinta-status-vetoed,
@@ -90,7 +97,7 @@
 
 .grinta-output .grinta-session-id,
 .grinta-output .grinta-muted {
-  color: var(--jp-content-font-color2, rgba(0, 0, 0, 0.54));
+  color: var(--grinta-quiet-text);
   font-size: var(--jp-ui-font-size0, 11px);
 }
 
@@ -177,7 +184,7 @@
   white-space: pre-wrap;
 }
 
-.grinta-output .grinta-unresolved { color: var(--jp-error-color1, #d32f2f); }
+.grinta-output .grinta-unresolved { color: var(--grinta-error-text); }
 
 /* Diff */
 
@@ -198,7 +205,7 @@
 }
 
 .grinta-output .grinta-diff-path { font-family: var(--jp-code-font-family, Menlo, Consolas, 'DejaVu Sans Mono', monospace); font-weight: 600; }
-.grinta-output .grinta-diff-status { color: var(--jp-content-font-color2, rgba(0, 0, 0, 0.54)); font-style: italic; }
+.grinta-output .grinta-diff-status { color: var(--grinta-quiet-text); font-style: italic; }
 .grinta-output .grinta-diff-added,
 .grinta-output .grinta-diff-removed {
   color: color-mix(in srgb, var(--grinta-count) 50%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
@@ -234,7 +241,7 @@
 .grinta-output .grinta-diff-new { border-right: 1px solid var(--jp-border-color2, #e0e0e0); }
 
 .grinta-output .grinta-diff-mark {
-  color: var(--jp-content-font-color3, rgba(0, 0, 0, 0.38));
+  color: var(--grinta-quiet-text);
   user-select: none;
   width: 1%;
 }
@@ -247,9 +254,10 @@
 
 .grinta-output .grinta-diff-add td { background: var(--grinta-add-bg); }
 .grinta-output .grinta-diff-del td { background: var(--grinta-del-bg); }
-.grinta-output .grinta-diff-add .grinta-diff-mark { color: var(--grinta-add-strong); }
-.grinta-output .grinta-diff-del .grinta-diff-mark { color: var(--grinta-del-strong); }
-.grinta-output .grinta-diff-note td { color: var(--jp-content-font-color3, rgba(0, 0, 0, 0.38)); font-style: italic; }
+/* The + and - are the one sign of a row's role that is not a colour: as readable as the code. */
+.grinta-output .grinta-diff-add .grinta-diff-mark { color: var(--grinta-add-text); font-weight: 600; }
+.grinta-output .grinta-diff-del .grinta-diff-mark { color: var(--grinta-del-text); font-weight: 600; }
+.grinta-output .grinta-diff-note td { color: var(--grinta-quiet-text); font-style: italic; }
 
 .grinta-output .grinta-diff-hunk-header {
   background: var(--grinta-hunk-bg);
@@ -273,7 +281,7 @@
 .grinta-output .grinta-toggle:hover { background: var(--jp-layout-color3, #bdbdbd); }
 
 .grinta-output .grinta-note {
-  color: var(--jp-content-font-color3, rgba(0, 0, 0, 0.38));
+  color: var(--grinta-quiet-text);
   font-size: var(--jp-ui-font-size0, 11px);
   font-style: italic;
   padding: 2px 8px;
@@ -285,7 +293,7 @@
 .grinta-output .grinta-escape {
   border: 1px solid currentColor;
   border-radius: 3px;
-  color: var(--jp-warn-color0, #f57c00);
+  color: var(--grinta-warn-text);
   font-family: var(--jp-code-font-family, Menlo, Consolas, 'DejaVu Sans Mono', monospace);
   font-style: normal;
   font-weight: normal;
@@ -307,7 +315,7 @@
 
 /* Validation, observation, guards */
 
-.grinta-output .grinta-valid { color: var(--jp-success-color1, #388e3c); font-size: var(--jp-ui-font-size1, 13px); margin-top: 6px; }
+.grinta-output .grinta-valid { color: var(--grinta-success-text); font-size: var(--jp-ui-font-size1, 13px); margin-top: 6px; }
 
 .grinta-output .grinta-invalid {
   background: rgba(248, 81, 73, 0.08);
@@ -315,14 +323,14 @@
   padding: 4px 8px;
 }
 
-.grinta-output .grinta-invalid > h4 { color: var(--jp-error-color1, #d32f2f); }
+.grinta-output .grinta-invalid > h4 { color: var(--grinta-error-text); }
 .grinta-output .grinta-error-code { font-family: var(--jp-code-font-family, Menlo, Consolas, 'DejaVu Sans Mono', monospace); }
 .grinta-output .grinta-error-message { white-space: pre-wrap; }
 .grinta-output .grinta-candidates { margin: 4px 0; padding-left: 20px; }
 .grinta-output .grinta-candidate-head { align-items: baseline; display: flex; flex-wrap: wrap; gap: 6px; }
 
 .grinta-output .grinta-observation > summary { cursor: pointer; }
-.grinta-output .grinta-observation.grinta-failed > summary .grinta-summary-title { color: var(--jp-error-color1, #d32f2f); }
+.grinta-output .grinta-observation.grinta-failed > summary .grinta-summary-title { color: var(--grinta-error-text); }
 
 /* Session */
 
@@ -348,8 +356,8 @@
 
 /* Problems */
 
-.grinta-output .grinta-problem-message { color: var(--jp-error-color1, #d32f2f); font-weight: 600; }
-.grinta-output .grinta-session-error .grinta-error { color: var(--jp-error-color1, #d32f2f); }
+.grinta-output .grinta-problem-message { color: var(--grinta-error-text); font-weight: 600; }
+.grinta-output .grinta-session-error .grinta-error { color: var(--grinta-error-text); }
 
 /* The live panel (src/render/liveCard.ts): the same card, plus the action bar while it waits. */
 
@@ -445,9 +453,9 @@
   padding: 2px 10px;
 }
 
-.grinta-output .grinta-mark-said { --grinta-mark: var(--jp-brand-color2, #42a5f5); }
+.grinta-output .grinta-mark-said { --grinta-mark: var(--jp-brand-color2, #64b5f6); }
 .grinta-output .grinta-mark-rewind,
-.grinta-output .grinta-mark-condensed { --grinta-mark: var(--jp-warn-color1, #ff9800); }
+.grinta-output .grinta-mark-condensed { --grinta-mark: var(--jp-warn-color1, #f57c00); }
 .grinta-output .grinta-mark-resumed { --grinta-mark: var(--jp-success-color1, #388e3c); }
 /* Grey, from the text's own grey rather than a border's: a border grey mixed into the title
    falls just under 4.5:1 in the light theme. */
@@ -464,10 +472,10 @@
 .grinta-output .grinta-mark-said .grinta-mark-text { font-style: italic; }
 
 .grinta-output .grinta-step.grinta-rewound { border-left-style: dashed; opacity: 0.75; }
-.grinta-output .grinta-status-rewound { --grinta-status: var(--jp-warn-color1, #ff9800); }
+.grinta-output .grinta-status-rewound { --grinta-status: var(--jp-warn-color1, #f57c00); }
 
 .grinta-output .grinta-stale {
-  border: 1px solid var(--jp-warn-color1, #ff9800);
+  border: 1px solid var(--jp-warn-color1, #f57c00);
   border-radius: var(--grinta-radius);
   margin: 4px 0;
   padding: 2px 8px;
@@ -475,7 +483,7 @@
 }
 
 .grinta-output .grinta-stale b {
-  color: color-mix(in srgb, var(--jp-warn-color1, #ff9800) 55%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  color: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 55%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
 }
 
 .grinta-output .grinta-rules code { font-family: var(--jp-code-font-family, Menlo, Consolas, 'DejaVu Sans Mono', monospace); }
@@ -574,11 +582,11 @@
 
 .grinta-output .grinta-models[data-key-state='missing'] .grinta-models-note,
 .grinta-output .grinta-models[data-key-state='rejected'] .grinta-models-note {
-  color: color-mix(in srgb, var(--jp-warn-color1, #ff9800) 45%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
+  color: color-mix(in srgb, var(--jp-warn-color1, #f57c00) 45%, var(--jp-content-font-color1, rgba(0, 0, 0, 0.87)));
   font-weight: 600;
 }
 .grinta-output .grinta-models[data-key-state='missing'] .grinta-models-key,
-.grinta-output .grinta-models[data-key-state='rejected'] .grinta-models-key { border-color: var(--jp-warn-color1, #ff9800); }
+.grinta-output .grinta-models[data-key-state='rejected'] .grinta-models-key { border-color: var(--jp-warn-color1, #f57c00); }
 
 .grinta-output .grinta-models-problem {
   border-left: 3px solid var(--jp-error-color1, #d32f2f);
@@ -589,4 +597,24 @@
   white-space: pre-wrap;
   word-break: break-word;
 }
-`,""]),o.d(r,{},{A:e})},314(t){t.exports=function(t){var r=[];return r.toString=function(){return this.map(function(r){var o="",a=void 0!==r[5];return r[4]&&(o+="@supports (".concat(r[4],") {")),r[2]&&(o+="@media ".concat(r[2]," {")),a&&(o+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),o+=t(r),a&&(o+="}"),r[2]&&(o+="}"),r[4]&&(o+="}"),o}).join("")},r.i=function(t,o,a,n,i){"string"==typeof t&&(t=[[null,t,void 0]]);var e={};if(a)for(var p=0;p<this.length;p++){var u=this[p][0];null!=u&&(e[u]=!0)}for(var s=0;s<t.length;s++){var g=[].concat(t[s]);a&&e[g[0]]||(void 0!==i&&(void 0===g[5]||(g[1]="@layer".concat(g[5].length>0?" ".concat(g[5]):""," {").concat(g[1],"}")),g[5]=i),o&&(g[2]&&(g[1]="@media ".concat(g[2]," {").concat(g[1],"}")),g[2]=o),n&&(g[4]?(g[1]="@supports (".concat(g[4],") {").concat(g[1],"}"),g[4]=n):g[4]="".concat(n)),r.push(g))}},r}},601(t){t.exports=function(t){return t[1]}},72(t){var r=[];function o(t){for(var o=-1,a=0;a<r.length;a++)if(r[a].identifier===t){o=a;break}return o}function a(t,a){for(var n={},i=[],e=0;e<t.length;e++){var p=t[e],u=a.base?p[0]+a.base:p[0],s=n[u]||0,g="".concat(u," ").concat(s);n[u]=s+1;var d=o(g),l={css:p[1],media:p[2],sourceMap:p[3],supports:p[4],layer:p[5]};if(-1!==d)r[d].references++,r[d].updater(l);else{var c=function(t,r){var o=r.domAPI(r);return o.update(t),function(r){r?(r.css!==t.css||r.media!==t.media||r.sourceMap!==t.sourceMap||r.supports!==t.supports||r.layer!==t.layer)&&o.update(t=r):o.remove()}}(l,a);a.byIndex=e,r.splice(e,0,{identifier:g,updater:c,references:1})}i.push(g)}return i}t.exports=function(t,n){var i=a(t=t||[],n=n||{});return function(t){t=t||[];for(var e=0;e<i.length;e++){var p=o(i[e]);r[p].references--}for(var u=a(t,n),s=0;s<i.length;s++){var g=o(i[s]);0===r[g].references&&(r[g].updater(),r.splice(g,1))}i=u}}},659(t){var r={};t.exports=function(t,o){var a=function(t){if(void 0===r[t]){var o=document.querySelector(t);if(window.HTMLIFrameElement&&o instanceof window.HTMLIFrameElement)try{o=o.contentDocument.head}catch(t){o=null}r[t]=o}return r[t]}(t);if(!a)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");a.appendChild(o)}},540(t){t.exports=function(t){var r=document.createElement("style");return t.setAttributes(r,t.attributes),t.insert(r,t.options),r}},56(t,r,o){t.exports=function(t){var r=o.nc;r&&t.setAttribute("nonce",r)}},825(t){t.exports=function(t){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=t.insertStyleElement(t);return{update:function(o){var a,n,i;a="",o.supports&&(a+="@supports (".concat(o.supports,") {")),o.media&&(a+="@media ".concat(o.media," {")),(n=void 0!==o.layer)&&(a+="@layer".concat(o.layer.length>0?" ".concat(o.layer):""," {")),a+=o.css,n&&(a+="}"),o.media&&(a+="}"),o.supports&&(a+="}"),(i=o.sourceMap)&&"u">typeof btoa&&(a+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(i))))," */")),t.styleTagTransform(a,r,t.options)},remove:function(){var t;null===(t=r).parentNode||t.parentNode.removeChild(t)}}}},113(t){t.exports=function(t,r){if(r.styleSheet)r.styleSheet.cssText=t;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(t))}}},579(t,r,o){var a=o(72),n=o.n(a),i=o(825),e=o.n(i),p=o(659),u=o.n(p),s=o(56),g=o.n(s),d=o(540),l=o.n(d),c=o(113),f=o.n(c),b=o(475),m={};m.styleTagTransform=f(),m.setAttributes=g(),m.insert=u().bind(null,"head"),m.domAPI=e(),m.insertStyleElement=l(),n()(b.A,m),b.A&&b.A.locals&&b.A.locals}}]);
+
+/* Whitespace a change may be all about (src/render/diffView.ts): trailing spaces and tabs of
+   added and removed rows, every space and tab of a whitespace-only change, and spaces that
+   are not U+0020. Shaded, tabs underlined, the others boxed; the text stays exact. */
+
+.grinta-output .grinta-ws {
+  background: rgba(128, 128, 128, 0.3);
+  border-radius: 2px;
+  white-space: pre;
+}
+
+.grinta-output .grinta-ws-tab { box-shadow: inset 0 -2px 0 var(--grinta-quiet-text); }
+.grinta-output .grinta-ws-odd { outline: 1px solid var(--grinta-warn-text); }
+
+/* A hunk whose header promises rows the diff does not hold (a malformed payload). */
+.grinta-output .grinta-diff-problem td {
+  color: var(--grinta-error-text);
+  font-weight: 600;
+  padding: 2px 8px;
+}
+`,""]),a.d(r,{},{A:i})},314(t){t.exports=function(t){var r=[];return r.toString=function(){return this.map(function(r){var a="",o=void 0!==r[5];return r[4]&&(a+="@supports (".concat(r[4],") {")),r[2]&&(a+="@media ".concat(r[2]," {")),o&&(a+="@layer".concat(r[5].length>0?" ".concat(r[5]):""," {")),a+=t(r),o&&(a+="}"),r[2]&&(a+="}"),r[4]&&(a+="}"),a}).join("")},r.i=function(t,a,o,n,e){"string"==typeof t&&(t=[[null,t,void 0]]);var i={};if(o)for(var p=0;p<this.length;p++){var u=this[p][0];null!=u&&(i[u]=!0)}for(var s=0;s<t.length;s++){var g=[].concat(t[s]);o&&i[g[0]]||(void 0!==e&&(void 0===g[5]||(g[1]="@layer".concat(g[5].length>0?" ".concat(g[5]):""," {").concat(g[1],"}")),g[5]=e),a&&(g[2]&&(g[1]="@media ".concat(g[2]," {").concat(g[1],"}")),g[2]=a),n&&(g[4]?(g[1]="@supports (".concat(g[4],") {").concat(g[1],"}"),g[4]=n):g[4]="".concat(n)),r.push(g))}},r}},601(t){t.exports=function(t){return t[1]}},72(t){var r=[];function a(t){for(var a=-1,o=0;o<r.length;o++)if(r[o].identifier===t){a=o;break}return a}function o(t,o){for(var n={},e=[],i=0;i<t.length;i++){var p=t[i],u=o.base?p[0]+o.base:p[0],s=n[u]||0,g="".concat(u," ").concat(s);n[u]=s+1;var d=a(g),l={css:p[1],media:p[2],sourceMap:p[3],supports:p[4],layer:p[5]};if(-1!==d)r[d].references++,r[d].updater(l);else{var c=function(t,r){var a=r.domAPI(r);return a.update(t),function(r){r?(r.css!==t.css||r.media!==t.media||r.sourceMap!==t.sourceMap||r.supports!==t.supports||r.layer!==t.layer)&&a.update(t=r):a.remove()}}(l,o);o.byIndex=i,r.splice(i,0,{identifier:g,updater:c,references:1})}e.push(g)}return e}t.exports=function(t,n){var e=o(t=t||[],n=n||{});return function(t){t=t||[];for(var i=0;i<e.length;i++){var p=a(e[i]);r[p].references--}for(var u=o(t,n),s=0;s<e.length;s++){var g=a(e[s]);0===r[g].references&&(r[g].updater(),r.splice(g,1))}e=u}}},659(t){var r={};t.exports=function(t,a){var o=function(t){if(void 0===r[t]){var a=document.querySelector(t);if(window.HTMLIFrameElement&&a instanceof window.HTMLIFrameElement)try{a=a.contentDocument.head}catch(t){a=null}r[t]=a}return r[t]}(t);if(!o)throw Error("Couldn't find a style target. This probably means that the value for the 'insert' parameter is invalid.");o.appendChild(a)}},540(t){t.exports=function(t){var r=document.createElement("style");return t.setAttributes(r,t.attributes),t.insert(r,t.options),r}},56(t,r,a){t.exports=function(t){var r=a.nc;r&&t.setAttribute("nonce",r)}},825(t){t.exports=function(t){if("u"<typeof document)return{update:function(){},remove:function(){}};var r=t.insertStyleElement(t);return{update:function(a){var o,n,e;o="",a.supports&&(o+="@supports (".concat(a.supports,") {")),a.media&&(o+="@media ".concat(a.media," {")),(n=void 0!==a.layer)&&(o+="@layer".concat(a.layer.length>0?" ".concat(a.layer):""," {")),o+=a.css,n&&(o+="}"),a.media&&(o+="}"),a.supports&&(o+="}"),(e=a.sourceMap)&&"u">typeof btoa&&(o+="\n/*# sourceMappingURL=data:application/json;base64,".concat(btoa(unescape(encodeURIComponent(JSON.stringify(e))))," */")),t.styleTagTransform(o,r,t.options)},remove:function(){var t;null===(t=r).parentNode||t.parentNode.removeChild(t)}}}},113(t){t.exports=function(t,r){if(r.styleSheet)r.styleSheet.cssText=t;else{for(;r.firstChild;)r.removeChild(r.firstChild);r.appendChild(document.createTextNode(t))}}},579(t,r,a){var o=a(72),n=a.n(o),e=a(825),i=a.n(e),p=a(659),u=a.n(p),s=a(56),g=a.n(s),d=a(540),l=a.n(d),c=a(113),f=a.n(c),b=a(475),m={};m.styleTagTransform=f(),m.setAttributes=g(),m.insert=u().bind(null,"head"),m.domAPI=i(),m.insertStyleElement=l(),n()(b.A,m),b.A&&b.A.locals&&b.A.locals}}]);
