@@ -138,3 +138,25 @@ def test_a_waiting_step_a_rewind_took_off_is_cut_as_a_decided_one(tmp_path: Path
     assert step["rewound"] and step["diff_truncated"]
     assert "more diff lines" in bundle["text/plain"] and "more diff lines" in bundle["text/html"]
     assert not (tmp_path / "big.py").exists()
+
+
+def test_a_waiting_step_a_rewind_to_it_dropped_is_marked_rewound(tmp_path: Path) -> None:
+    """A rewind to the very step that waited keeps it on the branch, undecided for good:
+    the trace said "pending" for ever and kept its whole diff as if Approve could come."""
+    from grinta_jupyter.jupyter.mime import trace_bundle
+
+    model = ScriptedModel([reply("", call("create", path="big.py", content=CONTENT))])
+    session = Session("write it", model=model, root=tmp_path)
+
+    async def go() -> None:
+        async for update in session.updates():
+            if isinstance(update, NeedsDecision):
+                session.rewind(update.step.number)
+                return
+
+    asyncio.run(go())
+    assert session.pending is None
+    bundle = trace_bundle(session)
+    (step,) = bundle["application/vnd.grinta.session+json"]["steps"]
+    assert step["rewound"] and step["diff_truncated"]
+    assert "(pending, rewound)" in bundle["text/plain"]

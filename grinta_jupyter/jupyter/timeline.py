@@ -105,6 +105,7 @@ def build(
     found: list[Item] = []
     task, summary = 1, ""
     reopened = _reopened_ends(events)
+    rewinds = [e.seq for e in events if isinstance(e, ev.Rewound)]
     for event in events:
         if isinstance(event, _STEP_EVENTS) and event.step > 0:
             key = (event.branch, event.step)
@@ -123,8 +124,14 @@ def build(
         if key in on_path and not current and _call_of(of_step[key]) in queued:
             continue
         step = live[number] if current else _recorded(number, of_step[key])
-        if step is not None:
-            found.append(TracedStep(step, step_branch, key not in on_path, seq))
+        if step is None:
+            continue
+        # A step that waited when a rewind came (to it: it stays on the branch, undecided)
+        # was dropped by it: it will never be decided, as a step the rewind took off.
+        dropped = (
+            step.observation is None and step.decision is None and any(r > seq for r in rewinds)
+        )
+        found.append(TracedStep(step, step_branch, key not in on_path or dropped, seq))
     return sorted(found, key=lambda item: item.seq)
 
 
