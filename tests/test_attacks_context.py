@@ -35,8 +35,9 @@ RULES_FILE_TOKENS, RULES_TOKENS = 4_000, 8_000  # what rules files may take, as 
 
 
 def _counted(text: str) -> int:
-    """Tokens of ``text`` as a request counts them (inside a JSON string)."""
-    return count_tokens(json.dumps(text)[1:-1])
+    """Tokens of ``text`` as the model reads it in a request: inside a JSON string, which
+    the provider decodes first (a character outside ASCII is one character to it)."""
+    return count_tokens(json.dumps(text, ensure_ascii=False)[1:-1])
 
 
 def _turn(context: Context, n: int, output: str) -> None:
@@ -246,3 +247,19 @@ def test_a_session_with_a_small_budget_keeps_its_rules_to_a_quarter_of_it(tmp_pa
     assert _counted(session._rules_text) <= 1_000 + 100
     roomy = Session("look", model=model, root=tmp_path, limits=Limits(context_budget=100_000))
     assert _counted(roomy._rules_text) > 3_000
+
+
+@pytest.mark.parametrize("text", ["これは日本語の文章です。", "Привет, это тест. ", "naïve café, über "])
+def test_text_outside_ascii_is_counted_as_the_model_reads_it(text: str) -> None:
+    """The request was counted as ASCII-escaped JSON (``\\u3053``), which the provider decodes
+    before its tokenizer reads it: Japanese and Russian came to about five times their
+    tokens (a session in either condensed five times too early, and ModelRequest.tokens
+    said so), accented Latin to about twice."""
+    said = text * 300
+    context = Context.start("/w", "task")
+    before = context.request().tokens
+    context.add_user(said)
+    added = context.request().tokens - before
+    assert abs(added - count_tokens(said)) <= 10, (added, count_tokens(said))
+    whole = count_request_tokens(context.request().messages, [])  # "[]" of tools: one token
+    assert whole - 1 == context.request().tokens

@@ -324,7 +324,7 @@ class _Renderer:
             self.end = (last, _piece_tokens(last, _END))
         pieces.append(self.end[1])
         if self.tokens is None or None in pieces:
-            return _count(json.dumps(messages, separators=(",", ":")))
+            return _count(_compact(messages))
         return self.tokens + sum(p for p in pieces if p is not None)
 
 
@@ -336,15 +336,23 @@ _END = "]"
 def message_tokens(message: dict[str, Any]) -> int:
     """About what ``message`` adds to a request's tokens (its piece, see ``_Renderer``)."""
     piece = _piece_tokens(message, _BETWEEN)
-    return piece if piece is not None else _count(json.dumps(message, separators=(",", ":")))
+    return piece if piece is not None else _count(_compact(message))
 
 
 def _piece_tokens(message: dict[str, Any], tail: str) -> int | None:
     """Tokens of ``message``'s piece of a request (see ``_Renderer``); None if it has none."""
-    text = json.dumps(message, separators=(",", ":"))
+    text = _compact(message)
     if not (text.startswith('{"') and text[2:3].isascii() and text[2:3].isalpha()):
         return None
     return _count(text[2:] + tail)
+
+
+def _compact(value: Any) -> str:
+    """``value`` as the tokens of a request are counted: compact JSON with text as it is. A
+    provider decodes the request before its tokenizer reads it: an escaped ``\\u6f22`` is
+    one character to the model, and counted escaped, text outside ASCII came to 2 to 8 times
+    its tokens (a session in Japanese or Russian condensed five times too early)."""
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
 def _sorted_json(message: dict[str, Any]) -> str:
@@ -371,9 +379,7 @@ def count_request_tokens(messages: list[dict[str, Any]], tools: list[dict[str, A
     """Prompt tokens of a request, counted offline with o200k (an estimate for other tokenizers)."""
     from grinta_jupyter.tools.tokens import count_tokens
 
-    return count_tokens(json.dumps(messages, separators=(",", ":"))) + count_tokens(
-        json.dumps(tools, separators=(",", ":"))
-    )
+    return count_tokens(_compact(messages)) + count_tokens(_compact(tools))
 
 
 def one_line(tool: str, args: dict[str, Any], output: str) -> str:

@@ -42,10 +42,10 @@ def count_tokens(text: str) -> int:
 
 
 def counted_in_request(text: str) -> int:
-    """Tokens of ``text`` as a request counts them: inside a JSON string, where a character
-    outside ASCII is a ``\\uXXXX`` escape (up to 8 tokens for one character the model reads
-    as 1), so a text fitted by its raw count could take a request over its budget."""
-    return count_tokens(json.dumps(text)[1:-1])
+    """Tokens of ``text`` as a request's count takes them (agent/context.py): inside a JSON
+    string, its quotes, backslashes and control characters escaped (a text fitted by its raw
+    count could take a request over its budget)."""
+    return count_tokens(json.dumps(text, ensure_ascii=False)[1:-1])
 
 
 def schema_tokens(schemas: list[dict[str, Any]]) -> int:
