@@ -43,8 +43,8 @@ RULES_FILES = ("AGENTS.md", "CLAUDE.md", ".grinta/rules.md")
 # A rules file larger than this is not a rules file a prompt can hold: skipped, not read.
 MAX_FILE_BYTES = 1_000_000
 # About 4,000 tokens per file and 8,000 for all: rules are read on every request. Text that
-# tokenizes badly (emoji, CJK, combining marks: up to 8 tokens a character as a request
-# counts them) is held to the same number of tokens, counted as the request counts them.
+# tokenizes badly (emoji, tag characters, combining marks: several tokens a character) is
+# held to the same number of tokens, counted as the request counts them.
 MAX_FILE_CHARS = 16_000
 MAX_TOTAL_CHARS = 32_000
 MAX_FILE_TOKENS = 4_000
