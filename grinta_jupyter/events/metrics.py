@@ -113,11 +113,16 @@ class SessionMetrics(BaseModel):
 
 def measure(source: Source) -> SessionMetrics:
     """Behaviour metrics of one session, from its log path (see ``read_log``) or its events."""
-    events = read_log(source) if isinstance(source, (str, os.PathLike)) else read_events(source)
+    read = read_log(source) if isinstance(source, (str, os.PathLike)) else read_events(source)
+    events = _in_order(read)
+    # A call asked again after a resume is one call: its second proposal, and what was
+    # decided on its first one before the interruption, are not counted twice.
+    superseded = _superseded(events)
+    counted = [e for i, e in enumerate(events) if i not in superseded]
     start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
     # A session given next tasks ends once per task: the last end is where it stands.
     end = next((e for e in reversed(events) if isinstance(e, ev.SessionEnd)), None)
-    proposals = [e for e in events if isinstance(e, ev.ToolProposed) and not e.edited]
+    proposals = [e for e in counted if isinstance(e, ev.ToolProposed) and not e.edited]
     requests = [e for e in events if isinstance(e, ev.ModelRequest)]
     replies = [e for e in events if isinstance(e, ev.ModelReplied)]
     condensed = [e for e in events if isinstance(e, ev.Condensed)]
@@ -130,7 +135,7 @@ def measure(source: Source) -> SessionMetrics:
     redundant = sum(n - 1 for n in Counter(signatures).values() if n > 1)
 
     failures_by_code: Counter[str] = Counter()
-    for e in events:
+    for e in counted:
         if isinstance(e, ev.Validated) and not e.ok and e.code:
             failures_by_code[e.code] += 1
     first_edit = _first_edit(events)
@@ -146,7 +151,7 @@ def measure(source: Source) -> SessionMetrics:
         tool_calls=dict(counts),
         tool_entropy_bits=round(entropy, 4),
         redundant_calls=redundant,
-        repeated_reads=_repeated_reads(events),
+        repeated_reads=_repeated_reads(counted),
         edit_retries=_edit_retries(events),
         validation_failures=dict(failures_by_code),
         validation_failure_total=sum(failures_by_code.values()),
@@ -163,25 +168,81 @@ def measure(source: Source) -> SessionMetrics:
             1 for e in events if isinstance(e, ev.UserMessage) and e.source == "user"
         ),
         rewinds=sum(1 for e in events if isinstance(e, ev.Rewound)),
-        time_to_first_edit=first_edit.t if first_edit else None,
+        time_to_first_edit=first_edit.t if first_edit and _is_time(first_edit.t) else None,
         steps_to_first_edit=first_edit.step if first_edit else None,
         premature_finishes=sum(
-            1 for e in events if isinstance(e, ev.FinishAttempt) and not e.accepted
+            1 for e in counted if isinstance(e, ev.FinishAttempt) and not e.accepted
         ),
-        finished=any(isinstance(e, ev.FinishAttempt) and e.accepted for e in events),
-        vetoes=sum(1 for e in events if isinstance(e, ev.UserDecision) and e.decision == "veto"),
+        finished=any(isinstance(e, ev.FinishAttempt) and e.accepted for e in counted),
+        vetoes=sum(1 for e in counted if isinstance(e, ev.UserDecision) and e.decision == "veto"),
         user_edits=sum(
-            1 for e in events if isinstance(e, ev.UserDecision) and e.decision == "edit"
+            1 for e in counted if isinstance(e, ev.UserDecision) and e.decision == "edit"
         ),
         guards_fired=dict(Counter(e.guard for e in events if isinstance(e, ev.GuardFired))),
         commits=sum(1 for e in events if isinstance(e, ev.Committed) and e.ok),
         prompt_tokens=sum(r.prompt_tokens for r in replies),
         completion_tokens=sum(r.completion_tokens for r in replies),
-        cost=None
-        if any(r.cost is None for r in replies) and replies
-        else round(sum(r.cost or 0.0 for r in replies), 6),
-        duration=round(events[-1].t, 3) if events else 0.0,
+        cost=_cost(replies),
+        duration=round(max((e.t for e in events if _is_time(e.t)), default=0.0), 3),
     )
+
+
+def _in_order(events: list[ev.Event]) -> list[ev.Event]:
+    """Events in the order the session made them: by sequence number when every event has
+    one (lines of a log moved by hand), else as given."""
+    if events and all(e.seq > 0 for e in events):
+        return sorted(events, key=lambda e: e.seq)
+    return events
+
+
+def _is_time(t: float) -> bool:
+    """Whether ``t`` can be a time since the session started (a hand-edited log may hold a
+    negative or non-finite one: it is not measured)."""
+    return math.isfinite(t) and t >= 0
+
+
+def _cost(replies: list[ev.ModelReplied]) -> float | None:
+    """The dollars the replies cost; None (unknown) when any reply's price is unknown or is
+    not a price (NaN, infinite, negative), or the sum is too large to be a number."""
+    if not replies:
+        return 0.0
+    costs = [r.cost for r in replies]
+    if any(c is None or not math.isfinite(c) or c < 0 for c in costs):
+        return None
+    try:
+        total = math.fsum(c for c in costs if c is not None)
+    except OverflowError:  # past the largest float
+        return None
+    return round(total, 6) if math.isfinite(total) else None
+
+
+# What a person or a guard decided on one proposal of a call.
+_DECIDED = (ev.Validated, ev.UserDecision, ev.FinishAttempt)
+
+
+def _superseded(events: list[ev.Event]) -> set[int]:
+    """Positions of events a resumed session made again: the proposal of a call asked again
+    (``resume.requeued``, ``tool_proposed.restaged``) and what was decided on the call's
+    earlier proposal that had no outcome (its refusal, a decision, a finish attempt)."""
+    skip: set[int] = set()
+    waiting: dict[str, list[int]] = {}  # call id -> its proposal's events, no outcome yet
+    requeued: dict[str, list[int]] = {}
+    for i, e in enumerate(events):
+        if isinstance(e, (ev.ModelReplied, ev.Rewound, ev.TaskStarted)):
+            waiting, requeued = {}, {}
+        elif isinstance(e, ev.Resumed):
+            requeued = {c: waiting.pop(c) for c in e.requeued if c in waiting}
+        elif isinstance(e, ev.ToolProposed) and e.restaged and e.call_id in requeued:
+            skip.add(i)
+            skip.update(j for j in requeued.pop(e.call_id) if isinstance(events[j], _DECIDED))
+            waiting[e.call_id] = []
+        elif isinstance(e, ev.ToolProposed) and not e.edited:
+            waiting[e.call_id] = []
+        elif isinstance(e, ev.Observed):
+            waiting.pop(e.call_id, None)
+        elif isinstance(e, _DECIDED) and e.call_id in waiting:
+            waiting[e.call_id].append(i)
+    return skip
 
 
 def summarize(source: Source) -> dict[str, Any]:
@@ -210,28 +271,49 @@ def _read_key(arguments: str) -> str | None:
 
 
 def _repeated_reads(events: list[ev.Event]) -> int:
-    """Reads of the same region (path/symbol/range) with no successful commit in between."""
+    """Reads of the same region (path/symbol/range) with no successful commit or undo in
+    between, on the line of steps the read was made on: a rewind goes back to the reads
+    its branch keeps (those up to the step it rewound to)."""
+    lines: dict[int, list[str | None]] = {}  # branch -> its read keys; None: files changed
+    steps: dict[int, list[int]] = {}  # branch -> the step of each entry of its line
     seen: set[str] = set()
     repeated = 0
     for e in events:
+        if isinstance(e, ev.Rewound):
+            kept = [i for i, step in enumerate(steps.get(e.parent, [])) if step <= e.to_step]
+            lines[e.branch] = [lines[e.parent][i] for i in kept]
+            steps[e.branch] = [steps[e.parent][i] for i in kept]
+            seen = set()
+            for key in lines[e.branch]:
+                seen = set() if key is None else seen | {key}
+            continue
+        entry: str | None
         if isinstance(e, ev.Committed) and e.ok or isinstance(e, ev.Undone) and e.ok:
             seen.clear()  # files changed: reading again is legitimate
-        elif isinstance(e, ev.ToolProposed) and e.tool in _READ_TOOLS:
+            entry = None
+        elif isinstance(e, ev.ToolProposed) and e.tool in _READ_TOOLS and not e.edited:
             key = _read_key(e.arguments)
             if key is None:
                 continue
             if key in seen:
                 repeated += 1
             seen.add(key)
+            entry = key
+        else:
+            continue
+        lines.setdefault(e.branch, []).append(entry)
+        steps.setdefault(e.branch, []).append(e.step)
     return repeated
 
 
 def _write_outcomes(events: list[ev.Event]) -> list[tuple[str, bool]]:
     """(target, succeeded) for every write call, in order; a veto counts as a failure."""
-    kinds = {e.call_id: e.kind for e in events if isinstance(e, ev.ToolProposed)}
+    kinds: dict[str, str] = {}  # call id -> the kind of its latest proposal (ids repeat)
     outcomes = []
     for e in events:
-        if isinstance(e, ev.Observed) and kinds.get(e.call_id) == "write":
+        if isinstance(e, ev.ToolProposed):
+            kinds[e.call_id] = e.kind
+        elif isinstance(e, ev.Observed) and kinds.get(e.call_id) == "write":
             outcomes.append((e.target or "?", e.ok))
     return outcomes
 
@@ -252,10 +334,12 @@ def _edit_retries(events: list[ev.Event]) -> int:
 
 def _recoveries(events: list[ev.Event]) -> int:
     """Failures of a call on some target later followed by a success on the same target."""
-    kinds = {e.call_id: e.kind for e in events if isinstance(e, ev.ToolProposed)}
+    kinds: dict[str, str] = {}  # call id -> the kind of its latest proposal (ids repeat)
     failed: set[tuple[str, str]] = set()
     recovered = 0
     for e in events:
+        if isinstance(e, ev.ToolProposed):
+            kinds[e.call_id] = e.kind
         if not isinstance(e, ev.Observed) or e.tool == "finish":
             continue
         key = (kinds.get(e.call_id, ""), e.target or e.tool)
@@ -348,7 +432,9 @@ def _rows(name: str, value: Any, unit: str | None, width: int) -> list[str]:
         lines = [f"{name:<28} {'requests ' + wrapped[0] if value else 'none'}"]
         return lines + [_INDENT + more for more in wrapped[1:]]
     if isinstance(value, list):  # context tokens: one count per request
-        shown = f"{value[0]:,} -> {value[-1]:,}" if value else "none"
+        shown = (
+            f"{shown_value(value[0], unit)} -> {shown_value(value[-1], unit)}" if value else "none"
+        )
         return [f"{name:<28} {shown:>12}  {unit} ({len(value)} requests)"]
     return [f"{name:<28} {shown_value(value, unit):>12}  {unit or ''}".rstrip()]
 
@@ -360,12 +446,27 @@ def shown_value(value: Any, unit: str | None) -> str:
     if isinstance(value, bool):
         return "yes" if value else "no"
     if unit == Dollars.name:
-        return f"{value:.6f}"
-    if unit == Seconds.name:
-        return f"{value:.2f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return f"{value:g}"
+        text = f"{value:.6f}"
+    elif unit == Seconds.name:
+        text = f"{value:.2f}"
+    elif isinstance(value, int):
+        text = f"{value:,}"
+    else:
+        text = f"{value:g}"
+    return text if len(text) <= _VALUE_WIDTH else _scientific(value)
+
+
+_VALUE_WIDTH = 12  # the value column of the table
+
+
+def _scientific(value: float) -> str:
+    """A number too long for the value column (a hand-made log), as mantissa and exponent;
+    an int is written from its digits (it may be past the largest float)."""
+    if isinstance(value, float):
+        return f"{value:.4e}"
+    digits = str(abs(value))
+    sign = "-" if value < 0 else ""
+    return f"{sign}{digits[0]}.{digits[1:5]}e+{len(digits) - 1}"
 
 
 def _cut(line: str, width: int) -> str:
