@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import urllib.parse
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -60,13 +61,29 @@ def positive_float(text: str) -> float:
     return value
 
 
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+
 def flag(text: str) -> bool:
-    """On unless empty or ``0`` (``GRINTA_DEBUG=1``)."""
-    return text.strip() not in ("", "0")
+    """``1``, ``true``, ``yes``, ``on`` or their opposites (``GRINTA_DEBUG=1``)."""
+    value = text.strip().lower()
+    if value in _ON or value in _OFF:
+        return value in _ON
+    # GRINTA_DEBUG=false once meant on, as did any word but 0.
+    raise argparse.ArgumentTypeError(f"expected 1 or 0 (true/false, yes/no, on/off), got {text!r}")
 
 
 def _text(text: str) -> str:
     return text
+
+
+def _is_http_address(text: str) -> bool:
+    try:
+        parts = urllib.parse.urlsplit(text.strip())
+    except ValueError:  # "http://[::1" and the like
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
 # Who writes the text that stands for condensed turns (agent/condense.py): grinta's
@@ -144,10 +161,18 @@ class Config:
             ("log_dir", "folder"),
             ("toolset", "toolset"),
             ("model", "model, or leave it out for the demo model"),  # '' ran the demo unsaid
+            ("api_base", "server address, or leave it out"),
         ):
             value = getattr(self, name)
             if value is not None and not value.strip():
                 raise ConfigError(f"{self.origin(name)} is empty; give a {what}")
+        if self.api_base is not None and not _is_http_address(self.api_base):
+            # litellm took "localhost:8000/v1" as a path and failed with a retried HTTP 500.
+            shown = self.api_base.strip().rpartition("@")[2]  # never a user:password@ part
+            raise ConfigError(
+                f"{self.origin('api_base')}: expected an http:// or https:// address "
+                f"(http://127.0.0.1:8000/v1), got {shown!r}"
+            )
         for name in ("max_steps", "max_tokens", "context_budget"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or value < 1):

@@ -36,7 +36,12 @@ from dataclasses import asdict, dataclass, replace
 from datetime import date
 from typing import TYPE_CHECKING, Any, Literal
 
-from grinta_jupyter.agent.models.litellm_model import PROVIDER_KEYS, _model_map, guess_provider
+from grinta_jupyter.agent.models.litellm_model import (
+    PROVIDER_KEYS,
+    _model_map,
+    clean_key,
+    guess_provider,
+)
 from grinta_jupyter.config import ENVIRONMENT
 from grinta_jupyter.runtime.display import visible
 from grinta_jupyter.runtime.secrets import Secrets
@@ -321,12 +326,12 @@ def provider_keys(
 
 def _set_variable(variables: tuple[str, ...], environ: Mapping[str, str]) -> str | None:
     # A blank value is no key: every request with it would fail.
-    return next((v for v in variables if environ.get(v, "").strip()), None)
+    return next((v for v in variables if clean_key(environ.get(v))), None)
 
 
 def _key_of(provider: str | None, environ: Mapping[str, str]) -> str | None:
     variable = _set_variable(PROVIDER_KEYS.get(provider or "", ()), environ)
-    return environ[variable].strip() if variable else None
+    return clean_key(environ[variable]) if variable else None
 
 
 # -- local and hosted servers ---------------------------------------------------------------------
@@ -514,20 +519,18 @@ def apply_choice(config: Config, choice: ModelChoice | None, keys: HeldKeys) -> 
 
     ``--model`` wins over the picker, which wins over ``GRINTA_MODEL``. A choice brings
     its own server (``GRINTA_API_BASE`` and ``GRINTA_API_KEY`` belong to
-    ``GRINTA_MODEL``, not to a hosted model picked instead). A key held for the
-    model's provider wins over the environment's: it is the one typed last.
+    ``GRINTA_MODEL``, not to a hosted model picked instead); a model that server
+    lists goes to it with its key. A key held for the model's provider wins over the
+    environment's: it is the one typed last.
     """
     if choice is not None and config.origin("model") != "--model":
         if choice.source == "demo":
             config = _with(config, "the model picker", model=None, api_base=None, api_key=None)
         elif choice.source != "configured":
-            config = _with(
-                config,
-                "the model picker",
-                model=choice.name,
-                api_base=choice.api_base,
-                api_key=None,
-            )
+            picked: dict[str, Any] = {"model": choice.name, "api_base": choice.api_base}
+            if not (choice.source == "server" and choice.api_base == config.api_base):
+                picked["api_key"] = None  # the same server keeps its key (and its origin)
+            config = _with(config, "the model picker", **picked)
     provider = guess_provider(config.model or "")
     key = keys.get(provider)
     if config.model and key:
@@ -580,7 +583,7 @@ def survey(
     ollama = probe_ollama(ollama_base(environ))
     server = None
     if config.api_base:
-        server_key = config.api_key or _key_of(provider, environ)
+        server_key = clean_key(config.api_key) or _key_of(provider, environ)
         server = probe_models(config.api_base, server_key, prefix=provider or "openai")
     hosted = _Hosted(check, endpoints)
     lines: list[ModelLine] = []
@@ -593,7 +596,7 @@ def survey(
     for key in keys:
         if key.found is None:
             continue
-        secret = environ[key.found].strip()
+        secret = clean_key(environ[key.found]) or ""
         for name in featured_models(key.provider):
             status, ok = hosted.status(key.provider, secret, key.found)
             lines.append(ModelLine(name, key.provider, status, ok))
@@ -646,12 +649,12 @@ def _configured_status(
     variables = PROVIDER_KEYS.get(provider or "", ())
     if not variables:
         return "not checked (grinta does not know this provider's key)", True
-    if config.api_key:
-        return hosted.status(provider or "", config.api_key, KEY_VARIABLE)
+    if clean_key(config.api_key):
+        return hosted.status(provider or "", clean_key(config.api_key) or "", KEY_VARIABLE)
     variable = _set_variable(variables, environ)
     if variable is None:
         return f"MISSING_KEY: set {variables[0]} (or GRINTA_API_KEY)", False
-    return hosted.status(provider or "", environ[variable].strip(), variable)
+    return hosted.status(provider or "", clean_key(environ[variable]) or "", variable)
 
 
 def main(

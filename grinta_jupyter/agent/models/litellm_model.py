@@ -29,7 +29,14 @@ from typing import Any
 
 from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
 
-__all__ = ["LiteLLMModel", "context_window", "guess_provider", "missing_key", "warm"]
+__all__ = [
+    "LiteLLMModel",
+    "clean_key",
+    "context_window",
+    "guess_provider",
+    "missing_key",
+    "warm",
+]
 
 # Env vars holding each provider's key (the first is the one we tell users to set).
 # Providers missing here are not checked up front; their auth errors still map to AUTH.
@@ -86,7 +93,9 @@ class LiteLLMModel:
         self.name = model
         self.model = model
         self.api_base = api_base
-        self.api_key = api_key
+        # A key pasted with its newline or quotes was sent as is: a refused key, or a
+        # retried "HTTP 500: Forbidden control character" that never named the key.
+        self.api_key = clean_key(api_key)
         self.temperature = temperature
         self.max_retries = max_retries
         self.backoff = backoff
@@ -227,10 +236,14 @@ class LiteLLMModel:
             kwargs["temperature"] = self.temperature
         if self.api_base:
             kwargs["api_base"] = self.api_base
+        env_vars = PROVIDER_KEYS.get(provider, ())
         if self.api_key:
             kwargs["api_key"] = self.api_key
-        elif provider == "openai" and self.api_base and not _env_key(PROVIDER_KEYS["openai"]):
+        elif provider == "openai" and self.api_base and not _env_key(env_vars):
             kwargs["api_key"] = _PLACEHOLDER_KEY
+        elif _env_key(env_vars) != _raw_env_key(env_vars):
+            # litellm reads the provider's variable as it is; send it without the padding.
+            kwargs["api_key"] = _env_key(env_vars)
         kwargs.update(self.extra)
         return kwargs
 
@@ -304,6 +317,12 @@ class LiteLLMModel:
         return None
 
     def _unknown(self, detail: str) -> str:
+        if self.api_base and "model" not in detail.lower():
+            # A bare 404 from a server of one's own: most often its address lacks /v1.
+            return (
+                f"{self.api_base} has no chat endpoint for {self.model!r} ({detail}); check the "
+                "api base (GRINTA_API_BASE): an OpenAI-compatible server's usually ends in /v1"
+            )
         return f"unknown model {self.model!r} ({detail}); check the model name (GRINTA_MODEL)"
 
     def _detail(self, exc: BaseException) -> str:
@@ -312,7 +331,8 @@ class LiteLLMModel:
         # litellm prefixes "litellm.XError: XError: OpenAIException - "; keep the provider's words.
         text = _LITELLM_PREFIX.sub("", str(text))
         text = " ".join(_SSL_CONTEXT.sub("", text).split())
-        for secret in (self.api_key, *(os.environ.get(v) for v in _all_key_vars())):
+        variables = [os.environ.get(v) for v in _all_key_vars()]
+        for secret in (self.api_key, *variables, *map(clean_key, variables)):
             if secret and len(secret) >= 4:
                 text = text.replace(secret, "***")
         text = _KEY_PATTERN.sub(r"\1***", text)
@@ -467,7 +487,7 @@ def missing_key(
     whoever set them knows what the server needs.
     """
     env_vars = PROVIDER_KEYS.get(guess_provider(model) or "", ())
-    if not env_vars or api_key or api_base or _env_key(env_vars):
+    if not env_vars or clean_key(api_key) or api_base or _env_key(env_vars):
         return None
     return _missing_key_error(model, env_vars)
 
@@ -479,9 +499,25 @@ def _missing_key_error(model: str, env_vars: tuple[str, ...]) -> ModelError:
     )
 
 
+def clean_key(key: str | None) -> str | None:
+    """``key`` without surrounding whitespace and quotes (as pasted from a file or a shell
+    line); None when nothing is left."""
+    if key is None:
+        return None
+    text = key.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
+        text = text[1:-1].strip()
+    return text or None
+
+
+def _raw_env_key(env_vars: tuple[str, ...]) -> str | None:
+    # A blank value (OPENAI_API_KEY=, or ="") is no key: every request with it would fail.
+    return next((os.environ[v] for v in env_vars if clean_key(os.environ.get(v))), None)
+
+
 def _env_key(env_vars: tuple[str, ...]) -> str | None:
-    # A blank value (OPENAI_API_KEY=) is no key: every request with it would fail.
-    return next((os.environ[v] for v in env_vars if os.environ.get(v, "").strip()), None)
+    """The provider's key from its first variable that holds one, cleaned (``clean_key``)."""
+    return clean_key(_raw_env_key(env_vars))
 
 
 def _all_key_vars() -> list[str]:
