@@ -23,6 +23,7 @@ from grinta_jupyter.agent.testruns import (
     runner_of,
 )
 from grinta_jupyter.tools.kernel import DictNamespace, kernel_toolset
+from tests.calc_project import calc_project
 
 FIX = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a + b"}
 
@@ -30,17 +31,7 @@ FIX = {"path": "calc.py", "old_string": "return a - b", "new_string": "return a 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """calc.py with one bug that test_calc.py shows, and a test_ok.py that always passes."""
-    root = tmp_path / "calc"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (root / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    (root / "test_ok.py").write_text("def test_ok():\n    assert True\n")
-    (root / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider -p no:nbval"\n'
-    )
-    return root
+    return calc_project(tmp_path, also={"test_ok.py": "def test_ok():\n    assert True\n"})
 
 
 def _session(root: Path, *calls: dict, task: str = "fix the failing test", **kw) -> Session:  # type: ignore[type-arg]

@@ -16,21 +16,13 @@ from grinta_jupyter.agent.models import ScriptedModel, call, reply
 from grinta_jupyter.agent.session import Session
 from grinta_jupyter.runtime.guards import check_serialized, is_placeholder_line
 from grinta_jupyter.runtime.proposal import Observation
+from tests.calc_project import calc_project
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A tiny pytest project whose one bug makes its test fail."""
-    root = tmp_path / "calc"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (root / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
-    )
-    (root / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider -p no:nbval"\n'
-    )
-    return root
+    return calc_project(tmp_path)
 
 
 def _replace(root: Path, path: str, text: str, old: str, new: str) -> str | None:

@@ -40,6 +40,7 @@ from grinta_jupyter.runtime.guards import (
 )
 from grinta_jupyter.runtime.proposal import Observation
 from grinta_jupyter.runtime.validation import check_syntax, first_error, language_of
+from tests.calc_project import TEST_ADD, calc_project
 from tests.conftest import drive, snapshot
 
 TESTS = "python -m pytest -q"
@@ -50,17 +51,9 @@ WRONG_FIX = {"path": "calc.py", "old_string": "return a - b", "new_string": "ret
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A tiny pytest project whose one bug makes one of its two tests fail."""
-    root = tmp_path / "calc"
-    root.mkdir()
-    (root / "calc.py").write_text("def add(a, b):\n    return a - b\n")
-    (root / "test_calc.py").write_text(
-        "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-        "def test_zero():\n    assert add(0, 0) == 0\n"
+    return calc_project(
+        tmp_path, tests=TEST_ADD + "\n\ndef test_zero():\n    assert add(0, 0) == 0\n"
     )
-    (root / "pyproject.toml").write_text(
-        '[tool.pytest.ini_options]\naddopts = "-p no:cacheprovider -p no:nbval"\n'
-    )
-    return root
 
 
 class Trail:
