@@ -543,3 +543,14 @@ def test_ambiguity_across_files_still_advises_a_path(tmp_path) -> None:
         "edit_symbols", {"edits": [{"symbol": "g", "action": "delete"}]}
     )
     assert refused.error is not None and "e.g. 'path::Class.method'" in refused.error.message
+
+
+def test_a_misspelt_name_with_a_line_still_gets_the_closest_names(tmp_path) -> None:
+    (tmp_path / "m.py").write_text("def compute(x):\n    return x\n")
+    for address in ("m.py::compte", "m.py::compte@1"):
+        refused = Runtime(tmp_path).propose(
+            "edit_symbols", {"edits": [{"symbol": address, "action": "delete"}]}
+        )
+        assert refused.error is not None and refused.error.code == "SYMBOL_NOT_FOUND"
+        assert "closest names below" in refused.error.message, (address, refused.error.message)
+        assert [c.name for c in refused.error.candidates] == ["compute"]

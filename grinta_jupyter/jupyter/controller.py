@@ -937,7 +937,7 @@ def show_log(session: Session) -> None:
     from grinta_jupyter.jupyter.mime import session_bundle, session_secrets, step_bundle
 
     for step in session.steps:
-        _display(step_bundle(step, session.id, session_secrets(session), live=True))
+        _display(step_bundle(step, session.id, session_secrets(session), live=not session.done))
     _display(session_bundle(session))
 
 

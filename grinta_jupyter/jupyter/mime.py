@@ -250,6 +250,7 @@ def trace_bundle(session: Session) -> dict[str, Any]:
     marks: list[dict[str, Any]] = []
     html_parts: list[str] = []
     text_parts: list[str] = []
+    live = not session.done  # a session that ended (stopped while a write waited) decides nothing
     for item in timeline(session):
         if isinstance(item, Mark):
             mark = mark_payload(item, len(steps), secrets)
@@ -266,11 +267,11 @@ def trace_bundle(session: Session) -> dict[str, Any]:
                 secrets,
                 branch=item.branch,
                 rewound=item.rewound,
-                live=True,
+                live=live,
             )
             steps.append(step)
-            html_parts.append(step_html(step, live=True))
-            text_parts.append(step_text(step, live=True))
+            html_parts.append(step_html(step, live=live))
+            text_parts.append(step_text(step, live=live))
     payload["steps"], payload["marks"] = steps, marks
     body = "".join(html_parts)
     if session.done:

@@ -47,9 +47,14 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
     address, line = _at_line(address)
     address = _in_workspace(ctx, address, write=write)
     found = ctx.symbols.resolve(address)
+    elsewhere = False  # definitions of the name exist, none on the line
     if line is not None:  # "m.py::f@7": the one of several with one name defined on line 7
         here = [m for m in found.matches if m.def_line == line]
-        found = dataclasses.replace(found, matches=here, suggestions=[] if here else found.matches)
+        elsewhere = bool(found.matches) and not here
+        if elsewhere:
+            found = dataclasses.replace(found, matches=[], suggestions=found.matches)
+        else:  # on the line, or no such name at all (its closest names stay the advice)
+            found = dataclasses.replace(found, matches=here)
         address = f"{address}@{line}"
     if not found.matches:
         resolution = Resolution(
@@ -60,7 +65,7 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
         )
         hint = "; closest names below" if found.suggestions else ""
         named = f"no definition named {address!r}{hint}"
-        if line is not None and found.suggestions:
+        if elsewhere:
             named = (
                 f"no definition named {address.rpartition('@')[0]!r} is on line {line}; "
                 "those with the name are below (the line a candidate shows picks it)"

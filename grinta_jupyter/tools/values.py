@@ -44,6 +44,7 @@ import decimal
 import fractions
 import itertools
 import pathlib
+import re
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
@@ -52,6 +53,7 @@ from typing import Any
 
 from grinta_jupyter.runtime.secrets import (
     REDACTED,
+    SECRET_PARTS,
     before_cut,
     credentials,
     is_secret_name,
@@ -576,7 +578,7 @@ def kernel_secrets(namespace: Mapping[str, Any]) -> list[str]:
             return
         cls = type(value)
         if cls in _TEXTS:
-            if is_secret_text(name, value):
+            if is_secret_text(name, value) and not _everyday_words(name, value):
                 found.add(_text(value))
             return
         if depth > 1:
@@ -610,6 +612,26 @@ def kernel_secrets(namespace: Mapping[str, Any]) -> list[str]:
         if type(name) is str and not name.startswith("_"):
             take(name, value, 0)
     return sorted(found)
+
+
+# Words and nothing else (``created_at``, ``Transformers``, ``user name``): no credential.
+_WORDS_ONLY = re.compile(r"[A-Za-z]+(?:[ _.:/-][A-Za-z]+)*")
+_EVERYDAY_SECRET_WORDS = re.compile(r"keys?|tokens?", re.IGNORECASE)
+
+
+def _everyday_words(name: Any, value: Any) -> bool:
+    """Whether text ``value`` is plain words under a name that says "secret" only by a KEY or
+    TOKEN in it (a loop's ``key``, a tokenizer's ``tokens``, ``sort_key``): execute's output is
+    not redacted of it, as every later "created_at" would be (``inspect`` still hides it)."""
+    if type(name) not in _TEXTS or len(value) > _NAMED_SCAN:
+        return False
+    text = _text(value).strip()
+    if _WORDS_ONLY.fullmatch(text) is None or _holds_secret(text):
+        return False
+    named = _text(name[:_NAMED_SCAN])
+    if any(part in named.upper().replace("_", "").replace("-", "") for part in SECRET_PARTS):
+        return False  # api_key, secret_token: secret whatever else is in the name
+    return not is_secret_name(_EVERYDAY_SECRET_WORDS.sub("_", named))
 
 
 def _secret_named(name: Any) -> bool:
