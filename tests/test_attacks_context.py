@@ -249,7 +249,9 @@ def test_a_session_with_a_small_budget_keeps_its_rules_to_a_quarter_of_it(tmp_pa
     assert _counted(roomy._rules_text) > 3_000
 
 
-@pytest.mark.parametrize("text", ["これは日本語の文章です。", "Привет, это тест. ", "naïve café, über "])
+@pytest.mark.parametrize(
+    "text", ["これは日本語の文章です。", "Привет, это тест. ", "naïve café, über "]
+)
 def test_text_outside_ascii_is_counted_as_the_model_reads_it(text: str) -> None:
     """The request was counted as ASCII-escaped JSON (``\\u3053``), which the provider decodes
     before its tokenizer reads it: Japanese and Russian came to about five times their
