@@ -309,7 +309,7 @@ def test_npm_test_pass_and_failure_are_read_from_node_test(tmp_path):
 def test_cargo_test_pass_is_read(tmp_path):
     if shutil.which("cargo") is None:
         pytest.skip("cargo is not installed")
-    root = tmp_path / "crate"
+    root = tmp_path / "adder"  # not "crate": a Rust keyword is no package name
     made = subprocess.run(
         ["cargo", "new", "--lib", "--vcs", "none", "--offline", str(root)],
         capture_output=True,
