@@ -6,6 +6,7 @@ agent subprocess, the ACP SDK's own client, and tests/openai_server.py for the m
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 from acp import text_block
 
@@ -87,3 +88,23 @@ def test_a_model_call_id_reaches_the_client_only_when_short_and_plain() -> None:
         assert shown.startswith("b1-step2-h") and len(shown) <= 40, shown
         assert shown == tool_call_id(1, 2, odd)  # the same every time: replay finds it
     assert tool_call_id(0, 1, "a\nb") != tool_call_id(0, 1, "a\nc")
+
+
+def test_a_location_the_model_names_outside_the_workspace_is_not_sent(tmp_path: Path) -> None:
+    """A read of /etc/passwd or ../../x is refused by the runtime, yet its ACP location was
+    that path: an editor that follows the agent would open it."""
+    from grinta_jupyter import Runtime
+    from grinta_jupyter.acp.toolcalls import locations_of
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    runtime = Runtime(root)
+
+    def where(args: dict[str, object], tool: str = "read") -> list[str]:
+        return [loc.path for loc in locations_of(root, runtime.propose(tool, args), str)]
+
+    assert where({"path": "/etc/passwd"}) == []
+    assert where({"path": "../../etc/passwd", "start_line": 3}) == []
+    assert where({"path": "a.py"}) == [str(root / "a.py")]
+    assert where({"path": "sub/../a.py"}) in ([str(root / "a.py")], [])

@@ -49,6 +49,7 @@ from grinta_jupyter.acp.toolcalls import (
     bounded,
     bounded_args,
     fenced,
+    inside,
     kind_of,
     paths_in,
     redact_args,
@@ -79,7 +80,11 @@ def replay(events: Sequence[ev.Event], root: Path, redact: Redact) -> Iterator[R
                 redact(title_of(event.tool, event.kind, args, "")),  # as live calls are
                 kind=kind_of(event.tool, event.kind),
                 status="pending",
-                locations=[ToolCallLocation(path=redact(str(root / p))) for p in paths_in(args)],
+                locations=[
+                    ToolCallLocation(path=redact(where))
+                    for where in (inside(root, p) for p in paths_in(args))
+                    if where
+                ],
                 raw_input=bounded_args(redact_args(args, redact)),
             )
         elif isinstance(event, ev.DiffStaged) and event.call_id in proposed:

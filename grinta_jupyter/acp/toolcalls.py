@@ -32,8 +32,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any, Literal
 
@@ -156,11 +158,29 @@ def _locations(root: Path, proposal: Proposal) -> list[ToolCallLocation]:
     args = proposal.args
     if proposal.kind == "read" and proposal.tool != "search":
         path = str(args.get("path") or "").split("::", 1)[0]
-        if path:
+        where = inside(root, path) if path else None
+        if where:
             start = args.get("start_line")
             line = start if isinstance(start, int) and start > 0 else None
-            return [ToolCallLocation(path=str(root / path), line=line)]
-    return [ToolCallLocation(path=str(root / path)) for path in paths_in(args)]
+            return [ToolCallLocation(path=where, line=line)]
+        return []
+    return [
+        ToolCallLocation(path=where)
+        for where in map(partial(inside, root), paths_in(args))
+        if where
+    ]
+
+
+def inside(root: Path, path: str) -> str | None:
+    """``root / path`` when it stays inside the workspace (lexically), else None: a path the
+    model names (``/etc/passwd``, ``../..``) is no place for an editor that follows the
+    agent to open, even when the runtime refused the call."""
+    try:
+        where = os.path.normpath(root / path)
+    except (TypeError, ValueError):  # a NUL in the name
+        return None
+    base = os.path.normpath(root)
+    return where if where == base or where.startswith(base.rstrip(os.sep) + os.sep) else None
 
 
 def staged_content(
