@@ -123,6 +123,8 @@ class Notebook:
     @classmethod
     def _parse(cls, text: str, rel: str) -> Notebook:
         first = skip_ws(text, 0)
+        if first == len(text):
+            raise fail(NOTEBOOK_INVALID, f"{rel} is empty: no notebook JSON at all")
         members = object_members(text, first)
         # Jupyter cannot open a file with more after its object (two notebooks run together):
         # neither is it read as cells, or an edit would be refused as breaking the JSON.
@@ -131,6 +133,8 @@ class Notebook:
             raise ValueError(f"more text after the notebook's object, at offset {close + 1}")
         top = dict(members)
         major = value_at(text, top.get("nbformat"))
+        if "nbformat" not in top:
+            raise fail(NOTEBOOK_INVALID, f"{rel} is JSON but no notebook (it has no nbformat key)")
         if major != 4:
             raise fail(
                 NOTEBOOK_INVALID,
@@ -386,7 +390,8 @@ def write_view(notebook: Notebook, view: str) -> str:
     kept = [key for key, _, _ in wanted if key in known]
     if len(set(kept)) != len(kept):
         raise fail(NOTEBOOK_INVALID, "the edit repeats a cell; insert a new cell instead")
-    if [k for k in old_order if k in set(kept)] != kept:
+    kept_set = set(kept)  # once: built per cell, it made a 10,000-cell write quadratic
+    if [k for k in old_order if k in kept_set] != kept:
         raise fail(NOTEBOOK_INVALID, "the edit reorders cells; delete and insert cells instead")
     for key, kind, _ in wanted:
         if key in known and known[key].cell_type != kind:
@@ -422,10 +427,22 @@ def write_view(notebook: Notebook, view: str) -> str:
             at = cell.span[1]
         inner = "".join(out) + text[at : notebook.cells_span[1]]
         return text[: notebook.cells_span[0]] + inner + text[notebook.cells_span[1] :]
-    lead, sep, trail = _separators(notebook)
-    body = "[" + (lead + sep.join(pieces) + trail if pieces else "") + "]"
     if not pieces:
-        body = "[]"
+        return text[: notebook.cells_span[0]] + "[]" + text[notebook.cells_span[1] :]
+    lead, sep, trail = _separators(notebook)
+    # Two cells that were neighbours keep the bytes between them (a hand-written file's
+    # blank line); only a seam the edit makes gets the file's usual separator.
+    position = {c.key: n for n, c in enumerate(notebook.cells)}
+    joined = [pieces[0]]
+    for (before, _, _), (key, _, _), piece in zip(wanted[:-1], wanted[1:], pieces[1:], strict=True):
+        index = position.get(before)
+        if index is not None and position.get(key) == index + 1:
+            gap = (notebook.cells[index].span[1], notebook.cells[index + 1].span[0])
+            joined.append(text[gap[0] : gap[1]])
+        else:
+            joined.append(sep)
+        joined.append(piece)
+    body = "[" + lead + "".join(joined) + trail + "]"
     return text[: notebook.cells_span[0]] + body + text[notebook.cells_span[1] :]
 
 
@@ -451,7 +468,12 @@ def _separators(notebook: Notebook) -> tuple[str, str, str]:
     if unit is None:
         return "", notebook.layout.item_separator, ""
     key_indent = line_indent(text, start)
-    return "\n" + key_indent + unit, ",\n" + key_indent + unit, "\n" + key_indent
+    newline = notebook.layout.newline  # a CRLF file's first cell must not bring LF with it
+    return (
+        newline + key_indent + unit,
+        "," + newline + key_indent + unit,
+        newline + key_indent,
+    )
 
 
 def _source_value(source: str, as_list: bool) -> str | list[str]:

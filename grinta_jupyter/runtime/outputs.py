@@ -1,6 +1,7 @@
 """What a read shows of a code cell's outputs: a few bounded lines, never the data.
 
-``summarize_outputs`` turns nbformat output dicts into short text: stream text
+``summarize_outputs`` turns nbformat output dicts into short text as Jupyter
+shows it (colour codes dropped, carriage returns applied): stream text
 cut to ``OUTPUT_TEXT_LINES`` lines and ``OUTPUT_TEXT_CHARS`` characters, errors
 as ``ename: evalue``, rich results by their ``text/plain`` and images by type
 and size (``[image/png 640x480]``, the size from the output's metadata or the
@@ -11,6 +12,7 @@ their input: nothing here raises on odd outputs or reads a file.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +24,8 @@ OUTPUT_TEXT_LINES = 12
 # type) are short in any real one; a hostile one is cut here.
 _NAME_CHARS = 80
 _MIMES_SHOWN = 3
+# Terminal colours (IPython's tracebacks, colored logs): escape codes, not text.
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]")
 
 
 def summarize_outputs(outputs: Sequence[dict[str, Any]], limit: int = 10) -> list[str]:
@@ -51,12 +55,23 @@ def _text(value: Any) -> str:
     return str(value or "")
 
 
+def _as_shown(text: str) -> str:
+    """``text`` as Jupyter shows it: colour codes dropped, and a carriage return erasing
+    its line so far (a progress bar reads as its last state, not its first)."""
+    text = _ANSI.sub("", text)
+    if "\r" not in text:
+        return text
+    lines = re.sub(r"\r+\n", "\n", text).split("\n")
+    return "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
+
+
 def _name(value: Any) -> str:
-    name = str(value)
+    name = _as_shown(str(value))
     return name if len(name) <= _NAME_CHARS else name[:_NAME_CHARS] + "..."
 
 
 def _bounded(text: str, chars: int = OUTPUT_TEXT_CHARS) -> str:
+    text = _as_shown(text)
     lines = text.rstrip("\n").split("\n")
     cut = "\n".join(lines[:OUTPUT_TEXT_LINES])
     more = len(lines) - OUTPUT_TEXT_LINES
