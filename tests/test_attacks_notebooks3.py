@@ -169,3 +169,17 @@ def test_a_progress_bar_reads_as_its_last_state_and_colours_as_text(tmp_path: Pa
     assert summarize_outputs([{"output_type": "stream", "name": "stdout", "text": "a\r\nb\n"}]) == [
         "stdout: a\nb"
     ]
+
+
+def test_an_empty_file_reads_as_empty_not_as_an_error(tmp_path) -> None:
+    """A read of an empty file was refused: "end_line 0 is before start_line 1"."""
+    from grinta_jupyter import Runtime
+
+    (tmp_path / "e.py").write_text("")
+    (tmp_path / "n.ipynb").write_text("")
+    runtime = Runtime(tmp_path)
+    for args in ({"path": "e.py"}, {"path": "e.py", "start_line": 1}, {"path": "n.ipynb"}):
+        seen = runtime.call("read", args)
+        assert seen.ok and "(empty file)" in seen.output, (args, seen.output)
+    past = runtime.call("read", {"path": "e.py", "start_line": 2})
+    assert not past.ok and "past the end" in past.output

@@ -59,7 +59,7 @@ def stage(args: ReadArgs, ctx: ToolContext) -> ReadResult:
         return ReadResult(_outline(where.rel, ctx))
     lines = split_lines(textfile.text)
     first = args.start_line or 1
-    last = args.end_line or len(lines)
+    last = args.end_line or max(len(lines), 1)  # an empty file reads as such, not as an error
     if first > max(len(lines), 1):
         raise fail(
             INVALID_ARGS, f"start_line {first} is past the end of {where.rel} ({len(lines)} lines)"
