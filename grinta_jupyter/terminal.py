@@ -8,14 +8,17 @@ the same layer as the CLI: it may import ``agent/``, ``events/`` and
 
 Deciding: a proposal is approved only on an explicit yes (Enter, ``y``,
 ``yes``); ``v``/``veto``/``n``/``no`` veto it, ``e``/``edit`` edit it,
-``m TEXT``/``say TEXT`` tells the model something (``Session.say``: it reads it
-at its next turn) and asks again, the proposal still waiting; any other answer
-asks again. A write of several hunks also offers ``h``/``hunks``:
-each hunk is shown and answered in turn, and only the accepted ones are
-re-validated and committed (``ApproveHunks``). End of input (Ctrl-D, a closed pipe) vetoes the
-pending proposal and stops the session: stdin will not answer again, and
-stopping costs nothing while another model turn costs tokens. Ctrl-C stops
-the session wherever it lands (the prompt, a model call).
+``m TEXT``/``message TEXT``/``say TEXT`` tells the model something
+(``Session.say``: it reads it at its next turn) and asks again, the proposal
+still waiting; any other answer asks again. A byte-order mark or another
+invisible character around a word is not part of it, and a full-width letter
+is the letter (``_word``). A write of several hunks also offers
+``h``/``hunk``/``hunks``: each hunk is shown and answered in turn, and only the
+accepted ones are re-validated and committed (``ApproveHunks``). End of input
+(Ctrl-D, a closed pipe) vetoes the pending proposal and stops the session:
+stdin will not answer again, and stopping costs nothing while another model
+turn costs tokens. Ctrl-C stops the session wherever it lands (the prompt, a
+model call).
 
 Everything shown that came from the model, the files or a command passes
 through ``runtime.display.visible``, so no escape sequence in it reaches the
@@ -34,6 +37,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import unicodedata
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
@@ -66,8 +70,8 @@ SAID = "said: the model reads it at its next turn; this proposal still waits"
 APPROVE_WORDS = frozenset({"", "y", "yes"})
 VETO_WORDS = frozenset({"v", "veto", "n", "no"})
 EDIT_WORDS = frozenset({"e", "edit"})
-HUNK_WORDS = frozenset({"h", "hunks"})
-SAY_WORDS = frozenset({"m", "say"})
+HUNK_WORDS = frozenset({"h", "hunk", "hunks"})
+SAY_WORDS = frozenset({"m", "say", "message"})
 YES_WORDS = frozenset({"y", "yes"})
 NO_WORDS = frozenset({"n", "no"})
 DEFAULT_VETO_REASON = "vetoed by the user"
@@ -212,7 +216,7 @@ def _decide(session: Session, console: Console) -> bool:
         if answer is None:
             session.decide(Veto("no answer: standard input closed"))
             return False
-        word = answer.strip().lower()
+        word = _word(answer)
         if word in APPROVE_WORDS:
             session.decide(Approve())
             return True
@@ -245,10 +249,24 @@ def _decide(session: Session, console: Console) -> bool:
         console.say(HUNKS_HINT if several else HINT)
 
 
+def _word(answer: str) -> str | None:
+    """The word an answer means, or None when it is only invisible characters.
+
+    A person types what they see: a byte-order mark (a file of answers saved with
+    one) or another invisible format character is not part of their word, and a
+    full-width letter is the letter (NFKC). A look-alike from another script (a
+    Cyrillic "у") stays what it is, an answer we do not know. Only a line with
+    nothing at all on it is the Enter that approves.
+    """
+    text = unicodedata.normalize("NFKC", answer)
+    word = "".join(c for c in text if unicodedata.category(c) != "Cf").strip().lower()
+    return None if not word and answer.strip() else word
+
+
 def _said(answer: str) -> str | None:
     """The text of an ``m TEXT`` / ``say TEXT`` answer ("" when only the word), else None."""
     parts = answer.strip().split(maxsplit=1)
-    if not parts or parts[0].lower() not in SAY_WORDS:
+    if not parts or _word(parts[0]) not in SAY_WORDS:
         return None
     return parts[1].strip() if len(parts) > 1 else ""
 
@@ -271,7 +289,7 @@ def _choose_hunks(session: Session, step: Step, console: Console) -> bool | None
             if answer is None:
                 session.decide(Veto("no answer: standard input closed"))
                 return False
-            word = answer.strip().lower()
+            word = _word(answer)
             if word in YES_WORDS | NO_WORDS:
                 break
             console.say("answer y to apply this hunk, n to leave it out")
