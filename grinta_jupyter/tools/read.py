@@ -19,6 +19,7 @@ import stat
 
 from pydantic import Field
 
+from grinta_jupyter.runtime.diffs import quote_path
 from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolFailure, fail
 from grinta_jupyter.runtime.notebook import NotebookFile, is_notebook
 from grinta_jupyter.runtime.secrets import before_cut
@@ -93,9 +94,9 @@ def render_lines(rel: str, lines: list[str], first: int, last: int, ctx: ToolCon
         out.append(entry)
         size += len(entry) + 1
         shown_last = n
-    header = f"{rel} (lines {first}-{shown_last} of {len(lines)})"
+    header = f"{quote_path(rel)} (lines {first}-{shown_last} of {len(lines)})"
     if not lines:
-        return f"{rel} (empty file)"
+        return f"{quote_path(rel)} (empty file)"
     if shown_last < last:
         out.append(f"[output limit reached: continue with start_line={shown_last + 1}]")
     return header + "\n" + "\n".join(out)
@@ -127,7 +128,9 @@ def _listing(rel: str, ctx: ToolContext) -> str:
         more = f"\n[more than {MAX_LISTING} files; read a subfolder]"
     if skips:
         more += f"\n[not listed, not regular files or unreadable: {skipped_note(skipped, skips)}]"
-    return f"{rel or '.'}/ ({len(files)} files)\n" + "\n".join(files) + more
+    # A name holding a newline would forge entries: such names are quoted, as diffs quote them.
+    rows = [quote_path(name) for name in files]
+    return f"{quote_path(rel or '.')}/ ({len(files)} files)\n" + "\n".join(rows) + more
 
 
 def _outline(rel: str, ctx: ToolContext) -> str:

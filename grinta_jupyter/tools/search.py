@@ -15,7 +15,10 @@ Bounded in time and memory whatever the query or the files:
   found before it stopped;
 - a regex whose counted repeats would expand past ``MAX_REGEX_UNITS`` when
   compiled (``(?:x{1000}){1000}``: the regex module unrolls them, hundreds of
-  MB) is refused before it is compiled;
+  MB) is refused before it is compiled; with full case folding on (``(?f)``,
+  ``(?V1)``) each unit counts ``FULLCASE_UNIT_COST`` times, since a folded
+  class such as ``[\\p{L}]`` compiles to about 27 KB. A compiled pattern is
+  not kept in the regex module's cache (500 of them would be gigabytes);
 - plain text is a literal pattern (no backtracking), and a file without a hit
   is rejected by one pass over its text;
 - files are read by the safe reader: FIFOs, sockets and devices are never
@@ -34,6 +37,7 @@ from typing import Any
 import regex
 from pydantic import Field
 
+from grinta_jupyter.runtime.diffs import quote_path
 from grinta_jupyter.runtime.errors import (
     FILE_TOO_LARGE,
     INVALID_ARGS,
@@ -57,6 +61,9 @@ MAX_DEFINITIONS = 10
 MAX_QUERY_CHARS = 2_000
 MAX_SKIPS_NAMED = 5
 MAX_REGEX_UNITS = 100_000  # compiled, about 250 bytes each
+FULLCASE_UNIT_COST = 100  # a fully case-folded class: up to about 27 KB compiled
+# An inline flag group turning on full case folding: "f", or version 1 (folds fully with "i").
+_FULLCASE_FLAG = re.compile(r"\(\?[a-zA-Z01-]*(?:f|V1)")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][\w.]*$")
 _SNIFF = 8192  # a NUL byte in the first this many bytes marks a binary file
 
@@ -117,13 +124,14 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
         raise _timeout(args, settings.search_timeout, expired.where, shown) from None
     skip_line = f"skipped {skipped_note(skipped, skips)}" if skips else ""
     if not shown and not definitions:
-        where = f" in {under}" if under else ""
+        where = f" in {quote_path(under)}" if under else ""
         return "\n".join(filter(None, [f"no matches for {args.query!r}{where}", skip_line]))
     if shown:
         head = f"{total} matching line{'s' if total != 1 else ''} in {files_with_hits} file{'s' if files_with_hits != 1 else ''}"
         if total > len(shown):
             head += f" ({total - len(shown)} not shown; narrow the query or path)"
-        rows = [f"{rel}:{number}: {line}" for rel, number, line in shown]
+        # A name holding a newline would forge rows: such names are quoted, as diffs quote them.
+        rows = [f"{quote_path(rel)}:{number}: {line}" for rel, number, line in shown]
         sections.append(head + ":\n" + "\n".join(rows))
     if skip_line:
         sections.append(skip_line)
@@ -136,6 +144,8 @@ def _compile(query: str, is_regex: bool) -> regex.Pattern[str] | re.Pattern[str]
     if not is_regex:  # a literal pattern cannot backtrack; the stdlib engine is enough
         return re.compile(re.escape(query), re.IGNORECASE if ignore_case else 0)
     units = _expanded_size(query)
+    if _FULLCASE_FLAG.search(query):
+        units *= FULLCASE_UNIT_COST
     if units > MAX_REGEX_UNITS:
         raise fail(
             INVALID_ARGS,
@@ -143,7 +153,8 @@ def _compile(query: str, is_regex: bool) -> regex.Pattern[str] | re.Pattern[str]
             f"unrolled; the limit is {MAX_REGEX_UNITS:,}); use smaller counts such as {{2,5}}",
         )
     try:
-        return regex.compile(query, regex.IGNORECASE if ignore_case else 0)
+        # Not cached: the module keeps up to 500 patterns, each up to MAX_REGEX_UNITS.
+        return regex.compile(query, regex.IGNORECASE if ignore_case else 0, cache_pattern=False)
     except (regex.error, OverflowError, RecursionError, ValueError) as exc:
         raise fail(INVALID_ARGS, f"invalid regex: {exc}") from None
 
