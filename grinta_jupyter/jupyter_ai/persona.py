@@ -6,11 +6,14 @@ Everything a chat shows comes from the ACP agent: tool calls with their
 staged diffs, permission buttons (Approve / Veto), the model's text. This
 class only says which agent to start, how the persona looks, what of a chat
 message becomes grinta's prompt, and where a message sent while grinta works
-goes (to the model, not behind the task); and it stops a closed chat's turn.
+goes (to the model, not behind the task); and it stops a closed chat's turn. When the
+agent process ends on its own (a crash, an out-of-memory kill), the chat says so in one
+line and the next message starts a new agent, which loads the chat's session from its log.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 from dataclasses import replace
@@ -22,6 +25,8 @@ from jupyter_ai_persona_manager import PersonaDefaults
 from jupyterlab_chat.models import Message
 
 from grinta_jupyter.jupyter_ai import AGENT_COMMAND, AVATAR, PERSONA_NAME
+
+EXIT_WAIT = 2.0  # seconds to wait for a crashed agent's exit code, to say it in the chat
 
 
 # jupyter-ai-acp-client ships no type information, so its base class is Any to mypy.
@@ -36,6 +41,7 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, executable=list(AGENT_COMMAND), **kwargs)
         self._closing = False  # shutdown() began: a connection closing is no error to show
+        self._prepared_on: object = None  # the shared client this chat's session was made on
 
     @property
     def defaults(self) -> PersonaDefaults:
@@ -61,6 +67,7 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
         waits for the end, where the client resolves them.
         """
         if not self.processing or message.attachments:
+            self._forget_a_stopped_agent()
             await super().on_message(message)
             return
         try:
@@ -70,19 +77,73 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
                 prompt=[text_block(self.prompt_of(message.body))],
                 session_id=await self.get_session_id(),
             )
+        except ConnectionError:
+            pass  # the agent stopped: the task this message was said to tells the chat
         except Exception as exc:
             if not self._closing:
                 await self.handle_uncaught_exception(exc)
+
+    async def prepare(self) -> None:
+        await super().prepare()
+        self._prepared_on = type(self).__dict__.get("_client_future")
 
     async def process_message(self, message: Message) -> None:
         """Hand the message to grinta as its prompt, without the ``@Grinta`` it starts with."""
         try:
             await super().process_message(replace(message, body=self.prompt_of(message.body)))
         except ConnectionError:
-            if not self._closing:
-                raise
-            # The server stopped or the chat closed mid-turn: nothing to show. The session
-            # stopped where it was; the chat reopened goes on with it.
+            if self._closing:
+                # The server stopped or the chat closed mid-turn: nothing to show. The
+                # session stopped where it was; the chat reopened goes on with it.
+                return
+            # The agent process ended on its own. Its buttons would go nowhere; the
+            # next message starts a new agent, which loads this session from its log.
+            self._settle_buttons()
+            self.send_message(
+                f"grinta's agent process stopped ({await self._agent_exit()}) during this task; "
+                "nothing more was written. Send a message to go on: the session is "
+                "loaded again from its log, and a write that was waiting is asked again."
+            )
+
+    async def _agent_exit(self) -> str:
+        """How the shared agent process ended, in words (its exit code when known)."""
+        process = _result(type(self).__dict__.get("_subprocess_future"))
+        if process is None:
+            return "its connection closed"
+        # Its output closed a moment before the exit is reaped; one that lingers is not waited for.
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(process.wait(), EXIT_WAIT)
+        if process.returncode is None:
+            return "its connection closed"
+        if process.returncode < 0:
+            return f"killed by signal {-process.returncode}"
+        return f"exit code {process.returncode}"
+
+    def _forget_a_stopped_agent(self) -> None:
+        """Make the next ``prepare()`` start a new agent if the shared one has ended.
+
+        The client keeps its agent process for the server's life: once the process is gone,
+        every message would meet "Connection closed". The first chat to notice drops the
+        shared process and client; each chat whose session was made on a dropped client
+        prepares again, which loads its session in the new agent.
+        """
+        cls = type(self)
+        process = _result(cls.__dict__.get("_subprocess_future"))
+        stdout = getattr(process, "stdout", None)
+        if process is not None and (
+            process.returncode is not None or (stdout is not None and stdout.at_eof())
+        ):
+            if process.returncode is None:
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()  # its output closed: no use keeping it
+            cls._subprocess_future = None
+            cls._client_future = None
+        if self._prepared_on is not None and self._prepared_on is not cls.__dict__.get(
+            "_client_future"
+        ):
+            self._prepared_on = None
+            self._client_session_future = None
+            self._prepare_task = None
 
     async def shutdown(self) -> None:
         """Stop the persona; a turn in flight is cancelled when the agent outlives this chat.
@@ -165,3 +226,12 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
         """``body`` without a leading mention of this persona (``@Grinta``, ``@Grinta:``)."""
         mention = re.escape(self.as_user().mention_name)
         return re.sub(rf"^\s*@{mention}(?![\w-]):?\s*", "", body, count=1)
+
+
+def _result(future: object) -> Any:
+    """The result of a finished, successful task; else None."""
+    if not isinstance(future, asyncio.Future) or not future.done() or future.cancelled():
+        return None
+    if future.exception() is not None:
+        return None
+    return future.result()
