@@ -20,27 +20,19 @@ import pytest
 from grinta_jupyter.agent.models import LiteLLMModel, ModelError, configured_model
 from grinta_jupyter.agent.models.catalog import ModelChoice, apply_choice
 from grinta_jupyter.agent.models.keys import HeldKeys
-from grinta_jupyter.agent.models.litellm_model import PROVIDER_KEYS
 from grinta_jupyter.config import Config, ConfigError
 from tests.openai_server import (
     OpenAIServer,
     openai_server_fixture,  # noqa: F401  (provides the `openai_server` fixture)
     text_reply,
 )
+from tests.test_models_litellm import _no_keys_in_env  # noqa: F401  (autouse: no key, no GRINTA_*)
 
 # litellm trips pydantic's deprecation warnings on every stream; not ours to fix.
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:litellm.*")
 
 SERVER_KEY = "proxy-virtual-key-0123456789"
 MESSAGES = [{"role": "user", "content": "hi"}]
-
-
-@pytest.fixture(autouse=True)
-def _no_keys_in_env(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in {v for group in PROVIDER_KEYS.values() for v in group}:
-        monkeypatch.delenv(name, raising=False)
-    for name in ("GRINTA_MODEL", "GRINTA_API_BASE", "GRINTA_API_KEY"):
-        monkeypatch.delenv(name, raising=False)
 
 
 def complete(model: Any) -> str:
