@@ -142,9 +142,10 @@ def test_a_continued_session_sends_its_current_task_after_condensing_and_rebuild
 def test_a_model_summary_that_tokenizes_badly_keeps_the_request_under_budget(summary: str) -> None:
     """Attack: ``condense="model"`` and a model that summarises in CJK, emoji, combining marks
     or tag characters. The summary was fitted to its share of the budget by its raw token
-    count, while a request counts it inside JSON, where each such character is a
-    ``\\uXXXX`` escape of up to 8 tokens: the condensed request went over the budget (2,809
-    tokens under 2,500). Fixed in condense.py: texts are fitted as the request counts them."""
+    count, while the request was counted on ASCII-escaped JSON (``\\uXXXX``, up to 8 tokens
+    a character): the condensed request went over the budget (2,809 tokens under 2,500).
+    Fixed in condense.py (texts fitted as the request counts them); since 5bb65f8 the
+    request is counted on JSON with text as it is, and the bound holds either way."""
     budget = 2_500
     planned = 0
     for size in (300, 425, 650):  # last turns that leave little room
@@ -194,8 +195,8 @@ def test_a_digest_of_calls_on_badly_tokenized_paths_stays_within_its_share() -> 
 )
 def test_rules_that_tokenize_badly_are_bounded_in_tokens(tmp_path: Path, unit: str) -> None:
     """Attack: AGENTS.md and CLAUDE.md of 16,000 characters each that tokenize badly. The
-    bound was in characters only (16,000 a file, "about 4,000 tokens"): these were up to
-    128,000 tokens each as a request counts them, in a system prompt that is never
+    bound was in characters only (16,000 a file, "about 4,000 tokens"): these were many
+    times that in tokens (tag characters, combining marks), in a system prompt that is never
     condensed: every request of the session was over any budget. Fixed in rules.py: a
     token bound per file and for all, counted as the request counts them."""
     line = unit * 60 + "\n"
