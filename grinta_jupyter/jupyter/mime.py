@@ -90,9 +90,10 @@ def step_payload(
 ) -> dict[str, Any]:
     """The JSON payload of one step (schema version 1): secrets redacted, sizes bounded.
 
-    ``live``: for the panel's card, which is not saved with the notebook: a write waiting
-    for its decision keeps its diff whole up to ``MAX_LIVE_DIFF_CHARS``, so what is
-    approved is what was shown (a saved card keeps ``MAX_DIFF_CHARS``).
+    ``live``: for a card shown while its step may wait (the panel's, the trace of a
+    session that has not ended, the steps ``%grinta`` prints): a write waiting for its
+    decision keeps its diff whole up to ``MAX_LIVE_DIFF_CHARS``, so what is approved is
+    what was shown (a decided step, or one a rewind dropped, keeps ``MAX_DIFF_CHARS``).
 
     Text is kept as it is (the renderers escape it). Secrets (the environment's
     unless given) are redacted before anything is cut, so a cut never leaves a
