@@ -335,21 +335,42 @@ def test_a_helper_that_died_after_it_was_found_alive_gives_false_not_an_error(
 
 
 @needs_two_cpus
-def test_threads_pinned_to_every_cpu_asking_at_once_get_only_right_answers() -> None:
+def test_threads_pinned_to_every_cpu_asking_at_once_get_only_right_answers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     allowed = sorted(os.sched_getaffinity(0))
     pid = _helper_pid()
     wrong: list[str] = []
-    proven = [0]
+    # Per thread: how many asks the helper answered, and how many texts were proven. A
+    # thread that finds the helper busy compiles whole (``compiles`` says False at once), so
+    # each thread asks until the helper has answered it a few times: without that, the
+    # first thread to take the helper could hold it through every other thread's asks (as
+    # in CI at 7d39e0e, where a broken text's thread took it and nothing was proven).
+    answered: dict[int, int] = {}
+    proven: dict[int, int] = {}
+    real_answer = halves._Helper.answer
+
+    def counted(self: halves._Helper, process: subprocess.Popen[bytes]) -> bool:
+        key = threading.get_ident()
+        answered[key] = answered.get(key, 0) + 1
+        return real_answer(self, process)
+
+    monkeypatch.setattr(halves._Helper, "answer", counted)
 
     def ask(cpu: int, text: str, expected: bool) -> None:
+        key = threading.get_ident()
         os.sched_setaffinity(0, {cpu})
-        for k in range(12):
+        deadline = time.monotonic() + 40
+        k = 0
+        while answered.get(key, 0) < 4 and time.monotonic() < deadline:
             if k % 3 == 2:  # move now and then: the helper follows
                 os.sched_setaffinity(0, {allowed[(allowed.index(cpu) + k) % len(allowed)]})
             said = halves.compiles(text)
             if said and not expected:
                 wrong.append(f"proved a broken text from CPU {cpu}")
-            proven[0] += said
+            proven[key] = proven.get(key, 0) + said
+            k += 1
+            time.sleep(0.002)  # let another thread take the helper
 
     threads = [
         threading.Thread(target=ask, args=(allowed[k % len(allowed)], text, text is GOOD))
@@ -360,7 +381,9 @@ def test_threads_pinned_to_every_cpu_asking_at_once_get_only_right_answers() -> 
     for thread in threads:
         thread.join(60)
     assert not wrong
-    assert proven[0] > 0
+    assert len(answered) == len(threads) and min(answered.values()) >= 4, answered
+    for thread in threads[::2]:  # every answer to a good text proved it
+        assert proven.get(thread.ident or 0) == answered[thread.ident or 0], (proven, answered)
     # Never stopped (no answer lost or late), and left where the last ask put it.
     helper = halves._HELPER
     assert helper._process is not None and helper._process.pid == pid
