@@ -216,6 +216,9 @@ class Session:
         self._loop: asyncio.AbstractEventLoop | None = None  # where the driver runs
         self._committing = False  # a commit or command is in flight: it is not cancelled
         self._cancel_command = threading.Event()  # set by stop(): a running command ends
+        # Set by stop() and rewind: a staging in its worker thread stops early (a search
+        # would otherwise go on for its whole timeout after the session stopped waiting).
+        self._cancel_staging = threading.Event()
         self._stop_after_commit: str | None = None
         self._turns_without_tool = 0
         self._log_failed = False
@@ -401,6 +404,7 @@ class Session:
         for task in (self._model_task, self._condensing):
             if task is not None and not task.done():
                 task.cancel()
+        self._cancel_staging.set()
         if self._committing:
             self._cancel_command.set()
             self._stop_after_commit = self._stop_after_commit or reason
@@ -571,6 +575,7 @@ class Session:
         self, step: int, path: list[ev.Event], commits: list[str], not_undone: list[str]
     ) -> Rewound:
         self._generation += 1  # a model turn or staging begun before this is dropped
+        self._cancel_staging.set()
         for task in (self._model_task, self._condensing):
             if task is not None and not task.done():
                 task.cancel()
@@ -611,6 +616,7 @@ class Session:
         self._turns_without_tool = 0
         self._stop_after_commit = None
         self._cancel_command.clear()
+        self._cancel_staging = threading.Event()  # stop() and rewind set the one before
         self._listeners.wake()
 
     def _adopt(self, state: Rebuilt) -> None:
@@ -1058,7 +1064,7 @@ class Session:
         # Staging reads files, matches patterns and parses: off the event loop, so a slow read
         # never freezes the kernel (the Stop button and every widget keep working). The call
         # leaves the queue only once staged: staging cancelled half-way is done again later.
-        proposal, snapshots = await asyncio.to_thread(self._stage, call)
+        proposal, snapshots = await asyncio.to_thread(self._stage, call, self._cancel_staging)
         moved = (
             await asyncio.to_thread(self._moved_since_tests)
             if isinstance(proposal, FinishProposal) and proposal.ok
@@ -1401,10 +1407,13 @@ class Session:
         """Grinta's own words to the model, at its next turn."""
         self._emit(ev.UserMessage(text=text, source="grinta"), len(self.steps))
 
-    def _stage(self, call: ToolCall) -> tuple[Proposal, list[ev.FileSnapshot]]:
+    def _stage(
+        self, call: ToolCall, cancel: threading.Event
+    ) -> tuple[Proposal, list[ev.FileSnapshot]]:
         """Stage ``call``, and record the starting state of the files it is the first to
-        read or stage (for replay anywhere: events/snapshots.py). In a worker thread."""
-        proposal = self.runtime.propose(call.name, call.arguments)
+        read or stage (for replay anywhere: events/snapshots.py). In a worker thread;
+        ``cancel`` set means nobody waits for the result any more."""
+        proposal = self.runtime.propose(call.name, call.arguments, cancel=cancel)
         found: dict[str, bytes | None] = {c.path: c.old_bytes for c in proposal.changes}
         path = _read_path(proposal)
         if path and path not in self._snapshotted:

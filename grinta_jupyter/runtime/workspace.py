@@ -19,7 +19,7 @@ import errno
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
@@ -198,11 +198,15 @@ class Workspace:
             return None
         return state
 
-    def walk(self, under: str = "") -> Iterator[str | Skipped]:
+    def walk(
+        self, under: str = "", *, entering: Callable[[str], None] | None = None
+    ) -> Iterator[str | Skipped]:
         """Regular files (as in ``files``) and, as ``Skipped``, what was passed over and why.
 
         Folders and files that .gitignore or ``SKIPPED_DIRS`` exclude are left
-        out silently; links to folders are not followed (nor reported).
+        out silently; links to folders are not followed (nor reported). ``entering`` is
+        called with each folder before it is listed (a caller's deadline can raise there:
+        a tree of empty folders yields nothing to check between).
         """
         start = self.resolve(under).abs if under else self.root
         try:
@@ -226,6 +230,8 @@ class Workspace:
             if item is None:
                 pending.pop()
             elif isinstance(item, tuple):
+                if entering is not None:
+                    entering(item[0])
                 pending.append(self._scan(*item))
             else:
                 yield item

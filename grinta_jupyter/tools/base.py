@@ -104,10 +104,14 @@ class ToolContext:
         workspace: Workspace,
         settings: Settings,
         symbols: Callable[[], SymbolIndex] | None = None,
+        cancel: threading.Event | None = None,
     ):
         self.workspace = workspace
         self.settings = settings
         self._symbols = symbols
+        # Set when the staging is no longer wanted (the session stopped or rewound): a tool
+        # that may work for seconds (search) stops at its next check instead.
+        self.cancel = cancel if cancel is not None else threading.Event()
         self.staged: dict[str, StagedFile] = {}
 
     @property

@@ -152,8 +152,15 @@ class Runtime:
         schemas: list[dict[str, Any]] = json.loads(built[1])
         return schemas
 
-    def propose(self, tool: str, args: dict[str, Any] | str | None) -> Proposal:
-        """Resolve, stage and validate a tool call. Writes nothing."""
+    def propose(
+        self,
+        tool: str,
+        args: dict[str, Any] | str | None,
+        *,
+        cancel: threading.Event | None = None,
+    ) -> Proposal:
+        """Resolve, stage and validate a tool call. Writes nothing. Setting ``cancel`` (from
+        another thread) ends a long staging early, refused: a search stops at its next check."""
         spec = self.toolset.tools.get(tool)
         raw_args = args if isinstance(args, dict) else {}
         if spec is None:
@@ -178,7 +185,7 @@ class Runtime:
                 tool, raw_args, spec.kind, ToolError(INVALID_ARGS, _describe(tool, exc))
             )
         clean = model_args.model_dump(exclude_none=True)
-        ctx = ToolContext(self.workspace, self.settings, self._symbol_index)
+        ctx = ToolContext(self.workspace, self.settings, self._symbol_index, cancel)
         try:
             return self._proposal(spec, clean, spec.stage(model_args, ctx), ctx.staged)
         except ToolFailure as failure:

@@ -12,7 +12,10 @@ Bounded in time and memory whatever the query or the files:
   backtracking such as ``(a|aa)+$`` stops) and without holding the GIL; the
   whole search stops after ``Settings.search_timeout`` seconds. Either way
   the result is the error SEARCH_TIMEOUT, whose candidates are the matches
-  found before it stopped;
+  found before it stopped. The deadline is checked before each folder is
+  listed (a tree of empty folders yields no file to check at) and at least
+  every 10,000 lines; a staging no longer wanted (``ToolContext.cancel``: the
+  session stopped or rewound) stops at the same checks;
 - a regex whose counted repeats would expand past ``MAX_REGEX_UNITS`` when
   compiled (``(?:x{1000}){1000}``: the regex module unrolls them, hundreds of
   MB) is refused before it is compiled; with full case folding on (``(?f)``,
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import re
 import sys
+import threading
 import time
 from typing import Any
 
@@ -75,11 +79,29 @@ class SearchArgs(Args):
 
 
 class _Expired(Exception):
-    """The search's time ran out (at ``where``)."""
+    """The search's time ran out, or its staging was cancelled (at ``where``)."""
 
     def __init__(self, where: str):
         super().__init__(where)
         self.where = where
+
+
+class _Clock:
+    """When the search must stop: past its deadline, or once its staging is cancelled."""
+
+    def __init__(self, seconds: float, cancel: threading.Event):
+        self.deadline = time.monotonic() + seconds
+        self.cancel = cancel
+
+    def remaining(self) -> float:
+        return 0.0 if self.cancel.is_set() else self.deadline - time.monotonic()
+
+    def check(self, where: str) -> None:
+        if self.remaining() <= 0:
+            raise _Expired(where)
+
+    def entering(self, folder: str) -> None:
+        self.check(f"while walking the files, at {quote_path(folder)}/")
 
 
 def stage(args: SearchArgs, ctx: ToolContext) -> ReadResult:
@@ -94,7 +116,7 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
     pattern = _compile(args.query, args.regex)
     under = ctx.workspace.resolve(args.path).rel if args.path else ""
     settings = ctx.settings
-    deadline = time.monotonic() + settings.search_timeout
+    clock = _Clock(settings.search_timeout, ctx.cancel)
     limit = settings.search_max_results
     sections = []
     definitions = _definitions(args, ctx, under)
@@ -105,9 +127,8 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
     total = files_with_hits = skips = 0
     skipped: list[Skipped] = []
     try:
-        for item in ctx.workspace.walk(under):
-            if time.monotonic() > deadline:
-                raise _Expired(f"while walking the files, before {_name(item)}")
+        for item in ctx.workspace.walk(under, entering=clock.entering):
+            clock.check(f"while walking the files, before {_name(item)}")
             text = _text(item, ctx) if isinstance(item, str) else item
             if isinstance(text, Skipped):
                 skips += 1
@@ -115,12 +136,17 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
                     skipped.append(text)
                 continue
             hits = sum(
-                _scan(label, part, pattern, deadline, shown, limit)
+                _scan(label, part, pattern, clock, shown, limit)
                 for label, part in _parts(_name(item), text)
             )
             total += hits
             files_with_hits += bool(hits)
     except _Expired as expired:
+        if ctx.cancel.is_set():
+            raise fail(
+                SEARCH_TIMEOUT,
+                f"search cancelled {expired.where}: the session no longer waits for it",
+            ) from None
         raise _timeout(args, settings.search_timeout, expired.where, shown) from None
     skip_line = f"skipped {skipped_note(skipped, skips)}" if skips else ""
     if not shown and not definitions:
@@ -223,21 +249,22 @@ def _scan(
     rel: str,
     text: str,
     pattern: regex.Pattern[str] | re.Pattern[str],
-    deadline: float,
+    clock: _Clock,
     shown: list[tuple[str, int, str]],
     limit: int,
 ) -> int:
-    """Count ``rel``'s matching lines, adding the first to ``shown``; _Expired past ``deadline``."""
+    """Count ``rel``'s matching lines, adding the first to ``shown``; _Expired when the
+    ``clock`` says stop."""
     if isinstance(pattern, re.Pattern) and pattern.search(text) is None:
         return 0  # one C-level pass rejects most files
     hits = 0
     for number, line in enumerate(text.split("\n"), 1):
         if isinstance(pattern, re.Pattern):
             found = pattern.search(line) is not None
-            if number % 10_000 == 0 and time.monotonic() > deadline:
-                raise _Expired(f"in {rel} at line {number}")
+            if number % 10_000 == 0:
+                clock.check(f"in {rel} at line {number}")
         else:
-            remaining = deadline - time.monotonic()
+            remaining = clock.remaining()
             if remaining <= 0:
                 raise _Expired(f"in {rel} at line {number}")
             try:
