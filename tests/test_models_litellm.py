@@ -339,3 +339,34 @@ def test_importing_the_package_does_not_import_litellm() -> None:
         [sys.executable, "-c", code], cwd=root, capture_output=True, text=True, check=True
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_negative_usage_counts_nothing(openai_server: OpenAIServer) -> None:
+    """A server reporting negative tokens must not lower the session's totals (its budgets
+    are checked against them)."""
+    openai_server.queue(text_reply("hi", prompt_tokens=-500, completion_tokens=-7))
+
+    reply = complete(local(openai_server))
+
+    assert reply.text == "hi"
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens) == (0, 0)
+
+
+@pytest.mark.parametrize("counts", [("many", "few"), (2.5, 1.5)])
+def test_usage_litellm_cannot_read_is_a_bad_response_not_a_network_error(
+    openai_server: OpenAIServer, counts: tuple[object, object]
+) -> None:
+    prompt, completion = counts
+    for _ in range(2):
+        openai_server.queue(
+            text_reply("hi", prompt_tokens=prompt, completion_tokens=completion)  # type: ignore[arg-type]
+        )
+
+    with pytest.raises(ModelError) as raised:
+        complete(local(openai_server, max_retries=1))
+
+    # The server was reached: saying it cannot be reached (and retrying) would mislead.
+    assert raised.value.code == "BAD_RESPONSE" and not raised.value.retryable
+    assert "cannot reach" not in raised.value.message
+    assert "validation errors for Usage" in raised.value.message
+    assert openai_server.pending == 1  # asked once, not retried

@@ -208,8 +208,8 @@ class LiteLLMModel:
             text=message.content or "",
             tool_calls=calls,
             usage=Usage(
-                prompt_tokens=getattr(usage, "prompt_tokens", 0) or 0,
-                completion_tokens=getattr(usage, "completion_tokens", 0) or 0,
+                prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
+                completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
                 cost=await asyncio.to_thread(self._cost, litellm, built),
             ),
             finish_reason=choice.finish_reason,
@@ -278,6 +278,7 @@ class LiteLLMModel:
         if isinstance(exc, ModelError):
             return exc
         import openai
+        import pydantic
         from litellm import exceptions as llm
 
         detail = self._detail(exc)
@@ -304,8 +305,13 @@ class LiteLLMModel:
         if isinstance(exc, (openai.APITimeoutError, TimeoutError, asyncio.TimeoutError)):
             seconds = f"{self.timeout:g}"
             return ModelError("TIMEOUT", f"{self.model} did not answer within {seconds} s", True)
-        if isinstance(exc, (openai.APIConnectionError, ConnectionError)) or _caused_by_connection(
-            exc, openai.APIConnectionError
+        if _caused_by(exc, pydantic.ValidationError):  # litellm calls it a connection error
+            first = detail.split(" For further information", 1)[0]
+            return ModelError(
+                "BAD_RESPONSE", f"{self.model} sent a response litellm cannot read: {first}"
+            )
+        if isinstance(exc, (openai.APIConnectionError, ConnectionError)) or _caused_by(
+            exc, openai.APIConnectionError, ConnectionError
         ):
             where = self.api_base or f"the {provider} API"
             return ModelError("NETWORK", f"cannot reach {where}: {detail}", True)
@@ -535,16 +541,24 @@ def _names_unknown_model(detail: str) -> bool:
     )
 
 
-def _caused_by_connection(exc: BaseException, connection_error: type) -> bool:
-    """litellm reports some connection failures as a 500; look at what raised it."""
+def _caused_by(exc: BaseException, *kinds: type[BaseException]) -> bool:
+    """Whether an exception of ``kinds`` raised ``exc`` (litellm wraps what went wrong: a
+    connection failure may come as a 500, a response it could not parse as a connection
+    error)."""
     seen: set[int] = set()
     cause = exc.__cause__ or exc.__context__
     while cause is not None and id(cause) not in seen:
-        if isinstance(cause, (connection_error, ConnectionError)):
+        if isinstance(cause, kinds):
             return True
         seen.add(id(cause))
         cause = cause.__cause__ or cause.__context__
     return False
+
+
+def _count(value: object) -> int:
+    """A token count from the provider's usage: a negative or non-integer one counts 0 (a
+    negative count would lower the session's totals and let it run past its budgets)."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _retry_after(exc: BaseException) -> float | None:
