@@ -44,10 +44,13 @@ from typing import TYPE_CHECKING, Any, TextIO
 
 from grinta_jupyter.runtime.display import (
     ESCAPE_MARKS_NOTE,
+    RowSpaces,
     escape_marks,
     has_unsafe,
+    parts_marks,
+    row_parts,
+    row_spaces,
     visible,
-    visible_parts,
 )
 
 if TYPE_CHECKING:
@@ -530,7 +533,8 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
     """A unified diff as lines to print: each row marked by its role, its text made visible.
 
     Rows are read by their hunk's counts (``parse_unified``), never by their first
-    character, and only our own colour codes are added (when ``color``).
+    character, and only our own colour codes are added (when ``color``). Whitespace a
+    change may be all about is escaped as the cards draw it (``display.row_spaces``).
     """
     from grinta_jupyter.runtime.diffs import parse_unified, quote_path
 
@@ -550,8 +554,9 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
         out.extend(visible(note, keep_newlines=False) for note in f.notes)
         for hunk in f.hunks:
             out.append(paint("hunk", visible(hunk.header, keep_newlines=False)))
-            for row in hunk.rows:
-                out.extend(_row_lines(row.role, row.text, color))
+            rows = [(row.role, row.text) for row in hunk.rows]
+            for spaces, (role, text) in zip(row_spaces(rows), rows, strict=True):
+                out.extend(_row_lines(role, text, color, spaces))
     return out
 
 
@@ -565,32 +570,31 @@ def hunk_lines(hunk: Hunk, color: bool = False, clean: Callable[[str], str] = st
     roles = {"+": "add", "-": "del", " ": "context"}
     header = visible(clean(hunk.header), keep_newlines=False)  # a notebook's names its cell
     out = [f"{_STYLES['hunk']}{header}{_RESET}" if color else header]
+    rows = []
     for row in hunk.lines:
         role = roles.get(row[:1], "note")
-        out.extend(
-            _row_lines(role, clean(row[1:]).strip() if role == "note" else clean(row[1:]), color)
-        )
+        rows.append((role, clean(row[1:]).strip() if role == "note" else clean(row[1:])))
+    for spaces, (role, text) in zip(row_spaces(rows), rows, strict=True):
+        out.extend(_row_lines(role, text, color, spaces))
     return out
 
 
 _ESCAPE_STYLE = "\x1b[33m"
 
 
-def _row_lines(role: str, text: str, color: bool) -> list[str]:
-    """A row marked by its role, its text made visible. A real carriage return must not read
-    as the ``\\r`` typed in code: with colour its escapes are yellow; without, a note of
-    carets under them follows the row."""
+def _row_lines(role: str, text: str, color: bool, spaces: RowSpaces = "odd") -> list[str]:
+    """A row marked by its role, its text made visible (and the whitespace ``spaces`` asks
+    for escaped). A real carriage return must not read as the ``\\r`` typed in code: with
+    colour its escapes are yellow; without, a note of carets under them follows the row."""
     if role == "note":
         return [f"\\ {visible(text, keep_newlines=False)}"]
+    parts = row_parts(text, spaces)
     if not color:
-        row = _MARKS[role] + visible(text, keep_newlines=False)
-        marks = escape_marks(text)
+        row = _MARKS[role] + "".join(part for part, _ in parts)
+        marks = parts_marks(parts)
         return [row, f"\\ {marks} {ESCAPE_MARKS_NOTE}"] if marks else [row]
     back = _STYLES.get(role, _RESET)  # after an escape, the row's own colour again
-    shown = "".join(
-        f"{_ESCAPE_STYLE}{part}{back}" if escaped else part
-        for part, escaped in visible_parts(text, keep_newlines=False)
-    )
+    shown = "".join(f"{_ESCAPE_STYLE}{part}{back}" if escaped else part for part, escaped in parts)
     if role == "context":
         return [_MARKS[role] + shown]
     return [f"{_STYLES[role]}{_MARKS[role]}{shown}{_RESET}"]

@@ -27,8 +27,17 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from grinta_jupyter.runtime.diffs import DiffFile, parse_unified
-from grinta_jupyter.runtime.display import ESCAPE_MARKS_NOTE, escape_marks, visible, visible_parts
+from grinta_jupyter.runtime.diffs import DiffFile, DiffHunk, parse_unified
+from grinta_jupyter.runtime.display import (
+    ESCAPE_MARKS_NOTE,
+    RowSpaces,
+    escape_marks,
+    parts_marks,
+    row_parts,
+    row_spaces,
+    visible,
+    visible_parts,
+)
 from grinta_jupyter.runtime.proposal import CommandProposal, FinishProposal, WriteProposal
 from grinta_jupyter.runtime.secrets import Secrets
 
@@ -340,24 +349,38 @@ def diff_text_lines(diff: str) -> list[str]:
     header nor row (a diff cut through a header) start with ``TEXT_INDENT``.
     """
     out: list[str] = []
-    for file in parse_unified(diff):
+    files = parse_unified(diff)
+    for file in files:
         if file.old_path is not None or file.new_path is not None:
             out.append("--- " + _side(file.old_path, "a/"))
             out.append("+++ " + _side(file.new_path, "b/"))
         out.extend(TEXT_INDENT + line_text(note) for note in file.notes)
         for hunk in file.hunks:
             out.append(line_text(hunk.header))
-            for row in hunk.rows:
-                out.append(_TEXT_MARKS[row.role] + line_text(row.text))
+            for row, kind in zip(hunk.rows, _row_spaces(hunk, files, diff), strict=True):
+                if row.role == "note":
+                    out.append(_TEXT_MARKS["note"] + line_text(row.text))
+                    continue
+                parts = row_parts(row.text, kind)
+                out.append(_TEXT_MARKS[row.role] + "".join(part for part, _ in parts))
                 # Carets under escapes: a real carriage return is not a typed "\r".
-                marks = escape_marks(row.text) if row.role != "note" else ""
-                if marks:
+                if marks := parts_marks(parts):
                     out.append(f"{_TEXT_MARKS['note']}{marks} {ESCAPE_MARKS_NOTE}")
     return out
 
 
 _TEXT_MARKS = {"context": "  ", "add": "+ ", "del": "- ", "note": "\\ "}
 _HTML_MARKS = {"context": " ", "add": "+", "del": "-", "note": "\\ "}
+
+
+def _row_spaces(hunk: DiffHunk, files: list[DiffFile], diff: str) -> list[RowSpaces]:
+    """``display.row_spaces`` of a hunk's rows. A diff cut short mid-line (``diff_truncated``)
+    ends in a row cut where the line was not: no trailing whitespace is marked there."""
+    kinds = row_spaces([(row.role, row.text) for row in hunk.rows])
+    cut = diff and not diff.endswith("\n") and files[-1].hunks and hunk is files[-1].hunks[-1]
+    if cut and kinds and kinds[-1] == "trailing":
+        kinds[-1] = "odd"
+    return kinds
 
 
 def _side(path: str | None, prefix: str) -> str:
@@ -485,8 +508,13 @@ def text_html(text: Any, *, keep_newlines: bool = True) -> str:
     so hostile text cannot swell a saved notebook, and still no escape reads as the same
     characters typed (a real carriage return as a typed ``\\r``).
     """
+    return _parts_html(visible_parts(str(text), keep_newlines=keep_newlines))
+
+
+def _parts_html(parts: list[tuple[str, bool]]) -> str:
+    """``text_html`` of text already split into literal runs and escapes."""
     out, styled = [], 0
-    for part, escaped in visible_parts(str(text), keep_newlines=keep_newlines):
+    for part, escaped in parts:
         if escaped and styled < MAX_STYLED_ESCAPES:
             out.append(f'<span class="grinta-escape" style="{_ESCAPE}">{part}</span>')
             styled += 1
@@ -517,8 +545,9 @@ def diff_rows_html(diff: str, max_lines: int | None = MAX_HTML_DIFF_LINES) -> st
     ``MAX_LIVE_HTML_CHARS`` (past it, the last row says to read the rest in the log).
     """
     items: list[tuple[int, str]] = []  # (lines of the diff it stands for, row)
-    for file in parse_unified(diff):
-        items.extend(_file_rows(file))
+    files = parse_unified(diff)
+    for file in files:
+        items.extend(_file_rows(file, files, diff))
     rows, used, size = [], 0, 0
     for cost, row in items:
         if (
@@ -544,7 +573,7 @@ def diff_rows_html(diff: str, max_lines: int | None = MAX_HTML_DIFF_LINES) -> st
     return "".join(rows)
 
 
-def _file_rows(file: DiffFile) -> list[tuple[int, str]]:
+def _file_rows(file: DiffFile, files: list[DiffFile], diff: str) -> list[tuple[int, str]]:
     items: list[tuple[int, str]] = []
     if file.old_path is not None or file.new_path is not None:
         status = "new file" if file.old_path is None else "deleted" if file.new_path is None else ""
@@ -575,7 +604,12 @@ def _file_rows(file: DiffFile) -> list[tuple[int, str]]:
                 "</td></tr>",
             )
         )
-        for row in hunk.rows:
+        for row, kind in zip(hunk.rows, _row_spaces(hunk, files, diff), strict=True):
+            text = (
+                line_html(row.text)
+                if row.role == "note"
+                else _parts_html(row_parts(row.text, kind))
+            )
             old = "" if row.old_line is None else str(row.old_line)
             new = "" if row.new_line is None else str(row.new_line)
             code = "white-space:pre;padding:0 6px" + (
@@ -587,7 +621,7 @@ def _file_rows(file: DiffFile) -> list[tuple[int, str]]:
                     f'<tr class="grinta-diff-row grinta-diff-{row.role}" '
                     f'style="{_ROW_STYLES[row.role]}"><td style="{_NUM}">{old}</td>'
                     f'<td style="{_NUM}">{new}</td><td style="{code}">'
-                    f"{html.escape(_HTML_MARKS[row.role])}{line_html(row.text)}</td></tr>",
+                    f"{html.escape(_HTML_MARKS[row.role])}{text}</td></tr>",
                 )
             )
     return items

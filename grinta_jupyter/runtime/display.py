@@ -10,6 +10,10 @@ where asked, newline are kept. ``visible_parts`` gives the same text as runs
 of literal text and escapes, so a card can style the escapes apart from text
 that merely looks like one.
 
+Diff rows in the terminal and in a card's text and HTML also escape the whitespace a
+change may be all about (``row_spaces``, ``row_parts``: trailing spaces, a tab turned into
+spaces, a no-break space), which the labextension draws boxed or shaded instead.
+
 Both the CLI and every card use it. The labextension has the same rule in
 TypeScript (labextension/src/visible.ts); both are tested against the cases
 in labextension/test/fixtures/visible-cases.json.
@@ -19,6 +23,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Callable, Sequence
+from typing import Literal
 
 _NAMED = {"\r": "\\r", "\x00": "\\0", "\x0b": "\\v", "\x0c": "\\f", "\x08": "\\b", "\x07": "\\a"}
 # C0 controls but tab and newline, DEL and C1 controls; bidirectional controls; line and
@@ -84,7 +90,12 @@ def escape_marks(text: str) -> str:
     printed under the line, they tell a carriage return shown as ``\\r`` from a backslash
     and an ``r`` typed in the text (Python reads a lone carriage return as a line break).
     """
-    parts = visible_parts(text, keep_newlines=False)
+    return parts_marks(visible_parts(text, keep_newlines=False))
+
+
+def parts_marks(parts: Sequence[tuple[str, bool]]) -> str:
+    """Carets under the escaped runs of ``parts`` (``visible_parts``, ``row_parts``), "" when
+    none is escaped."""
     if not any(escaped for _, escaped in parts):
         return ""
     return "".join(
@@ -100,6 +111,106 @@ def _blank(char: str) -> str:
     if unicodedata.combining(char):
         return ""
     return "  " if unicodedata.east_asian_width(char) in ("W", "F") else " "
+
+
+# Spaces that are not U+0020 but look like it (no-break, en, em, thin, ideographic...). The
+# cards box them in diff rows (labextension/src/render/diffView.ts); a terminal escapes them.
+_ODD_SPACE = "\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_SQUEEZE = re.compile(f"[\\s{_ODD_SPACE}\ufeff]+")
+# What a diff row shows escaped (``row_parts``): always the unsafe characters and the odd
+# spaces; tabs in a whitespace-only change; spaces and tabs too where they end the row; and
+# everything past ASCII in a row that only draws like its counterpart.
+_ROW_ODD = re.compile(f"[{_UNSAFE_CLASS}\n{_ODD_SPACE}]+")
+_ROW_TABS = re.compile(f"[{_UNSAFE_CLASS}\n{_ODD_SPACE}\t]+")
+_ROW_END = re.compile(f"[{_UNSAFE_CLASS}\n{_ODD_SPACE} \t]+")
+_NON_ASCII = re.compile(f"[{_UNSAFE_CLASS}\n{_ODD_SPACE}\t\x80-\U0010ffff]+")
+
+RowSpaces = Literal["all", "letters", "trailing", "odd"]
+
+
+def whitespace_only(rows: Sequence[tuple[str, str]]) -> set[int]:
+    """Indexes of the ``(role, text)`` rows of one hunk whose change is whitespace only: an
+    added or removed row whose text, its whitespace dropped, is that of a row of the other
+    side (the cards' rule). Such a pair would otherwise read as the same line twice."""
+    return _same_on_both_sides(rows, lambda text: _SQUEEZE.sub("", text))
+
+
+def same_looking(rows: Sequence[tuple[str, str]]) -> set[int]:
+    """Indexes of the added and removed rows of one hunk that differ from a row of the other
+    side, whitespace aside, only in how a letter is encoded: equal under NFKC (``é`` as one
+    character or as ``e`` and a combining accent, a full-width or ligature letter), so the
+    two draw alike."""
+    return _same_on_both_sides(rows, _same_looking_key) - whitespace_only(rows)
+
+
+def _same_looking_key(text: str) -> str:
+    """``text`` without whitespace, NFKC-normalized: what two same-looking rows share."""
+    return unicodedata.normalize("NFKC", _SQUEEZE.sub("", text))
+
+
+def _same_on_both_sides(rows: Sequence[tuple[str, str]], key: Callable[[str], str]) -> set[int]:
+    keys = [key(text) if role in ("add", "del") else "" for role, text in rows]
+    dels = {k for (role, _), k in zip(rows, keys, strict=True) if role == "del"}
+    adds = {k for (role, _), k in zip(rows, keys, strict=True) if role == "add"}
+    return {
+        i
+        for i, ((role, _), k) in enumerate(zip(rows, keys, strict=True))
+        if (role == "del" and k in adds) or (role == "add" and k in dels)
+    }
+
+
+def row_spaces(rows: Sequence[tuple[str, str]]) -> list[RowSpaces]:
+    """What of each ``(role, text)`` row of a hunk to escape besides its control characters
+    (``row_parts``), for the terminal and the card's text and HTML, as the labextension
+    marks it (labextension/src/render/diffView.ts): the spaces and tabs ending an added or
+    removed row, the tabs of a row whose change is whitespace only, the spaces that are not
+    U+0020 everywhere, and every character past ASCII of a row that only draws like one of
+    the other side (``é`` as ``e`` and a combining accent). Otherwise a tab turned into
+    spaces, a space added at a line's end or a no-break space for a space reads as the same
+    line removed and added again."""
+    changed, alike = whitespace_only(rows), same_looking(rows)
+    return [
+        "all"
+        if i in changed
+        else "letters"
+        if i in alike
+        else "trailing"
+        if role in ("add", "del")
+        else "odd"
+        for i, (role, _) in enumerate(rows)
+    ]
+
+
+def row_parts(text: str, spaces: RowSpaces) -> list[tuple[str, bool]]:
+    """A diff row's text as ``visible_parts`` gives it (one line), with the whitespace its
+    change may be all about escaped too, so the row reads exactly as it will be written.
+
+    Spaces that are not U+0020 are always escaped (``key:\\xa0value`` is no YAML mapping);
+    ``trailing`` (an added or removed row) also escapes the spaces and tabs that end it, and
+    ``all`` (a whitespace-only change, ``whitespace_only``) its tabs as well, so a tab turned
+    into spaces, or a space added at the end, does not read as the same line. Other spaces
+    stay as they are: in a fixed-width font a count of spaces shows (a block indented
+    further, the commonest whitespace-only change, stays readable). ``letters`` (a row that
+    only draws like its counterpart, ``same_looking``) escapes every character past ASCII
+    too, so ``caf\\xe9`` and ``cafe\\u0301`` read apart.
+    """
+    end = len(text) if spaces == "odd" else len(text.rstrip(" \t"))
+    pattern = {"all": _ROW_TABS, "letters": _NON_ASCII}.get(spaces, _ROW_ODD)
+    parts: list[tuple[str, bool]] = []
+    for piece, trailing in ((text[:end], False), (text[end:], True)):
+        at = 0
+        for match in (_ROW_END if trailing else pattern).finditer(piece):
+            if match.start() > at:
+                parts.append((piece[at : match.start()], False))
+            shown = "".join("\\t" if c == "\t" else escape_char(c) for c in match.group())
+            if parts and parts[-1][1]:  # the trailing run goes on an escape before it
+                parts[-1] = (parts[-1][0] + shown, True)
+            else:
+                parts.append((shown, True))
+            at = match.end()
+        if at < len(piece):
+            parts.append((piece[at:], False))
+    return parts
 
 
 def has_unsafe(text: str) -> bool:
