@@ -183,3 +183,119 @@ def test_an_empty_file_reads_as_empty_not_as_an_error(tmp_path) -> None:
         assert seen.ok and "(empty file)" in seen.output, (args, seen.output)
     past = runtime.call("read", {"path": "e.py", "start_line": 2})
     assert not past.ok and "past the end" in past.output
+
+
+# -- fourth pass: bounded cost, what Jupyter shows, bounded outlines ----------------------------
+
+
+def test_editing_every_cell_of_a_one_line_notebook_is_linear() -> None:
+    """Attack: `replace_all` through every cell of a notebook saved as JSON on one line
+    (`json.dump(nb, f)`, as scripts write them), 40,000 cells.
+
+    Bug: for each edited cell the start of its line was searched for back through the
+    whole text, and the text before the cell copied: quadratic, 13 s for the write alone
+    (26 s for the propose) of 40,000 cells; linear now (under a second)."""
+    cells = [code_cell(f"c{n:05d}", f"x{n} = {n}\nprint(x{n})") for n in range(40_000)]
+    parsed = Notebook.parse(json.dumps(notebook(*cells)) + "\n")
+    edited = parsed.view().replace("print(", "show(")
+    started = time.perf_counter()
+    written = write_view(parsed, edited)
+    assert time.perf_counter() - started < 5.0
+    assert "\n" not in written[:-1]  # still one line
+    assert json.loads(written)["cells"][39_999]["source"] == "x39999 = 39999\nshow(x39999)"
+
+
+def test_sources_starting_like_every_header_marker_are_refused_fast(tmp_path: Path) -> None:
+    """Attack: a notebook whose one cell has the lines `#%% cell`, `#%%% cell`, ... up to
+    2,000 percent signs, beside 20,000 small cells.
+
+    Bug: the marker was lengthened until no line started with it, each length tried
+    against every line (quadratic, over a second), and the 2,001-character marker was then
+    written in every cell's header: a 5 MB notebook's view was 42 MB and an edit of one
+    cell took 18 s and 400 MB. Such a notebook is refused now (NOTEBOOK_INVALID, nothing
+    written, read as text), and one with a few such lines still gets its longer marker."""
+    bad = "\n".join("#" + "%" * k + " cell" for k in range(2, 2001))
+    cells = [code_cell("a", bad)] + [code_cell(f"c{n}", f"x{n} = {n}") for n in range(20_000)]
+    (tmp_path / NB).write_text(json.dumps(notebook(*cells), indent=1) + "\n")
+    before = snapshot(tmp_path)
+    rt = Runtime(tmp_path)
+    started = time.perf_counter()
+    proposal = rt.propose(
+        "replace_string", {"path": NB, "old_string": "x5 = 5", "new_string": "x5 = 6"}
+    )
+    assert time.perf_counter() - started < 5.0
+    assert proposal.error is not None and proposal.error.code == "NOTEBOOK_INVALID"
+    assert "cell view" in proposal.error.message
+    assert snapshot(tmp_path) == before
+
+    few = "\n".join("#" + "%" * k + " cell" for k in range(2, 6))
+    parsed = Notebook.parse(json.dumps(notebook(code_cell("a", few))))
+    assert parsed.marker == "#%%%%%%"
+    assert parsed.view() == "#%%%%%% cell a (code)\n" + few + "\n"
+
+
+def test_text_a_carriage_return_ends_still_reads_as_jupyter_shows_it(tmp_path: Path) -> None:
+    """Attack: read a cell whose loop printed its progress with `end="\\r"`, and one whose
+    shorter last redraw leaves the tail of a longer one on the line.
+
+    Bug: everything up to a line's last carriage return was dropped, so the first read
+    as an empty output (Jupyter shows `step 99`), and the second as `Done` (Jupyter, like
+    a terminal, shows `Doneloading 100%`)."""
+    loop = code_cell("loop", "for i in range(100): print(f'step {i}', end='\\r')")
+    loop["execution_count"] = 1
+    loop["outputs"] = [
+        {
+            "output_type": "stream",
+            "name": "stdout",
+            "text": "".join(f"step {i}\r" for i in range(100)),
+        }
+    ]
+    fetch = code_cell("fetch", "fetch()")
+    fetch["execution_count"] = 2
+    fetch["outputs"] = [
+        {"output_type": "stream", "name": "stderr", "text": "Downloading 100%\rDone\n"}
+    ]
+    (tmp_path / NB).write_text(json.dumps(notebook(loop, fetch), indent=1) + "\n")
+    observation = Runtime(tmp_path).call("read", {"path": NB})
+    assert observation.ok, observation.error
+    assert "   out: stdout: step 99\n" in observation.output
+    assert "   out: stderr: Doneloading 100%" in observation.output
+
+
+def test_the_outline_of_a_notebook_of_thousands_of_cells_is_bounded(tmp_path: Path) -> None:
+    """Attack: `read` with `outline` on a notebook of 3,000 cells, each defining a function.
+
+    Bug: the outline listed every cell and definition whatever their number: 220,000
+    characters for the model from one read (370,000 for 5,000 cells), where every other
+    read stops at 40,000 characters or 400 lines with a note on how to go on."""
+    cells = [code_cell(f"c{n}", f"def f{n}():\n    return {n}") for n in range(3_000)]
+    (tmp_path / NB).write_text(json.dumps(notebook(*cells), indent=1) + "\n")
+    observation = Runtime(tmp_path).call("read", {"path": NB, "outline": True})
+    assert observation.ok, observation.error
+    assert len(observation.output) < 40_000
+    assert observation.output.count("\n") <= 402
+    assert observation.output.startswith(f"{NB} outline (3000 cells, 3000 definitions)\n")
+    assert "[cell 1] cell:c0 code     def f0():" in observation.output
+    assert "output limit reached at cell 201 of 3000: read with start_line=201" in (
+        observation.output
+    )
+
+
+def test_the_outline_of_a_file_of_thousands_of_definitions_is_bounded(tmp_path: Path) -> None:
+    """Attack: `read` with `outline` on a Python file of 5,000 functions. Bug: 149,000
+    characters for the model from one read; now cut at the read limits, saying where the
+    file goes on."""
+    (tmp_path / "many.py").write_text(
+        "".join(f"def function_{n}():\n    return {n}\n\n\n" for n in range(5_000))
+    )
+    observation = Runtime(tmp_path).call("read", {"path": "many.py", "outline": True})
+    assert observation.ok, observation.error
+    assert len(observation.output) < 40_000
+    assert observation.output.count("\n") <= 402
+    assert observation.output.startswith("many.py outline (5000 definitions)\n")
+    assert "function_0\n" in observation.output
+    assert (
+        "[output limit reached at definition 401 of 5000, line 1601: read the file from "
+        "start_line=1601" in observation.output
+    )
+    assert "function_401\n" not in observation.output

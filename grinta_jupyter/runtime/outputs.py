@@ -62,7 +62,19 @@ def _as_shown(text: str) -> str:
     if "\r" not in text:
         return text
     lines = re.sub(r"\r+\n", "\n", text).split("\n")
-    return "\n".join(line.rsplit("\r", 1)[-1] for line in lines)
+    return "\n".join(_overwritten(line) for line in lines)
+
+
+def _overwritten(line: str) -> str:
+    """What a terminal shows of ``line``: each carriage return moves back to its start and
+    what follows writes over it, so a text ending in ``\\r`` (``print(step, end="\\r")``)
+    still shows, and a shorter redraw leaves the tail of a longer one. Built from the last
+    piece back, each earlier piece adding only what reaches past the later ones: linear."""
+    shown = ""
+    for piece in reversed(line.split("\r")):
+        if len(piece) > len(shown):
+            shown += piece[len(shown) :]
+    return shown
 
 
 def _name(value: Any) -> str:

@@ -499,20 +499,35 @@ def _source_rows(lines: list[str], first: int, last: int, settings: Settings) ->
     return rows
 
 
-def outline(rel: str, notebook: Notebook, symbols: Sequence[Symbol]) -> str:
-    """Each cell's first line, and the definitions in code cells under their cell."""
+def outline(
+    rel: str, notebook: Notebook, symbols: Sequence[Symbol], settings: Settings | None = None
+) -> str:
+    """Each cell's first line, and the definitions in code cells under their cell; cut at
+    the read limits (a notebook of thousands of cells outlined whole was hundreds of
+    thousands of characters for the model) with a note on how to go on."""
+    limits = settings or Settings()
     by_cell: dict[str, list[Symbol]] = {}
     for symbol in symbols:
         by_cell.setdefault(symbol.cell, []).append(symbol)
-    rows = []
+    rows: list[str] = []
+    size = 0
     for position, cell in enumerate(notebook.cells, 1):
-        rows.append(
-            f"[cell {position}] cell:{cell.key} {cell.cell_type:<8} {cell.first_line[:100]}"
-        )
+        block = [f"[cell {position}] cell:{cell.key} {cell.cell_type:<8} {cell.first_line[:100]}"]
         for symbol in by_cell.get(cell.key, []):
-            rows.append(
-                f"    {symbol.start_line:4}-{symbol.end_line:<4} {symbol.kind:<9} {symbol.qualname}"
+            block.append(
+                f"    {symbol.start_line:4}-{symbol.end_line:<4} {symbol.kind:<9} "
+                f"{symbol.qualname[:200]}"
             )
-    return f"{rel} outline ({len(notebook.cells)} cells, {len(symbols)} definitions)\n" + "\n".join(
-        rows
-    )
+        chars = sum(len(row) + 1 for row in block)
+        if rows and (
+            size + chars > limits.read_max_chars or len(rows) + len(block) > limits.read_max_lines
+        ):
+            rows.append(
+                f"[output limit reached at cell {position} of {len(notebook.cells)}: read with "
+                f"start_line={position} for the cells from there, or search for a name]"
+            )
+            break
+        rows.extend(block)
+        size += chars
+    head = f"{rel} outline ({len(notebook.cells)} cells, {len(symbols)} definitions)"
+    return head + "\n" + "\n".join(rows)

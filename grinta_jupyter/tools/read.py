@@ -137,7 +137,22 @@ def _outline(rel: str, ctx: ToolContext) -> str:
     symbols = ctx.symbols.outline(rel)
     if not symbols:
         return f"{rel}: no definitions found (or the language has no symbol support)"
-    rows = [f"{s.start_line:6}-{s.end_line:<6} {s.kind:<9} {s.qualname}" for s in symbols]
+    # Cut at the read limits: a file of thousands of definitions outlined whole was hundreds
+    # of thousands of characters for the model.
+    settings, rows, size = ctx.settings, [], 0
+    for number, symbol in enumerate(symbols, 1):
+        row = f"{symbol.start_line:6}-{symbol.end_line:<6} {symbol.kind:<9} {symbol.qualname[:200]}"
+        if rows and (
+            size + len(row) + 1 > settings.read_max_chars or len(rows) >= settings.read_max_lines
+        ):
+            rows.append(
+                f"[output limit reached at definition {number} of {len(symbols)}, line "
+                f"{symbol.start_line}: read the file from start_line={symbol.start_line}, or a "
+                "symbol by name]"
+            )
+            break
+        rows.append(row)
+        size += len(row) + 1
     return f"{rel} outline ({len(symbols)} definitions)\n" + "\n".join(rows)
 
 
@@ -145,7 +160,7 @@ def _read_notebook(args: ReadArgs, rel: str, textfile: NotebookFile, ctx: ToolCo
     """A notebook as cells (start_line/end_line count cells), or its outline."""
     notebook = textfile.nb
     if args.outline:
-        return cells.outline(rel, notebook, ctx.symbols.outline(rel))
+        return cells.outline(rel, notebook, ctx.symbols.outline(rel), ctx.settings)
     first = args.start_line or 1
     if notebook.cells and first > len(notebook.cells):
         raise fail(
