@@ -1,14 +1,18 @@
 """``grinta acp`` attacked a third time: workspaces whose name the file system cannot take,
-and file names a model makes to dress up what a write's title says. Real parts only: the
-agent subprocess, the ACP SDK's own client, and tests/openai_server.py for the model
-(helpers from tests/test_acp.py)."""
+file names and commands a model makes to dress up what a person reviews, a prompt of only
+an image, a client that sends prompt after prompt, location lines out of ACP's range. Real
+parts only: the agent subprocess, the ACP SDK's own client, and tests/openai_server.py for
+the model (helpers from tests/test_acp.py)."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 from acp import text_block
+from acp.helpers import audio_block, image_block
+from acp.schema import ToolCallProgress, ToolCallStart
 
 from tests.openai_server import tool_call, tool_reply
 from tests.test_acp import WAIT, Editor, grinta_acp, workspace
@@ -108,3 +112,145 @@ def test_a_location_the_model_names_outside_the_workspace_is_not_sent(tmp_path: 
     assert where({"path": "../../etc/passwd", "start_line": 3}) == []
     assert where({"path": "a.py"}) == [str(root / "a.py")]
     assert where({"path": "sub/../a.py"}) in ([str(root / "a.py")], [])
+
+
+def test_control_characters_the_model_writes_are_shown_escaped_in_what_a_person_reviews(
+    openai_server, tmp_path
+):
+    """Attack: the model proposes a command holding a bidirectional override (U+202E, which
+    reorders what follows it on screen) and an ANSI escape, and reads a file whose name holds
+    one. The notebook's cards and the terminal show such characters as escapes
+    (runtime/display.visible); the ACP tool call sent them as they were, in the title and
+    the command of the very permission request a person approves."""
+    from grinta_jupyter.runtime.display import has_unsafe
+
+    root = workspace(tmp_path)
+    command = "echo ok #\u202e ;txt.x\x1b[2K"
+    openai_server.queue(
+        tool_reply(tool_call("run", {"command": command})),
+        tool_reply(tool_call("read", {"path": "pkg/\u202ecore.py"})),
+        tool_reply(tool_call("finish", {"summary": "Nothing."})),
+    )
+    editor = Editor("veto")
+
+    async def scenario() -> str:
+        async with grinta_acp(editor, tmp_path, openai_server) as (conn, _):
+            sid = (await conn.new_session(cwd=str(root))).session_id
+            done = await asyncio.wait_for(
+                conn.prompt(session_id=sid, prompt=[text_block("look")]), WAIT
+            )
+            return done.stop_reason
+
+    assert asyncio.run(scenario()) == "end_turn"
+    [(asked, _)] = editor.permissions
+    assert asked.title == "Run: echo ok #\\u202e ;txt.x\\x1b[2K"
+    calls = [u for u in editor.updates if isinstance(u, ToolCallStart | ToolCallProgress)]
+    shown = [asked.title, *(block.content.text for block in asked.content or [])]
+    for call in calls:
+        shown.append(call.title or "")
+        shown.extend(getattr(block.content, "text", "") for block in call.content or [])
+        shown.append(str(call.raw_output or ""))
+    assert "\\u202e" in "".join(shown)
+    assert not [text for text in shown if has_unsafe(text)]
+    # what would run is the model's command byte for byte: only its display escapes
+    [run] = [start for start in editor.starts() if start.kind == "execute"]
+    assert run.raw_input == {"command": command}
+
+
+def test_a_prompt_of_only_an_image_asks_for_words_and_calls_no_model(openai_server, tmp_path):
+    """Attack: a careless client sends a screenshot alone (or with a blank line of text),
+    although grinta's capabilities say it takes no images. Its stand-in, "[an image or a
+    sound, which grinta cannot read]", became the whole task: the model was called, and
+    billed, to do something nobody asked. Nothing readable must start nothing."""
+    root = workspace(tmp_path)
+    openai_server.queue(tool_reply(tool_call("finish", {"summary": "Looked."})))
+    editor = Editor()
+    png = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+
+    async def scenario() -> list[str]:
+        async with grinta_acp(editor, tmp_path, openai_server) as (conn, _):
+            sid = (await conn.new_session(cwd=str(root))).session_id
+            reasons = []
+            for prompt in (
+                [image_block(png, "image/png")],
+                [text_block("  \n"), image_block(png, "image/png"), audio_block(png, "audio/wav")],
+            ):
+                done = await asyncio.wait_for(conn.prompt(session_id=sid, prompt=prompt), WAIT)
+                reasons.append(done.stop_reason)
+            assert not openai_server.requests
+            done = await asyncio.wait_for(
+                conn.prompt(
+                    session_id=sid,
+                    prompt=[text_block("what is in"), image_block(png, "image/png")],
+                ),
+                WAIT,
+            )
+            return [*reasons, done.stop_reason]
+
+    assert asyncio.run(scenario()) == ["end_turn", "end_turn", "end_turn"]
+    assert editor.text().count("cannot read images") == 2
+    [request] = openai_server.requests
+    assert "what is in [an image" in json.dumps(request.body["messages"])
+
+
+def _rss_mb(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) // 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_prompts_answered_are_not_kept_in_memory(openai_server, tmp_path):
+    """Attack: a client (or an editor kept open for days) sends prompt after prompt, here
+    thirty pasted logs of 3 MB, each refused as too long. The ACP SDK's request store keeps
+    every request it was sent, params and all, in a list nothing reads: the agent grew by
+    the whole 90 MB and would go on growing for as long as the editor keeps it."""
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        import pytest
+
+        pytest.skip("reads the agent's memory from /proc")
+    root = workspace(tmp_path)
+    editor = Editor()
+    pasted = "x" * 3_000_000
+
+    async def scenario() -> int:
+        async with grinta_acp(editor, tmp_path, openai_server) as (conn, process):
+            sid = (await conn.new_session(cwd=str(root))).session_id
+            await conn.prompt(session_id=sid, prompt=[text_block(pasted)])
+            before = _rss_mb(process.pid)
+            for _ in range(30):
+                await asyncio.wait_for(
+                    conn.prompt(session_id=sid, prompt=[text_block(pasted)]), WAIT
+                )
+            return _rss_mb(process.pid) - before
+
+    grown = asyncio.run(scenario())
+    assert grown < 45, f"the agent grew by {grown} MB over 90 MB of prompts it had answered"
+    assert editor.text().count("too long") == 31
+    assert not openai_server.requests
+
+
+def test_a_location_line_stays_in_the_range_acp_gives_it(tmp_path: Path) -> None:
+    """A read's location took the model's ``start_line`` as it came: 2**40 or 10**30
+    went out as the line, where ACP's schema says uint32, so a strict client failed to parse
+    the update, or the permission request (review mode) and then answered it with an error,
+    which cancels the turn."""
+    from grinta_jupyter import Runtime
+    from grinta_jupyter.acp.toolcalls import locations_of
+
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "a.py").write_text("x = 1\n")
+    runtime = Runtime(root)
+
+    def lines(start: object) -> list[int | None]:
+        proposal = runtime.propose("read", {"path": "a.py", "start_line": start})
+        return [loc.line for loc in locations_of(root, proposal, str)]
+
+    assert lines(1) == [1]
+    assert lines(2**32 - 1) in ([2**32 - 1], [])
+    for odd in (2**32, 2**40, 10**30, -3, 0):
+        assert lines(odd) in ([None], []), odd

@@ -167,6 +167,8 @@ PromptBlock = (
     | ResourceContentBlock
     | EmbeddedResourceContentBlock
 )
+# The blocks whose content a task can hold: text, and files by their path.
+_READABLE = (TextContentBlock, ResourceContentBlock, EmbeddedResourceContentBlock)
 
 
 @dataclass(eq=False)
@@ -303,6 +305,10 @@ class GrintaAgent(Agent):
         text = prompt_text(prompt, conv.root)
         if not text:
             await self._say(conv, "(grinta: the message was empty; say what to do.)")
+            return PromptResponse(stop_reason="end_turn")
+        if not prompt_text([block for block in prompt if isinstance(block, _READABLE)], conv.root):
+            # Only pictures or sounds: their stand-in would be the whole task the model reads.
+            await self._say(conv, "(grinta cannot read images or sounds; say in words what to do.)")
             return PromptResponse(stop_reason="end_turn")
         if conv.model is None:
             await self._say(conv, f"grinta cannot start a session: {conv.problem}")
@@ -537,7 +543,8 @@ class GrintaAgent(Agent):
             with contextlib.suppress(Exception):
                 await self._send_text(conv)  # the model's text before the failure
             with contextlib.suppress(Exception):
-                await self._say(conv, f"\n\n(grinta failed: {exc!r}; the session stopped.)")
+                failed = session.secrets.redact(f"{exc!r}")  # an error may quote a secret
+                await self._say(conv, f"\n\n(grinta failed: {failed}; the session stopped.)")
             return "end_turn"
         finally:  # nothing of this turn is sent after it: text not sent by now is dropped
             if conv.text_timer is not None:
@@ -849,10 +856,32 @@ async def serve(config: Config, protocol_out: Any) -> None:
     messages = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     sieve = asyncio.ensure_future(_messages_only(reader, messages))
     try:
-        await run_agent(agent, writer, messages)
+        await run_agent(agent, writer, messages, **_answered_not_kept())
     finally:
         sieve.cancel()
         await agent.close()
+
+
+def _answered_not_kept() -> dict[str, Any]:
+    """``run_agent``'s arguments for the SDK's record of requests, without its list of every
+    request the client ever sent.
+
+    The SDK's own store (0.11) appends each incoming request, params and answer included, to
+    a list that nothing reads or empties: a ``grinta acp`` that an editor keeps for days held
+    every prompt it was sent (a pasted log refused as too long too), megabytes each. Requests
+    grinta sends (permission, files) are tracked as before, until answered. An SDK without
+    that store (0.12 has none) keeps its own way.
+    """
+    try:
+        from acp.task.state import IncomingMessage, InMemoryMessageStateStore
+    except ImportError:
+        return {}
+
+    class AnsweredNotKept(InMemoryMessageStateStore):
+        def begin_incoming(self, method: str, params: Any) -> IncomingMessage:
+            return IncomingMessage(method=method, params=None)
+
+    return {"state_store": AnsweredNotKept()}
 
 
 async def _messages_only(source: asyncio.StreamReader, sink: asyncio.StreamReader) -> None:

@@ -53,6 +53,7 @@ from grinta_jupyter.acp.toolcalls import (
     kind_of,
     paths_in,
     redact_args,
+    shown_text,
     title_of,
     tool_call_id,
 )
@@ -88,7 +89,7 @@ def replay(events: Sequence[ev.Event], root: Path, redact: Redact) -> Iterator[R
                 raw_input=bounded_args(redact_args(args, redact)),
             )
         elif isinstance(event, ev.DiffStaged) and event.call_id in proposed:
-            diff = tool_content(text_block(redact(fenced(bounded(event.diff), "diff"))))
+            diff = tool_content(text_block(shown_text(fenced(bounded(event.diff), "diff"), redact)))
             yield update_tool_call(_id(proposed[event.call_id]), content=[diff])
         elif isinstance(event, ev.Observed) and event.call_id in proposed:
             yield _observed(proposed[event.call_id], event, redact)
@@ -117,7 +118,7 @@ def _observed(proposed: ev.ToolProposed, event: ev.Observed, redact: Redact) -> 
     return update_tool_call(
         _id(proposed),
         status="completed" if event.ok else "failed",
-        content=[tool_content(text_block(redact(text)))] if text else None,
+        content=[tool_content(text_block(shown_text(text, redact)))] if text else None,
     )
 
 

@@ -22,7 +22,10 @@ status          ``pending`` when staged, ``in_progress`` once approved,
 A read says what it resolved (the symbol, the candidates, the lines). Every
 text shown passes through the session's secret redaction, and is bounded:
 outputs to ``SHOWN_CHARS``, each side of a diff to ``DIFF_TEXT_CHARS`` (a
-larger file shows its unified diff instead).
+larger file shows its unified diff instead). Titles and texts show control,
+bidirectional and invisible characters escaped (``runtime/display.visible``),
+as every other front end does; a diff's old and new text stay exact (they are
+what the client compares and shows as the change), as does the raw input.
 
 Pure functions of a step (or of a logged event, for a loaded session's
 replay): nothing here talks to the client.
@@ -64,6 +67,7 @@ from grinta_jupyter.runtime.proposal import Proposal
 SHOWN_CHARS = 8_000  # of an output or a message shown in a tool call
 DIFF_TEXT_CHARS = 1_000_000  # of each side of a file's diff sent as old/new text
 RAW_INPUT_CHARS = 2_000  # of each string argument echoed as the call's raw input
+MAX_LINE = 2**32 - 1  # the largest line a location may name (ACP: uint32)
 
 Content = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
 Redact = Callable[[str], str]
@@ -115,7 +119,7 @@ def title_of(tool: str, kind: str, args: dict[str, Any], summary: str) -> str:
         named = visible(", ".join(paths), keep_newlines=False)
         return f"{verb} {_cut(named, 200)}" if paths else f"Edit ({tool})"
     if tool == "search":
-        return f"Search {_one_line(str(args.get('query', '')), 200)!r}"
+        return f"Search '{_one_line(str(args.get('query', '')), 200)}'"
     target = (
         summary or args.get("path") or args.get("symbol") or tool
     )  # "pkg/core.py (lines 1-7 of 7)"
@@ -161,7 +165,9 @@ def _locations(root: Path, proposal: Proposal) -> list[ToolCallLocation]:
         where = inside(root, path) if path else None
         if where:
             start = args.get("start_line")
-            line = start if isinstance(start, int) and start > 0 else None
+            # ACP's line is a uint32: a larger number (the model's) breaks a strict client's
+            # parse of the whole update, or of the permission request that carries it.
+            line = start if type(start) is int and 0 < start <= MAX_LINE else None
             return [ToolCallLocation(path=where, line=line)]
         return []
     return [
@@ -297,7 +303,7 @@ def observed(
         status="completed" if ok else "failed",
         content=content,
         locations=locations_of(root, proposal, redact),
-        raw_output=redact("\n".join(shown)) if shown else None,
+        raw_output=shown_text("\n".join(shown), redact) if shown else None,
     )
 
 
@@ -353,11 +359,18 @@ def redact_args(args: dict[str, Any], redact: Redact) -> dict[str, Any]:
 
 
 def _text(text: str, redact: Redact) -> ContentToolCallContent:
-    return tool_content(text_block(redact(text)))
+    return tool_content(text_block(shown_text(text, redact)))
+
+
+def shown_text(text: str, redact: Redact) -> str:
+    """``text`` as a person reads it in the client: redacted, then with every character that
+    could rewrite what is shown (a bidirectional override, an ANSI escape, a zero-width
+    space) made visible as an escape, as the notebook's cards and the terminal show it."""
+    return visible(redact(text))
 
 
 def _one_line(text: str, limit: int) -> str:
-    return _cut(" ".join(text.split()), limit)
+    return _cut(visible(" ".join(text.split()), keep_newlines=False), limit)
 
 
 def _cut(line: str, limit: int) -> str:
