@@ -139,7 +139,8 @@ def _outline(rel: str, ctx: ToolContext) -> str:
         return f"{rel}: no definitions found (or the language has no symbol support)"
     # Cut at the read limits: a file of thousands of definitions outlined whole was hundreds
     # of thousands of characters for the model.
-    settings, rows, size = ctx.settings, [], 0
+    settings, size = ctx.settings, 0
+    rows: list[str] = []
     for number, symbol in enumerate(symbols, 1):
         row = f"{symbol.start_line:6}-{symbol.end_line:<6} {symbol.kind:<9} {symbol.qualname[:200]}"
         if rows and (
