@@ -59,6 +59,10 @@ class ContextFeed:
     def apply(self, event: ev.Event) -> None:
         context = self.context
         if isinstance(event, ev.ModelRequest):
+            # The live session readied its context before this request (``ready``): after a
+            # turn that was cancelled, what was said during it went in before this request,
+            # not after the next reply.
+            self.ready()
             self.asking = True
         elif isinstance(event, ev.ModelReplied):
             self.asking = False
@@ -98,11 +102,12 @@ class ContextFeed:
             self.held.append(rewind_text(event))
             self._flush()
         elif isinstance(event, ev.Condensed):
-            self._flush()
+            self.ready()  # a condensation comes only just before a request, once ready
             context.condense(event.upto, event.text)
 
     def ready(self) -> None:
-        """Before a request: every call has its result and every message is in."""
+        """Before a request: every call has its result and every message is in. The live
+        session calls it before it condenses and asks; a rebuild, at those events."""
         self.asking = False  # a request that never got its reply (a crash, a cancel)
         self._close(NOT_RUN.format(why="the session moved on"))
 
@@ -306,7 +311,13 @@ def rebuild(
             {"id", "name", "arguments"} <= set(c) for c in event.tool_calls
         ):
             raise LogError(f"the log's model reply (event {event.seq}) has a malformed tool call")
-        state.feed.apply(event)
+        try:
+            state.feed.apply(event)
+        except ValueError as exc:  # a condensation this history cannot take: an edited line
+            raise LogError(
+                f"the log's event {event.seq} ({event.type}) does not fit the context rebuilt "
+                f"from the lines before it ({exc}): it cannot be resumed"
+            ) from None
         if isinstance(event, ev.ModelReplied):
             state.totals.add(Usage(event.prompt_tokens, event.completion_tokens, event.cost))
             calls = [ToolCall(c["id"], c["name"], c["arguments"]) for c in event.tool_calls]

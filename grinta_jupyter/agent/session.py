@@ -111,6 +111,7 @@ from grinta_jupyter.runtime.proposal import (
 )
 from grinta_jupyter.runtime.secrets import REDACTED, Secrets
 from grinta_jupyter.runtime.textfile import sha256
+from grinta_jupyter.tools import TOOLSETS
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
 from grinta_jupyter.tools.tokens import schema_tokens
@@ -291,6 +292,11 @@ class Session:
                 raise ValueError(
                     "this session ran with the kernel's tools: resume it in a kernel "
                     "(%grinta resume), or pass toolset="
+                )
+            if isinstance(chosen, str) and chosen not in TOOLSETS:
+                raise LogError(  # an edited line, or a newer grinta's toolset
+                    f"{path} names a toolset this grinta does not have ({chosen!r}; known: "
+                    f"{', '.join(sorted(TOOLSETS))})"
                 )
             _drop_torn_tail(path)
             return cls(
@@ -546,13 +552,25 @@ class Session:
             and ran[e.call_id].kind == "command"
             and e.exit_code is not None
         ]
+        # The state to go on from, before any file changes: a history that cannot be
+        # rebuilt (an edited log) refuses the rewind with every file as it was.
+        try:
+            state = rebuild(
+                [e for e in path if e.step <= step],
+                root=str(self.root),
+                rules=self._rules_text,
+                secrets=self.secrets,
+                boundary=self.context.boundary,
+            )
+        except (LogError, ValueError) as exc:
+            raise RewindError(f"nothing was rewound: the log up to step {step} {exc}") from None
         # The log first: a rewind it cannot record must not change a file (LogBusy).
         with self._logging():
             obs = self.runtime.undo_commits(commits)
             if not obs.ok and not self._rewound_already(later, path, obs):
                 assert obs.error is not None
                 raise RewindError(f"nothing was rewound: {obs.error.message}")
-            return self._rewound(step, path, commits, not_undone)
+            return self._rewound(step, state, commits, not_undone)
 
     def _rewound_already(
         self, later: list[ev.Committed], path: list[ev.Event], obs: Observation
@@ -572,21 +590,13 @@ class Session:
         return all(self._disk_sha(where) == sha for where, sha in first.items())
 
     def _rewound(
-        self, step: int, path: list[ev.Event], commits: list[str], not_undone: list[str]
+        self, step: int, state: Rebuilt, commits: list[str], not_undone: list[str]
     ) -> Rewound:
         self._generation += 1  # a model turn or staging begun before this is dropped
         self._cancel_staging.set()
         for task in (self._model_task, self._condensing):
             if task is not None and not task.done():
                 task.cancel()
-        kept = [e for e in path if e.step <= step]
-        state = rebuild(
-            kept,
-            root=str(self.root),
-            rules=self._rules_text,
-            secrets=self.secrets,
-            boundary=self.context.boundary,
-        )
         self._adopt(state)
         self.steps = self.steps[:step]
         parent = self.branch

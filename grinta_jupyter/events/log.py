@@ -42,7 +42,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from grinta_jupyter.events.models import Event, SessionStart, parse_event
+from grinta_jupyter.events.models import SCHEMA_VERSION, Event, SessionStart, parse_event
 from grinta_jupyter.runtime import private
 from grinta_jupyter.runtime.secrets import REDACTED, Secrets, redact, secret_values
 
@@ -58,6 +58,7 @@ __all__ = [
 ]
 
 _BAD_LINE = re.compile(r":(\d+): not a grinta event")  # the message of _iter_file
+_FIRST_LINE_BYTES = 4_000_000  # read of a log's first line: a task, settings, rules names
 
 
 class EventLog:
@@ -264,6 +265,7 @@ def read_log(path: str | os.PathLike[str]) -> list[Event]:
     except UnicodeDecodeError:
         raise LogError(f"{where} is not a grinta session log (it is not UTF-8 text)") from None
     except (ValueError, RecursionError) as exc:  # RecursionError: absurdly nested JSON
+        _refuse_newer(where)  # its new events are not "not grinta events"
         line = _BAD_LINE.search(str(exc))
         at = f": line {line.group(1)} is not a grinta event" if line else ""
         raise LogError(f"{where} is not a grinta session log{at}") from None
@@ -273,7 +275,32 @@ def read_log(path: str | os.PathLike[str]) -> list[Event]:
         raise LogError(f"{where} holds no grinta events (an empty or unfinished log)")
     if not any(isinstance(e, SessionStart) for e in events):
         raise LogError(f"{where} is not a grinta session log: it has no session_start event")
+    _refuse_newer(where)
     return events
+
+
+def _refuse_newer(where: str) -> None:
+    """``LogError`` when the log's first event says a newer grinta wrote it: its events may
+    mean what this version cannot tell, so resuming or replaying it would rebuild another
+    session (or refuse one of its lines as no grinta event, which misleads)."""
+    try:
+        with open(where, "rb") as handle:
+            first = b""
+            for _ in range(3):  # blank lines before it are tolerated, as when reading
+                first = handle.readline(_FIRST_LINE_BYTES).strip()
+                if first:
+                    break
+        data = json.loads(first)
+    except (OSError, ValueError, RecursionError):
+        return
+    if not isinstance(data, dict) or data.get("type") != "session_start":
+        return
+    version = data.get("version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        raise LogError(
+            f"{where} was written by a newer grinta (log format {version}; this one reads "
+            f"format {SCHEMA_VERSION}): upgrade grinta-jupyter to resume or replay it"
+        )
 
 
 def _iter_file(path: Path) -> Iterator[Event]:

@@ -451,8 +451,8 @@ def _scan(path: Path) -> _Facts:
                     continue
                 try:
                     data = json.loads(line)
-                except ValueError:
-                    continue  # a torn line from a crash
+                except (ValueError, RecursionError):
+                    continue  # a torn line from a crash, or nesting no event has
                 kind = data.get("type") if isinstance(data, dict) else None
                 if kind == "snapshot":
                     digest = data.get("sha256")
