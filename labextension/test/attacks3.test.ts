@@ -277,6 +277,27 @@ describe('a change that is only whitespace looks like one', () => {
     assert.match(odd[0].getAttribute('title') ?? '', /U\+00A0/);
   });
 
+  it('shows the letters of two rows that differ only in how an accent is written', () => {
+    const diff = "--- a/r.py\n+++ b/r.py\n@@ -1 +1 @@\n-ADMIN = 'g\u00e9rant'\n+ADMIN = 'ge\u0301rant'\n";
+    const view = card({ diff });
+    assert.deepEqual(
+      codeRows(view).map(([role, text]) => [role, text]),
+      [
+        ['del', "ADMIN = 'g\\xe9rant'"],
+        ['add', "ADMIN = 'ge\\u0301rant'"]
+      ]
+    );
+    assert.deepEqual(
+      byClass(view, 'grinta-escape').map(e => e.textContent),
+      ['\\xe9', '\\u0301']
+    );
+  });
+
+  it('leaves an ordinary change of accented text drawn as it is', () => {
+    const diff = "--- a/r.py\n+++ b/r.py\n@@ -1 +1 @@\n-NAME = 'caf\u00e9'\n+NAME = 'th\u00e9'\n";
+    assert.deepEqual(codeRows(card({ diff })).map(([, text]) => text), ["NAME = 'caf\u00e9'", "NAME = 'th\u00e9'"]);
+  });
+
   it('leaves ordinary code alone: no whitespace drawn in an ordinary change', () => {
     const diff = '--- a/f.py\n+++ b/f.py\n@@ -1,2 +1,2 @@\n def f():\n-    return 1\n+    return 2\n';
     assert.equal(byClass(card({ diff }), 'grinta-ws').length, 0);

@@ -11,7 +11,9 @@
  * Whitespace that a change may be all about is drawn visibly (its text kept
  * exact): trailing spaces and tabs of added and removed rows, every space and
  * tab of a row whose change is whitespace only, and spaces that are not the
- * ASCII space (a no-break space reads as one). A file's `+added −removed` are
+ * ASCII space (a no-break space reads as one). A row that only draws like one of the
+ * other side (`é` as one character, or as `e` and a combining accent) shows every
+ * character past ASCII as its escape, as the terminal and the card's HTML do. A file's `+added −removed` are
  * the rows drawn, unless the diff was cut short (then the payload's counts of
  * the whole change). A hunk whose header promises rows the diff does not hold
  * says so, rather than looking whole.
@@ -22,6 +24,7 @@ import { DiffFile, DiffHunk, DiffRow, hunkShortfall, parseUnifiedDiff, rowCount 
 import { languageForPath, Token, tokenizeHunk } from '../highlight';
 import type { FileStat } from '../schema';
 import { h, oneLine } from './dom';
+import { escapeChar } from '../visible';
 import { recall, remember } from './memory';
 
 const MARKS = { context: ' ', add: '+', del: '-', note: '\\' } as const;
@@ -135,6 +138,7 @@ function renderFile(
     }
     const tokens = lang ? tokenizeHunk(hunk.rows, lang) : hunk.rows.map(r => [plain(r.text)]);
     const spaces = whitespaceOnly(hunk);
+    const alike = sameLooking(hunk, spaces);
     hunk.rows.forEach((row, r) => {
       const cellHeader = row.kind !== 'note' && isCellHeader(file.path, row.text);
       const tr = h(
@@ -146,7 +150,11 @@ function renderFile(
         cellHeader
           ? // Styled as a hunk header (theme-checked colours), not highlighted as a comment.
             h('td', { class: 'grinta-diff-code grinta-diff-hunk-header' }, oneLine(row.text))
-          : h('td', { class: 'grinta-diff-code' }, renderCode(tokens[r], showSpaces(row, spaces)))
+          : h(
+              'td',
+              { class: 'grinta-diff-code' },
+              alike.has(row) ? renderLetters(row.text) : renderCode(tokens[r], showSpaces(row, spaces))
+            )
       );
       body.append(tr);
       if (r >= shown[k]) {
@@ -225,6 +233,8 @@ function hunkCheckbox(picker: HunkPicker, index: number): HTMLElement {
 
 // Spaces that are not U+0020 but look like it (no-break, en, em, thin, ideographic...).
 const ODD_SPACE = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/;
+// Whitespace of every kind, dropped to compare two rows.
+const SQUEEZE = /[\s\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\ufeff]+/g;
 
 /** Which whitespace of a row to draw: `all` (a whitespace-only change), `trailing`, or `odd` spaces only. */
 type Spaces = 'all' | 'trailing' | 'odd';
@@ -232,7 +242,7 @@ type Spaces = 'all' | 'trailing' | 'odd';
 /** Rows of `hunk` whose change is whitespace only: an added or removed row whose text, its
  * whitespace dropped, is that of a row of the other side. */
 function whitespaceOnly(hunk: DiffHunk): Set<DiffRow> {
-  const squeeze = (text: string) => text.replace(/[\s\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]+/g, '');
+  const squeeze = (text: string) => text.replace(SQUEEZE, '');
   const dels = new Set(hunk.rows.filter(r => r.kind === 'del').map(r => squeeze(r.text)));
   const adds = new Set(hunk.rows.filter(r => r.kind === 'add').map(r => squeeze(r.text)));
   return new Set(
@@ -240,6 +250,50 @@ function whitespaceOnly(hunk: DiffHunk): Set<DiffRow> {
       r => (r.kind === 'del' && adds.has(squeeze(r.text))) || (r.kind === 'add' && dels.has(squeeze(r.text)))
     )
   );
+}
+
+/** Rows of `hunk` (not whitespace-only ones) that differ from a row of the other side only in
+ * how a letter is encoded: equal, whitespace dropped, under NFKC (`é` as one character or as
+ * `e` and a combining accent; a full-width letter), so the two draw alike. */
+function sameLooking(hunk: DiffHunk, whitespaceChanged: Set<DiffRow>): Set<DiffRow> {
+  const key = (text: string) => text.replace(SQUEEZE, '').normalize('NFKC');
+  const dels = new Set(hunk.rows.filter(r => r.kind === 'del').map(r => key(r.text)));
+  const adds = new Set(hunk.rows.filter(r => r.kind === 'add').map(r => key(r.text)));
+  return new Set(
+    hunk.rows.filter(
+      r =>
+        !whitespaceChanged.has(r) &&
+        ((r.kind === 'del' && adds.has(key(r.text))) || (r.kind === 'add' && dels.has(key(r.text))))
+    )
+  );
+}
+
+/** A row that only draws like its counterpart: every character past ASCII shown as its escape
+ * (`caf\xe9` against `cafe\u0301`), trailing whitespace drawn; no highlighting. */
+function renderLetters(text: string): Node[] {
+  const trailing = text.replace(/[ \t]+$/, '').length;
+  const out: Node[] = [];
+  let run = '';
+  let at = 0;
+  const flush = () => {
+    out.push(...oneLine(run));
+    run = '';
+  };
+  for (const c of text) {
+    if ((c.codePointAt(0) ?? 0) > 0x7e) {
+      flush();
+      const span = h('span', { class: 'grinta-escape', title: 'not ASCII: the rows differ here' }, escapeChar(c));
+      out.push(span);
+    } else if ((c === ' ' || c === '\t') && at >= trailing) {
+      flush();
+      out.push(whitespace(c));
+    } else {
+      run += c;
+    }
+    at += c.length;
+  }
+  flush();
+  return out;
 }
 
 function showSpaces(row: DiffRow, whitespaceChanged: Set<DiffRow>): Spaces {
