@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Literal
 
 _NAMED = {"\r": "\\r", "\x00": "\\0", "\x0b": "\\v", "\x0c": "\\f", "\x08": "\\b", "\x07": "\\a"}
@@ -128,47 +128,26 @@ _NON_ASCII = re.compile(f"[{_UNSAFE_CLASS}\n{_ODD_SPACE}\t\x80-\U0010ffff]+")
 RowSpaces = Literal["all", "letters", "trailing", "odd"]
 
 
-def whitespace_only(rows: Sequence[tuple[str, str]]) -> set[int]:
-    """Indexes of the ``(role, text)`` rows of one hunk whose change is whitespace only: an
-    added or removed row whose text, its whitespace dropped, is that of a row of the other
-    side (the cards' rule). Such a pair would otherwise read as the same line twice."""
-    return _same_on_both_sides(rows, lambda text: _SQUEEZE.sub("", text))
-
-
-def same_looking(rows: Sequence[tuple[str, str]]) -> set[int]:
-    """Indexes of the added and removed rows of one hunk that differ from a row of the other
-    side, whitespace aside, only in how a letter is encoded: equal under NFKC (``é`` as one
-    character or as ``e`` and a combining accent, a full-width or ligature letter), so the
-    two draw alike."""
-    return _same_on_both_sides(rows, _same_looking_key) - whitespace_only(rows)
-
-
-def _same_looking_key(text: str) -> str:
-    """``text`` without whitespace, NFKC-normalized: what two same-looking rows share."""
-    return unicodedata.normalize("NFKC", _SQUEEZE.sub("", text))
-
-
-def _same_on_both_sides(rows: Sequence[tuple[str, str]], key: Callable[[str], str]) -> set[int]:
-    keys = [key(text) if role in ("add", "del") else "" for role, text in rows]
-    dels = {k for (role, _), k in zip(rows, keys, strict=True) if role == "del"}
-    adds = {k for (role, _), k in zip(rows, keys, strict=True) if role == "add"}
-    return {
-        i
-        for i, ((role, _), k) in enumerate(zip(rows, keys, strict=True))
-        if (role == "del" and k in adds) or (role == "add" and k in dels)
-    }
-
-
 def row_spaces(rows: Sequence[tuple[str, str]]) -> list[RowSpaces]:
     """What of each ``(role, text)`` row of a hunk to escape besides its control characters
     (``row_parts``), for the terminal and the card's text and HTML, as the labextension
-    marks it (labextension/src/render/diffView.ts): the spaces and tabs ending an added or
-    removed row, the tabs of a row whose change is whitespace only, the spaces that are not
-    U+0020 everywhere, and every character past ASCII of a row that only draws like one of
-    the other side (``é`` as ``e`` and a combining accent). Otherwise a tab turned into
-    spaces, a space added at a line's end or a no-break space for a space reads as the same
-    line removed and added again."""
-    changed, alike = whitespace_only(rows), same_looking(rows)
+    marks it (labextension/src/render/diffView.ts).
+
+    ``all`` for an added or removed row whose change is whitespace only (its text, its
+    whitespace dropped, is that of a row of the other side): its tabs too; ``letters`` for
+    one that differs from a row of the other side, whitespace aside, only in how a letter is
+    encoded (equal under NFKC: ``é`` as one character or as ``e`` and a combining accent, a
+    full-width or ligature letter): every character past ASCII; ``trailing`` for the other
+    added and removed rows: the spaces and tabs ending them; ``odd`` for the rest: only the
+    spaces that are not U+0020. Otherwise a tab turned into spaces, a space added at a
+    line's end or a no-break space for a space reads as the same line removed and added again.
+    """
+    squeezed = [_SQUEEZE.sub("", text) if role in ("add", "del") else "" for role, text in rows]
+    changed = _on_both_sides(rows, squeezed)
+    alike: set[int] = set()
+    if not all(key.isascii() for key in squeezed):  # NFKC leaves ASCII as it is
+        normal = [key if key.isascii() else unicodedata.normalize("NFKC", key) for key in squeezed]
+        alike = _on_both_sides(rows, normal) - changed
     return [
         "all"
         if i in changed
@@ -181,19 +160,32 @@ def row_spaces(rows: Sequence[tuple[str, str]]) -> list[RowSpaces]:
     ]
 
 
+def _on_both_sides(rows: Sequence[tuple[str, str]], keys: Sequence[str]) -> set[int]:
+    """Indexes of the added and removed rows whose key is the key of a row of the other side."""
+    dels = {k for (role, _), k in zip(rows, keys, strict=True) if role == "del"}
+    adds = {k for (role, _), k in zip(rows, keys, strict=True) if role == "add"}
+    return {
+        i
+        for i, ((role, _), k) in enumerate(zip(rows, keys, strict=True))
+        if (role == "del" and k in adds) or (role == "add" and k in dels)
+    }
+
+
 def row_parts(text: str, spaces: RowSpaces) -> list[tuple[str, bool]]:
     """A diff row's text as ``visible_parts`` gives it (one line), with the whitespace its
     change may be all about escaped too, so the row reads exactly as it will be written.
 
     Spaces that are not U+0020 are always escaped (``key:\\xa0value`` is no YAML mapping);
     ``trailing`` (an added or removed row) also escapes the spaces and tabs that end it, and
-    ``all`` (a whitespace-only change, ``whitespace_only``) its tabs as well, so a tab turned
+    ``all`` (a whitespace-only change, ``row_spaces``) its tabs as well, so a tab turned
     into spaces, or a space added at the end, does not read as the same line. Other spaces
     stay as they are: in a fixed-width font a count of spaces shows (a block indented
     further, the commonest whitespace-only change, stays readable). ``letters`` (a row that
-    only draws like its counterpart, ``same_looking``) escapes every character past ASCII
+    only draws like its counterpart, ``row_spaces``) escapes every character past ASCII
     too, so ``caf\\xe9`` and ``cafe\\u0301`` read apart.
     """
+    if text.isascii() and text.isprintable() and not text.endswith(" "):
+        return [(text, False)] if text else []  # most rows: nothing to escape (no tab either)
     end = len(text) if spaces == "odd" else len(text.rstrip(" \t"))
     pattern = {"all": _ROW_TABS, "letters": _NON_ASCII}.get(spaces, _ROW_ODD)
     parts: list[tuple[str, bool]] = []
