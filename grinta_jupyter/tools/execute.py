@@ -150,13 +150,15 @@ def spec(namespace: Namespace) -> ToolSpec[ExecuteArgs]:
                 timeout = settings.run_timeout
             timeout = min(timeout, settings.run_max_timeout)
             names = namespace.namespace()
+            # Secrets that live only in the kernel (``db_password``, a dict loaded from a
+            # .env): the session redacts only the environment's, and ``print(db_password)``
+            # would hand one to the model. Read before the code runs (it may delete or
+            # rebind them after printing) and after (it may make them).
+            before = kernel_secrets(names)
             observation = run_code(
                 names, proposal.command or "", timeout, settings, cancel, proposal.id
             )
-            # Secrets that live only in the kernel (``db_password``, a dict loaded from a
-            # .env), read after the code ran (it may have made them): the session redacts only
-            # the environment's, and ``print(db_password)`` would hand one to the model.
-            return _redacted(observation, kernel_secrets(names))
+            return _redacted(observation, sorted({*before, *kernel_secrets(names)}))
         except Exception as exc:  # a bug of ours must not end the session
             error = ToolError(INTERNAL_ERROR, f"execute failed unexpectedly: {exc!r}")
             return Observation.failure(error, proposal.id)
@@ -172,12 +174,13 @@ def spec(namespace: Namespace) -> ToolSpec[ExecuteArgs]:
 
 
 def _redacted(observation: Observation, secrets: list[str]) -> Observation:
-    """``observation`` with ``secrets`` redacted from its text and its outputs' descriptions."""
+    """``observation`` with ``secrets`` redacted from its text and its outputs' texts (a
+    description, a value's HTML, which the event log keeps); images are base64 and stay."""
     if not secrets:
         return observation
     known = Secrets(tuple(sorted(secrets, key=len, reverse=True)))
     outputs = tuple(
-        {**output, "text/plain": known.redact(output["text/plain"])}
+        {mime: data if mime == "image/png" else known.redact(data) for mime, data in output.items()}
         for output in observation.outputs
     )
     return dataclasses.replace(
@@ -456,20 +459,59 @@ class _Run:
 
 
 def _value_repr(value: Any) -> str:
-    """``repr(value)``, a builtin container past ``VALUE_ITEMS`` items by its first ones: its
-    repr is one C call, which holds the interpreter (neither the time limit nor Stop can end
-    it, and the kernel waits) and builds the whole text first (a list of 10^8 numbers: seconds
-    and a gigabyte)."""
+    """``repr(value)``, builtin containers built here with ``VALUE_ITEMS`` items in all, at
+    any depth (the rest as ``... N more``): a builtin container's repr is one C call, which
+    holds the interpreter (neither the time limit nor Stop can end it, and the kernel waits)
+    and builds the whole text first: ``[[0] * 10**6] * 1000`` costs 8 MB to hold and
+    a minute and gigabytes to write out."""
+    return _shown(value, [VALUE_ITEMS], set(), 0)
+
+
+# Exact builtin containers by the id of their type: opening and closing text.
+_FORMS: dict[int, tuple[str, str]] = {
+    id(list): ("[", "]"),
+    id(tuple): ("(", ")"),
+    id(dict): ("{", "}"),
+    id(set): ("{", "}"),
+    id(frozenset): ("frozenset({", "})"),
+    id(collections.deque): ("deque([", "])"),
+}
+_VALUE_DEPTH = 100  # containers deeper than this are elided (the interpreter's stack is not)
+
+
+def _shown(value: Any, budget: list[int], open_ids: set[int], depth: int) -> str:
+    """``value``'s repr, its builtin containers taking their items from ``budget``;
+    ``open_ids`` are the containers being written (one met again is shown as repr does)."""
     cls = type(value)
-    if not (cls in _CONTAINERS and len(value) > VALUE_ITEMS):
+    form = _FORMS.get(id(cls))
+    if form is None or not value:
         return repr(value)
-    items = value.items() if cls is dict else value
-    text = repr(cls(itertools.islice(items, VALUE_ITEMS)))
-    close = len(text) - (2 if cls is collections.deque or cls is frozenset else 1)  # "])", "})"
-    return f"{text[:close]}, ... {len(value) - VALUE_ITEMS} more{text[close:]}"
-
-
-_CONTAINERS = (list, tuple, dict, set, frozenset, collections.deque)
+    opening, closing = form
+    if id(value) in open_ids or depth >= _VALUE_DEPTH:
+        return opening[-1] + "..." + closing[0]
+    if cls is collections.deque and value.maxlen is not None:
+        closing = f"], maxlen={value.maxlen})"
+    open_ids.add(id(value))
+    try:
+        parts = []
+        for item in value.items() if cls is dict else value:
+            if budget[0] <= 0:
+                break
+            budget[0] -= 1
+            if cls is dict:
+                key, item = item
+                parts.append(
+                    f"{_shown(key, budget, open_ids, depth + 1)}: "
+                    f"{_shown(item, budget, open_ids, depth + 1)}"
+                )
+            else:
+                parts.append(_shown(item, budget, open_ids, depth + 1))
+    finally:
+        open_ids.discard(id(value))
+    if len(value) > len(parts):
+        parts.append(f"... {len(value) - len(parts)} more")
+    trailing = "," if cls is tuple and len(value) == 1 else ""
+    return opening + ", ".join(parts) + trailing + closing
 
 
 def _interruption(why: str, timeout: float) -> ToolError:
@@ -586,9 +628,13 @@ def _value_outputs(value: Any) -> list[dict[str, str]]:
         return []
     outputs = []
     png = _call(value, "_repr_png_")
-    if isinstance(png, bytes | str):
-        data = png if isinstance(png, bytes) else base64.b64decode(png)
-        outputs.append(_png(data, "value"))
+    if isinstance(png, str):
+        try:
+            png = base64.b64decode(png)
+        except ValueError:  # not base64: a broken representation, not the code's failure
+            png = None
+    if isinstance(png, bytes):
+        outputs.append(_png(png, "value"))
     html = _call(value, "_repr_html_")
     if isinstance(html, str):
         outputs.append(

@@ -35,6 +35,7 @@ from grinta_jupyter.tools.values import (
     known_zone,
     label_text,
     library_kind,
+    secret_named,
 )
 
 HEAD_ROWS = 5
@@ -44,9 +45,10 @@ FIRST_VALUES = 10
 STATS_MAX_CELLS = 20_000_000
 
 
-def frame_detail(frame: Any, kind: str) -> list[str]:
+def frame_detail(frame: Any, kind: str, name: object = None) -> list[str]:
     """A plain frame's columns (dtype, null count) and first rows; ``kind`` is "DataFrame",
-    or "Series" for a series given as its one-column frame."""
+    or "Series" for a series given as its one-column frame; ``name`` is the variable's, which
+    counts for cells as a column's name does (``api_keys = pd.Series([...])``)."""
     rows, columns = frame.shape
     shown = frame.iloc[:, :MAX_COLUMNS]
     nulls: list[int] | None = None
@@ -59,36 +61,49 @@ def frame_detail(frame: Any, kind: str) -> list[str]:
     if columns > MAX_COLUMNS:
         lines.append(f"  [... {columns - MAX_COLUMNS} more columns]")
     lines.append(f"head({HEAD_ROWS}):" if kind == "DataFrame" else f"first {HEAD_ROWS}:")
-    table = _safe_cells(shown.head(HEAD_ROWS)).to_string(max_cols=12, max_colwidth=40)
+    table = _safe_cells(shown.head(HEAD_ROWS), name).to_string(max_cols=12, max_colwidth=40)
     lines.extend(cut(line) for line in table.splitlines())
     return lines
 
 
-def _safe_cells(frame: Any) -> Any:
+def _safe_cells(frame: Any, name: object = None) -> Any:
     """``frame`` with any cell, label or column name that is not a plain value replaced by its
     label, so ``to_string`` calls no user ``__repr__``/``__str__``, and any text that is a
-    secret (``values.is_secret_text``) by ``[REDACTED]``."""
+    secret (``values.is_secret_text``) by ``[REDACTED]``: a cell's under its column's name when
+    that name says it holds secrets, else under the variable's ``name``; a row label's under
+    the index's name (``df.set_index("api_key")``), else the variable's."""
     frame = frame.copy()
     for i in range(frame.shape[1]):
         column = frame.iloc[:, i]
         if foreign_zone(column.dtype):
             frame.isetitem(i, _in_utc(column))
         elif column.dtype.kind == "O":
-            label = frame.columns[i]  # a secret name hides its column's secret-looking texts
+            owner = _owner(frame.columns[i], name)
             cells = column.tolist()
-            if not all(_plain(v) and not is_secret_text(label, v) for v in cells):
+            if not all(_plain(v) and not is_secret_text(owner, v) for v in cells):
                 frame.isetitem(
-                    i, [REDACTED if is_secret_text(label, v) else _cell(v) for v in cells]
+                    i, [REDACTED if is_secret_text(owner, v) else _cell(v) for v in cells]
                 )
     for axis in ("index", "columns"):
         labels = getattr(frame, axis)
         if foreign_zone(labels.dtype):
             setattr(frame, axis, _in_utc(labels))
         elif labels.dtype.kind == "O":
+            owner = _owner(labels.name, name) if axis == "index" else None
             items = labels.tolist()
-            if not all(_plain(v) for v in items):
-                setattr(frame, axis, [_cell(v) for v in items])
+            if not all(_plain(v) and not is_secret_text(owner, v) for v in items):
+                setattr(
+                    frame,
+                    axis,
+                    [REDACTED if is_secret_text(owner, v) else _cell(v) for v in items],
+                )
     return frame
+
+
+def _owner(label: Any, name: object) -> object:
+    """The name a column's (or an index's) texts are judged under: its own when it says it
+    holds secrets, else the variable's."""
+    return label if secret_named(label) else name
 
 
 _PLAIN = ExactTypes(
@@ -126,12 +141,13 @@ def _cell(value: Any) -> Any:
     return value if _plain(value) else bounded_repr(value, room=40)
 
 
-def array_detail(array: Any) -> list[str]:
-    """A plain ndarray's size, first values and, for numbers, its range (and NaN count)."""
+def array_detail(array: Any, name: object = None) -> list[str]:
+    """A plain ndarray's size, first values and, for numbers, its range (and NaN count); its
+    texts under the variable's ``name`` (``passwords = np.array([...])``)."""
     lines = [f"size {array.size}, {counted(array.ndim, 'dimension')}"]
     # ``flat`` copies only what it slices: ``ravel`` copies a whole strided or broadcast view.
     first = array.flat[:FIRST_VALUES].tolist()
-    lines.append(cut(f"first values: {bounded_repr(first, room=LINE_CHARS)}"))
+    lines.append(cut(f"first values: {bounded_repr(first, room=LINE_CHARS, name=name)}"))
     if array.dtype.kind in "iufb" and 0 < array.size <= STATS_MAX_CELLS:
         if array.dtype.kind == "f":
             lines.append(f"nan: {int((array != array).sum())}")

@@ -158,11 +158,11 @@ def detail(name: str, value: Any) -> str:
 def _body(value: Any, name: str) -> list[str]:
     kind = library_kind(value)
     if kind == "frame":
-        return frame_detail(bare(value, kind), "DataFrame")
+        return frame_detail(bare(value, kind), "DataFrame", name)
     if kind == "series":
-        return frame_detail(bare(value, kind).to_frame(), "Series")
+        return frame_detail(bare(value, kind).to_frame(), "Series", name)
     if kind == "array":
-        return array_detail(plain_array(value))
+        return array_detail(plain_array(value), name)
     return object_detail(value, kind, room=DETAIL_CHARS // 2, name=name)
 
 

@@ -258,6 +258,8 @@ def plain_array(value: Any) -> Any:
 def summary(value: Any, name: object = None) -> str:
     """One line about ``value`` (the value of ``name``) that runs none of its code."""
     cls = type(value)
+    if cls not in _TEXTS and is_secret_text(name, value):  # numpy's str_ is a str subclass
+        return REDACTED
     if cls in _TEXTS:
         unit = "character" if cls is str else "byte"
         shown = REDACTED if is_secret_text(name, value) else bounded_repr(value, room=60)
@@ -362,7 +364,7 @@ def bounded_repr(value: Any, room: int = 200, depth: int = 0, name: object = Non
         return cut(_scalar_repr(value, room, depth), room)
     entry = _BRACKETS.get(id(cls))
     if entry is None:
-        return summary(value) if library_kind(value) else f"<{type_label(value)} object>"
+        return summary(value, name) if library_kind(value) else f"<{type_label(value)} object>"
     _, opening, closing = entry
     if not value:
         return "set()" if cls is set else opening + closing
@@ -375,7 +377,7 @@ def bounded_repr(value: Any, room: int = 200, depth: int = 0, name: object = Non
             + (
                 REDACTED
                 if is_secret_text(k, v)
-                else bounded_repr(v, room, depth + 1, k if _secret_named(k) else name)
+                else bounded_repr(v, room, depth + 1, k if secret_named(k) else name)
             )
             for k, v in itertools.islice(value.items(), limit)
         ]
@@ -547,7 +549,8 @@ def is_secret_text(name: Any, value: Any) -> bool:
     """Whether text ``value`` is shown as REDACTED: under a ``name`` that says it holds a secret
     (``api_key``, ``"PASSWORD"``, ``self.token``, ``os.environ``'s ``b"GITHUB_TOKEN"``) it looks
     like one; under any name it holds one (``_holds_secret``)."""
-    if type(value) not in _TEXTS:
+    value = plain_text(value)
+    if value is None:
         return False
     named = type(name) in _TEXTS and is_secret_name(_text(name[:_NAMED_SCAN]))
     return (named and looks_secret(_text(value[:_NAMED_SCAN]))) or _holds_secret(
@@ -556,15 +559,20 @@ def is_secret_text(name: Any, value: Any) -> bool:
 
 
 _SECRET_NAMES_READ = 5_000  # of a namespace's names, looking for secrets held in the kernel
-_SECRET_ITEMS_READ = 200  # of one container under a secret name
+_SECRET_ITEMS_READ = 200  # of one container, or of a frame's column under a secret name
+_SECRET_CELLS_READ = 10  # of a frame's other text column: what a printed frame shows of it
+_SECRET_COLUMNS_READ = 40  # of a frame
 _SECRET_VALUES_READ = 5_000  # values looked at in all: milliseconds, however big the namespace
 
 
 def kernel_secrets(namespace: Mapping[str, Any]) -> list[str]:
-    """The texts the kernel holds that ``inspect`` shows as REDACTED at the top of a variable
-    and one level in (``db_password``, ``config["OPENAI_API_KEY"]``, ``api_keys[0]``,
-    ``self.token``): what ``execute``'s output is redacted of, as the session redacts the
-    environment's. Reads builtin values only (no user code runs), bounded."""
+    """The texts the kernel holds that ``inspect`` shows as REDACTED (``db_password``,
+    ``config["OPENAI_API_KEY"]``, ``users[0]["password"]``, ``cfg["prod"]["db"]["password"]``,
+    ``self.token``, a frame's ``password`` column): what ``execute``'s output is redacted of,
+    as the session redacts the environment's. Looks as deep into builtin containers as
+    ``inspect`` shows them, and at the first and last rows of a frame's text columns (what a
+    printed frame shows). Reads builtin values and pandas' own data only (no user code runs),
+    bounded."""
     try:
         items = list(itertools.islice(namespace.items(), _SECRET_NAMES_READ))
     except Exception:  # a namespace changed by another thread meanwhile: nothing read
@@ -577,25 +585,31 @@ def kernel_secrets(namespace: Mapping[str, Any]) -> list[str]:
         if looked[0] > _SECRET_VALUES_READ:
             return
         cls = type(value)
-        if cls in _TEXTS:
-            if is_secret_text(name, value) and not _everyday_words(name, value):
-                found.add(_text(value))
+        text = plain_text(value)
+        if text is not None:
+            if is_secret_text(name, text) and not _everyday_words(name, text):
+                found.add(_text(text))
             return
-        if depth > 1:
+        if depth >= len(_ITEMS):  # inspect shows no text deeper than this
             return
         if cls in _MAPPINGS:
             for key, item in itertools.islice(value.items(), _SECRET_ITEMS_READ):
-                take(key if _secret_named(key) else name, item, depth + 1)
+                take(key if secret_named(key) else name, item, depth + 1)
                 if looked[0] > _SECRET_VALUES_READ:
                     return
-        elif _container(cls) and _secret_named(name):
+        elif _container(cls):
             for item in itertools.islice(value, _SECRET_ITEMS_READ):
                 take(name, item, depth + 1)
                 if looked[0] > _SECRET_VALUES_READ:
                     return
+        elif depth == 0 and library_kind(value) in ("frame", "series"):
+            kind = library_kind(value)
+            frame = bare(value, kind)
+            for label, cells in _frame_texts(frame.to_frame() if kind == "series" else frame, name):
+                for cell in cells:
+                    take(label, cell, depth + 1)
         elif (
             depth == 0
-            and not _container(cls)
             and cls not in _SCALARS
             and cls not in FUNCTIONS
             and not issubclass(cls, (type, types.ModuleType))
@@ -605,13 +619,34 @@ def kernel_secrets(namespace: Mapping[str, Any]) -> list[str]:
                 take(key, item, depth + 1)
 
     # Names that say they hold secrets first: the budget is spent on them before the rest.
-    items.sort(key=lambda item: not _secret_named(item[0]))
+    items.sort(key=lambda item: not secret_named(item[0]))
     for name, value in items:
         if looked[0] > _SECRET_VALUES_READ:
             break
         if type(name) is str and not name.startswith("_"):
-            take(name, value, 0)
+            try:
+                take(name, value, 0)
+            except Exception:  # a container another thread changes meanwhile: the next one
+                continue
     return sorted(found)
+
+
+def _frame_texts(frame: Any, name: Any) -> list[tuple[Any, list[Any]]]:
+    """The first and last cells of a plain frame's text columns, each with the name they are
+    judged under: a secret column label's (``password``), else the variable's. Many rows of a
+    column under a secret name, as many as a printed frame shows of any other."""
+    texts = []
+    rows = frame.shape[0]
+    for i in range(min(frame.shape[1], _SECRET_COLUMNS_READ)):
+        column = frame.iloc[:, i]
+        if column.dtype.kind != "O":
+            continue
+        label = frame.columns[i]
+        owner = label if secret_named(label) else name
+        half = (_SECRET_ITEMS_READ if secret_named(owner) else _SECRET_CELLS_READ) // 2
+        cells = column.iloc[:half].tolist() + column.iloc[max(rows - half, half) :].tolist()
+        texts.append((owner, cells))
+    return texts
 
 
 # Words and nothing else (``created_at``, ``Transformers``, ``user name``): no credential.
@@ -634,7 +669,7 @@ def _everyday_words(name: Any, value: Any) -> bool:
     return not is_secret_name(_EVERYDAY_SECRET_WORDS.sub("_", named))
 
 
-def _secret_named(name: Any) -> bool:
+def secret_named(name: Any) -> bool:
     """Whether ``name`` (a key, a variable's name) says what it holds is a secret."""
     return type(name) in _TEXTS and is_secret_name(_text(name[:_NAMED_SCAN]))
 
@@ -643,6 +678,18 @@ def _holds_secret(value: Any) -> bool:
     """Whether a (short) text holds a URL's password, a secret setting, a private key or a
     credential in a provider's format."""
     return is_secret_variable("", _text(value))
+
+
+def plain_text(value: Any) -> str | bytes | bytearray | None:
+    """Text ``value`` as an exact builtin text, or None when it holds none: a ``str`` subclass
+    (numpy's ``str_``, what a frame cell or ``array[0]`` gives) as the ``str`` it holds, read
+    by ``str`` itself (its own ``__str__`` or slicing is not called)."""
+    cls = type(value)
+    if cls in _TEXTS:
+        return value  # type: ignore[no-any-return]
+    if issubclass(cls, str):
+        return str.__str__(value)
+    return None
 
 
 def _text(value: Any) -> str:
