@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 import shlex
 import time
@@ -315,23 +316,53 @@ class CircuitBreaker:
 
 @dataclass
 class Budgets:
+    """The session's budgets. Tokens and cost are counted from the totals each check is
+    given, by what they grew since the check before: a reply that reported negative usage
+    (a provider's bug, or a price computed from negative token counts) lowers the totals
+    but never what the budgets have counted, so it cannot buy the session more room."""
+
     limits: Limits
     started: float = field(default_factory=time.monotonic)
+    _seen: tuple[int, float] | None = field(default=None, init=False, repr=False)
+    _spent: tuple[int, float] = field(default=(0, 0.0), init=False, repr=False)
 
     def check(self, steps: int, tokens: int, cost: float) -> Firing | None:
+        """Before asking the model: every budget."""
+        tokens, cost = self._count(tokens, cost)
+        firing = self.before_step(steps)
+        if firing is not None and firing.guard == "budget:steps":
+            return firing
         lim = self.limits
-        if lim.max_steps is not None and steps >= lim.max_steps:
-            return Firing("budget:steps", f"{steps} steps (limit {lim.max_steps})", "stop")
         if lim.max_tokens is not None and tokens >= lim.max_tokens:
             return Firing("budget:tokens", f"{tokens} tokens (limit {lim.max_tokens})", "stop")
         if lim.max_cost is not None and cost >= lim.max_cost:
             return Firing("budget:cost", f"${cost:.4f} (limit ${lim.max_cost})", "stop")
+        return firing
+
+    def before_step(self, steps: int) -> Firing | None:
+        """Before each step, the model's reply being paid for: the steps and the time (one
+        reply may hold dozens of calls)."""
+        lim = self.limits
+        if lim.max_steps is not None and steps >= lim.max_steps:
+            return Firing("budget:steps", f"{steps} steps (limit {lim.max_steps})", "stop")
         elapsed = time.monotonic() - self.started
         if lim.max_wall_time is not None and elapsed >= lim.max_wall_time:
             return Firing(
                 "budget:wall_time", f"{elapsed:.0f}s (limit {lim.max_wall_time:.0f}s)", "stop"
             )
         return None
+
+    def _count(self, tokens: int, cost: float) -> tuple[int, float]:
+        """What the budgets have counted, given the totals now."""
+        last_tokens, last_cost = self._seen if self._seen is not None else (0, 0.0)
+        spent_tokens, spent_cost = self._spent
+        grown = cost - last_cost
+        self._spent = (
+            spent_tokens + max(0, tokens - last_tokens),
+            spent_cost + (grown if math.isfinite(grown) and grown > 0 else 0.0),
+        )
+        self._seen = (tokens, cost)
+        return self._spent
 
 
 # Within one clause: in "I did not run the tests; mypy passes" something else passes.

@@ -953,22 +953,36 @@ class Session:
                 await self._apply_decision()
             return
         if self.queue:
-            await self._next_call()
+            # Steps and time before every step, not only before asking the model: one reply
+            # may hold dozens of calls (a reply of 29 reads ran 29 steps under max_steps=5).
+            if not self._out_of_budget(asking=False):
+                await self._next_call()
             return
-        await self._think()
+        if not self._out_of_budget(asking=True):
+            await self._think()
 
-    # -- the machine --------------------------------------------------------------------
-
-    async def _think(self) -> None:
-        firing = self.guards.budgets.check(  # budgets count from the current task's start
-            len(self.steps) - self._task_first_step,
-            self.totals.prompt_tokens + self.totals.completion_tokens - self._task_tokens,
-            self.totals.cost,
+    def _out_of_budget(self, asking: bool) -> bool:
+        """End the session when a budget is spent (counted from the current task's start):
+        before asking the model, every budget; before another call of the same reply (paid
+        for already), the steps and the time."""
+        budgets, steps = self.guards.budgets, len(self.steps) - self._task_first_step
+        firing = (
+            budgets.check(
+                steps,
+                self.totals.prompt_tokens + self.totals.completion_tokens - self._task_tokens,
+                self.totals.cost,
+            )
+            if asking
+            else budgets.before_step(steps)
         )
         if firing:
             self._fire(firing)
             self._finish_session(ending(firing))
-            return
+        return firing is not None
+
+    # -- the machine --------------------------------------------------------------------
+
+    async def _think(self) -> None:
         generation = self._generation
         self.state = State.THINKING
         self._feed.ready()

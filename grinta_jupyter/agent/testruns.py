@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import re
+import shlex
 from dataclasses import dataclass
 
 from grinta_jupyter.agent.shell import Segment, base_name, prepare, segments, skip_options, unwrap
@@ -135,6 +136,10 @@ SUMMARIES: dict[str, Summary] = {
 }
 # Runners that only start another (npm test, make test, tox): any known summary will do.
 ANY = "any"
+# Summaries that say an environment's commands ran, not that tests did: ``tox --notest``,
+# ``tox -e lint`` and ``nox -s docs`` end with them too. Under ANY only their failures count;
+# a pass needs the summary of the runner they started.
+_NOT_EVIDENCE_OF_TESTS = frozenset({"tox", "nox"})
 
 
 @dataclass(frozen=True)
@@ -152,6 +157,8 @@ def judge_output(family: str, output: str) -> Verdict:
         if failures:  # the last one is usually the runner's own summary line
             return Verdict(False, f"reported a failure ({_line_at(text, failures[-1].start())})")
     for summary in summaries:
+        if family == ANY and summary.name in _NOT_EVIDENCE_OF_TESTS:
+            continue
         found = _in_order(summary.passed, text)
         if found is not None:
             return Verdict(True, _line_at(text, found))
@@ -439,7 +446,7 @@ def _distrust(command: str, parts: list[Segment], runner_indexes: list[int]) -> 
         listing = _NOT_RUNNING & set(parts[i].words)
         if listing:
             return f"`{parts[i].text}` does not run the tests ({sorted(listing)[0]})"
-        excluded = excludes_tests(parts[i].words)
+        excluded = excludes_tests(parts[i].words) or _excluded_by_added_options(parts[: i + 1])
         if excluded:
             return (
                 f"`{parts[i].text}` leaves tests out ({excluded}), and a test it leaves out may "
@@ -499,6 +506,39 @@ def excludes_tests(words: list[str]) -> str | None:
                 return f"{name} {_quoted(expression)}"
         elif name in _EXCLUDING and not (name == "-i" and family != "mocha"):
             return name
+    return None
+
+
+def _excluded_by_added_options(parts: list[Segment]) -> str | None:
+    """The excluding option that pytest takes from outside its own words: ``PYTEST_ADDOPTS``
+    set for the runner (``PYTEST_ADDOPTS="--deselect t.py::x" pytest``, ``export ...``
+    before it) or ``-o addopts=...``. ``pytest -o addopts="-k 'not x'"`` leaves out what
+    ``pytest -k "not x"`` does."""
+    added: list[str] = []
+    for segment in parts:
+        for word in segment.words:
+            name, eq, value = word.partition("=")
+            if eq and name == "PYTEST_ADDOPTS":
+                added.append(value)
+    words = parts[-1].words if parts else []
+    for i, word in enumerate(words):
+        if word in ("-o", "--override-ini") and i + 1 < len(words):
+            word = f"-o{words[i + 1]}"
+        elif word.startswith("--override-ini="):
+            word = "-o" + word.removeprefix("--override-ini=")
+        if word.startswith("-o"):
+            name, eq, value = word[2:].partition("=")
+            if eq and name.strip() == "addopts":
+                added.append(value)
+    for value in added:
+        try:
+            options = shlex.split(value)
+        except ValueError:
+            return f"added options {_quoted(value)} that cannot be read"
+        listing = _NOT_RUNNING & set(options)
+        excluded = excludes_tests(["pytest", *options])
+        if excluded or listing:
+            return f"{excluded or sorted(listing)[0]}, added through {_quoted(value)}"
     return None
 
 

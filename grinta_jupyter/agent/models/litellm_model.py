@@ -19,6 +19,7 @@ import email.utils
 import functools
 import importlib.util
 import json
+import math
 import os
 import random
 import re
@@ -266,11 +267,11 @@ class LiteLLMModel:
         """USD for this reply, or None when litellm has no price for the model."""
         for kwargs in ({}, {"model": self.model}):
             try:
-                cost = litellm.completion_cost(completion_response=built, **kwargs)
-            except Exception:
+                cost = float(litellm.completion_cost(completion_response=built, **kwargs))
+            except Exception:  # no price for the model (or None)
                 continue
-            if cost is not None:
-                return float(cost)
+            # A price from negative token counts is negative: never a refund, nor NaN.
+            return cost if math.isfinite(cost) and cost > 0 else 0.0
         return None
 
     def _to_model_error(self, exc: BaseException, provider: str) -> ModelError | None:
