@@ -27,8 +27,12 @@ into an ``OutputBuffer`` that keeps the first third and the last two thirds of
 returns by ``timeout + KILL_GRACE`` at the latest, even when the supervisor
 hangs or a process that got hold of the pipe outside the tree keeps it open:
 it reads on for ``DRAIN_GRACE`` after the supervisor exits, stops a
-supervisor still running (SIGTERM, then SIGKILL), kills whatever still carries
-the marker and closes its end.
+supervisor still running (SIGTERM and SIGCONT; one the command keeps stopped or
+traces has the tree below it ended by the caller, from ``/proc``, and is then
+killed), kills whatever still carries the marker and closes its end. A stop
+(``cancel``) is not kept waiting for the deadline. The status line is believed
+only from a supervisor that ended by itself: the command can write to that pipe
+too, and a forged line followed by ``kill -9 $PPID`` would say the tree was swept.
 
 What is guaranteed. On Linux, when ``run_command`` returns, no process the
 command started is still running: not when the command exits by itself (a
@@ -79,6 +83,7 @@ STATUS_PREFIX = "grinta-supervisor"
 _PR_SET_PDEATHSIG = 1
 _PR_SET_CHILD_SUBREAPER = 36
 _CHUNK = 1 << 16
+_DRAIN_BYTES = 1 << 20  # the most read from a pipe once the supervisor has ended
 
 
 # -- the caller's side ---------------------------------------------------------
@@ -147,11 +152,13 @@ class CommandResult:
 
 
 def _stop_when(cancel: threading.Event, supervisor: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the supervisor once ``cancel`` is set, unless it ended first."""
+    """SIGTERM the supervisor once ``cancel`` is set, unless it ended first; SIGCONT too,
+    or one the command stopped (``kill -STOP $PPID``) would hear of it only at the deadline."""
     while supervisor.poll() is None:
         if cancel.wait(0.1):
             with contextlib.suppress(ProcessLookupError):
                 supervisor.send_signal(signal.SIGTERM)
+                supervisor.send_signal(signal.SIGCONT)
             return
 
 
@@ -199,21 +206,21 @@ def run_command(
             output,
             report,
             started + timeout + KILL_GRACE,
+            cancel,
         )
     finally:  # also on KeyboardInterrupt: the tree must end with the call
-        try:
-            supervisor.wait(DRAIN_GRACE)
-        except subprocess.TimeoutExpired:  # ask it to end the tree now, then kill it
-            supervisor.send_signal(signal.SIGTERM)
-            supervisor.send_signal(signal.SIGCONT)  # a stopped one (kill -STOP $PPID) too
-            try:
-                supervisor.wait(SWEEP_BUDGET + DRAIN_GRACE)
-            except subprocess.TimeoutExpired:
-                supervisor.kill()
-                supervisor.wait()
+        forced = _finish(supervisor)
+        # What it wrote after we stopped reading: its status, when we had to stop it.
+        drained = _drain(supervisor.stdout.fileno(), output) or drained
+        _drain(supervisor.stderr.fileno(), report)
         supervisor.stdout.close()
         supervisor.stderr.close()
-        status = _parse_status(report.head + report.tail)
+        # The command can write to the status pipe too (``/proc/$PPID/fd/2``): a status line
+        # is the supervisor's only when it ended by itself, after its sweep. A forged one
+        # followed by ``kill -9 $PPID`` would otherwise say the tree was swept, and what it
+        # left running (its output elsewhere) was never looked for.
+        trusted = supervisor.returncode == 0 and not forced
+        status = _parse_status(report.head + report.tail) if trusted else {}
         if not drained or status.get("left", "0") != "0" or status.get("contained") != "1":
             _end_marked(marker)  # the backstop: whatever still carries the marker
     elapsed = time.monotonic() - started
@@ -222,11 +229,13 @@ def run_command(
         raise OSError(errno, os.strerror(errno), SHELL)
     if "exit" not in status:  # killed or crashed: no word from the supervisor
         detail = (report.head + report.tail).decode(errors="replace").strip()
+        why = _HELD if forced else _ended(supervisor.returncode)
         return CommandResult(
             output,
             elapsed,
             timed_out=elapsed >= timeout,
-            problem=detail[-1_000:] or _ended(supervisor.returncode),
+            cancelled=cancel is not None and cancel.is_set(),
+            problem=why + (f": {detail[-1_000:]}" if detail and not forced else ""),
         )
     exit_code = None if status["exit"] == "-" else int(status["exit"])
     return CommandResult(
@@ -240,6 +249,65 @@ def run_command(
         left=int(status.get("left", "0")),
         contained=status.get("contained") == "1",
     )
+
+
+def _finish(supervisor: subprocess.Popen[bytes]) -> bool:
+    """Make sure the supervisor has ended, and its tree with it. True when we ended the tree
+    ourselves: then its status, if it wrote one, does not say what the command did (a shell
+    we killed is no exit code of the command's).
+
+    One still running now overran its deadline, was stopped or traced by the command, or
+    the call was interrupted: it is asked to end the tree (SIGTERM, and SIGCONT for one that
+    was stopped). One that does not end then has its tree ended by us, from ``/proc`` (it is
+    alive, so everything the command started is still below it), and is killed.
+    """
+    if supervisor.poll() is not None:
+        return False
+    with contextlib.suppress(ProcessLookupError):
+        supervisor.send_signal(signal.SIGTERM)
+        supervisor.send_signal(signal.SIGCONT)
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        supervisor.wait(DRAIN_GRACE)
+        return False
+    swept = False
+    end = time.monotonic() + SWEEP_BUDGET
+    while time.monotonic() < end and supervisor.poll() is None:
+        live = _survivors(supervisor.pid, "")
+        if not live:
+            break
+        _kill(live)
+        swept = True
+        time.sleep(0.01)
+    with contextlib.suppress(ProcessLookupError):
+        supervisor.send_signal(signal.SIGCONT)  # whatever stopped it last is gone now
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        supervisor.wait(DRAIN_GRACE)  # freed (its tracer killed), or done sweeping: it reports
+        return swept
+    supervisor.kill()
+    # A traced process that was killed is reaped only once its tracer lets go of it: one
+    # outside the tree would hold this call for as long as it likes.
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        supervisor.wait(DRAIN_GRACE)
+    return True
+
+
+def _drain(fd: int, sink: OutputBuffer) -> bool:
+    """Read what ``fd`` holds now into ``sink`` without waiting, at most ``_DRAIN_BYTES``
+    (a holder outside the tree may write on). True when it ended (no writer left)."""
+    os.set_blocking(fd, False)
+    read = 0
+    while read < _DRAIN_BYTES:
+        try:
+            chunk = os.read(fd, _CHUNK)
+        except (BlockingIOError, InterruptedError):
+            return False
+        except OSError:  # closed already
+            return False
+        if not chunk:
+            return True
+        sink.feed(chunk)
+        read += len(chunk)
+    return False
 
 
 def _script() -> str:
@@ -275,6 +343,12 @@ def _compiled_from(cached: str, source: str) -> bool:
     ]
 
 
+_HELD = (
+    "its supervisor did not end the command in time (the command stopped or traced it),"
+    " so the caller ended every process below it"
+)
+
+
 def _ended(code: int) -> str:
     if code < 0:
         return f"its supervisor was killed (signal {-code})"
@@ -282,10 +356,16 @@ def _ended(code: int) -> str:
 
 
 def _collect(
-    out: int, err: int, output: OutputBuffer, report: OutputBuffer, deadline: float
+    out: int,
+    err: int,
+    output: OutputBuffer,
+    report: OutputBuffer,
+    deadline: float,
+    cancel: threading.Event | None = None,
 ) -> bool:
     """Read the output and status pipes until both end, ``DRAIN_GRACE`` after the status pipe
-    ends, or ``deadline``. True when the output pipe ended (no one holds it any more)."""
+    ends or ``cancel`` is set, or ``deadline``. True when the output pipe ended (no one holds
+    it any more)."""
     import selectors
 
     sinks = {out: output, err: report}
@@ -294,9 +374,13 @@ def _collect(
         for fd in sinks:
             selector.register(fd, selectors.EVENT_READ)
         while selector.get_map():
+            if cancel is not None and cancel.is_set():  # a stop is not kept to the deadline
+                until, cancel = min(until, time.monotonic() + DRAIN_GRACE), None
             wait = until - time.monotonic()
             if wait <= 0:
                 break
+            if cancel is not None:
+                wait = min(wait, 0.1)
             for key, _ in selector.select(wait):
                 chunk = os.read(key.fd, _CHUNK)
                 if chunk:
@@ -318,14 +402,64 @@ def _parse_status(report: bytes) -> dict[str, str]:
 
 
 def _end_marked(marker: str) -> None:
-    """Kill every process that carries ``marker`` (the caller cannot reap them; init does)."""
+    """Kill every process that carries ``marker`` (the caller cannot reap them; init does).
+
+    A walk of ``/proc`` lists the pids first: a process that forks and lets its parent exit
+    without pause (a "pid hopper", in a session of its own each time) has a new pid, higher
+    than any listed, by the time the walk reads it, and a walk finds nothing. So each walk is
+    followed by a chase at the frontier of pid allocation: the next pids are read as they
+    appear, and a carrier of the marker among them is killed, until the frontier has been
+    quiet for ``_QUIET`` seconds.
+    """
     end = time.monotonic() + SWEEP_BUDGET
+    entry = f"{MARKER_VAR}={marker}\0".encode()
     while time.monotonic() < end:
         live = _survivors(None, marker)
-        if not live:
-            return
         _kill(live)
-        time.sleep(0.01)
+        if not _chase(entry, end) and not live:
+            return
+        time.sleep(0.001)
+
+
+_QUIET = 0.15  # seconds without a carrier at the pid frontier before a chase ends
+_AHEAD = 64  # pids read past the newest one seen, each round of a chase
+
+
+def _chase(entry: bytes, end: float) -> bool:
+    """Kill carriers of ``entry`` at the frontier of pid allocation (the newest pid and the
+    ``_AHEAD`` after it, read again and again as the frontier moves) until no carrier has
+    been there for ``_QUIET`` seconds (or ``end``). True when one was found."""
+    limit = _pid_max()
+    found = False
+    quiet_since = time.monotonic()
+    while time.monotonic() - quiet_since < _QUIET and time.monotonic() < end:
+        newest = _newest_pid()
+        if newest <= 0:
+            return found
+        seen = False
+        for step in range(-2, _AHEAD):
+            pid = (newest + step - 1) % limit + 1 if limit else newest + step
+            if entry in _read(f"/proc/{pid}/environ"):
+                _kill([pid])
+                seen = True
+        if seen:
+            found, quiet_since = True, time.monotonic()
+    return found
+
+
+def _newest_pid() -> int:
+    """The pid allocated last (``/proc/loadavg``'s last field), 0 where it cannot be read."""
+    try:
+        return int(_read("/proc/loadavg").split()[-1])
+    except (ValueError, IndexError):
+        return 0
+
+
+def _pid_max() -> int:
+    try:
+        return int(_read("/proc/sys/kernel/pid_max").strip() or 0)
+    except ValueError:
+        return 0
 
 
 # -- the supervisor's side (a fresh interpreter) -------------------------------

@@ -138,7 +138,8 @@ def _execute(
         error = ToolError(COMMAND_TIMEOUT, message)
         return Observation(False, f"{error.render()}\n{output}".rstrip(), error, proposal.id)
     if result.exit_code is None:  # cancelled, or its supervisor was killed
-        why = result.problem or "it was told to stop (SIGTERM) before it finished"
+        stop = "it was told to stop (SIGTERM) before it finished"
+        why = stop if result.cancelled else result.problem or stop
         error = ToolError(COMMAND_FAILED, f"the command did not finish: {why}")
         return Observation(False, f"{error.render()}\n{output}".rstrip(), error, proposal.id)
     head = f"exit code {result.exit_code} ({result.elapsed:.1f}s)"
