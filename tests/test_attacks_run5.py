@@ -21,6 +21,7 @@ import pytest
 
 from grinta_jupyter import Runtime
 from grinta_jupyter.runtime.process import CommandResult, run_command
+from tests.test_run_limits import alive
 
 pytestmark = pytest.mark.skipif(
     not sys.platform.startswith("linux"), reason="the process tree is found through /proc"
@@ -36,20 +37,6 @@ TRACER = (
 )
 # Holds the supervisor stopped: SIGCONT alone does not free it for long.
 STOPPER = "while :; do kill -STOP $PPID; done"
-
-
-def alive(tag: str) -> list[int]:
-    """Live processes (zombies have no command line) whose command line holds ``tag``."""
-    found = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) != os.getpid():
-            try:
-                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
-            except OSError:
-                continue
-            if tag.encode() in cmdline:
-                found.append(int(name))
-    return found
 
 
 @pytest.fixture
