@@ -299,3 +299,18 @@ def test_the_outline_of_a_file_of_thousands_of_definitions_is_bounded(tmp_path: 
         "start_line=1601" in observation.output
     )
     assert "function_401\n" not in observation.output
+
+
+@pytest.mark.parametrize("minor", ['"5"', "5.0", "null", "-1"])
+def test_a_notebook_with_a_malformed_minor_version_is_refused_naming_it(
+    tmp_path: Path, minor: str
+) -> None:
+    """Bug: nbformat's reader asserts on the version fields, so the refusal ended in
+    ``(AssertionError())`` and named nothing to fix."""
+    from grinta_jupyter.runtime.notebook_checks import validate_json
+
+    text = '{"cells": [], "metadata": {}, "nbformat": 4, "nbformat_minor": ' + minor + "}"
+    error = validate_json(text, "a.ipynb")
+    assert error is not None and error.code == "NOTEBOOK_INVALID"
+    assert f"its nbformat_minor is {minor}, not a whole number" in error.message
+    assert "AssertionError" not in error.message

@@ -51,7 +51,7 @@ def validate_json(text: str, rel: str) -> ToolError | None:
         return ToolError(
             NOTEBOOK_INVALID, f"{rel} would not be valid JSON ({reason}); nothing was written"
         )
-    problem = _id_problem(data)
+    problem = _version_problem(data) or _id_problem(data)
     if problem:
         return ToolError(
             NOTEBOOK_INVALID, f"{rel} would not be a valid notebook: {problem}; nothing was written"
@@ -93,6 +93,18 @@ def _already_invalid(rel: str, raw_before: bytes | None) -> ToolError | None:
         "invalid; nothing was written. Ask the user to repair it (opening and saving it in "
         "JupyterLab gives every cell a valid, unique id)",
     )
+
+
+def _version_problem(data: Any) -> str | None:
+    """The format fields, which nbformat's reader asserts on (a bare ``AssertionError``
+    that names nothing) before its validator could say what is wrong."""
+    if not isinstance(data, dict):
+        return f"its JSON is {type(data).__name__ if data is not None else 'null'}, not an object"
+    for field in ("nbformat", "nbformat_minor"):
+        value = data.get(field)
+        if type(value) is not int or value < 0:
+            return f"its {field} is {json.dumps(value)[:40]}, not a whole number"
+    return None
 
 
 def _id_problem(data: Any) -> str | None:
