@@ -22,6 +22,7 @@ from grinta_jupyter.runtime.errors import (
     fail,
 )
 from grinta_jupyter.runtime.resolution import Resolution
+from grinta_jupyter.runtime.textfile import BOM
 from grinta_jupyter.tools.base import StagedFile, ToolContext
 
 if TYPE_CHECKING:
@@ -141,17 +142,89 @@ def _label(symbol: Symbol) -> str:
 
 
 def locate_in_staged(staged: StagedFile, symbol: Symbol) -> Symbol:
-    """``symbol`` as it stands in the staged text (which earlier edits may have moved)."""
-    if staged.original is not None and staged.text == staged.original.text:
+    """``symbol`` as it stands in the staged text (which earlier edits may have moved).
+
+    A definition the earlier edits left alone (all of them above it, or all below) is
+    found at its shifted offset. One they touched is found by its position among the
+    definitions sharing its name, and only while they still number as many: an earlier
+    edit that added or removed one would make that position name another definition.
+    """
+    original = staged.original
+    if original is not None and staged.text == original.text:
         return symbol
-    before = _same_named(staged.original.text if staged.original else "", symbol)
-    ordinal = next((i for i, s in enumerate(before) if s.start_byte == symbol.start_byte), 0)
+    old = original.text if original is not None else ""
+    # The index counts bytes on disk, a BOM included; the staged text has none.
+    bom = len(BOM) if original is not None and original.bom else 0
+    start, end = symbol.start_byte - bom, symbol.end_byte - bom
+    before = _same_named(old, symbol)
     now = _same_named(staged.text, symbol)
-    if ordinal >= len(now):
+    old_bytes = old.encode("utf-8", "surrogatepass")
+    new_bytes = staged.text.encode("utf-8", "surrogatepass")
+    # Text inserted next to a copy of itself can be aligned two ways; a definition found
+    # untouched under both, at two places, is not told apart by its offset.
+    moved = {
+        _moved_offset(start, end, old_bytes, new_bytes, head, tail)
+        for head, tail in _unchanged_ends(old_bytes, new_bytes)
+    }
+    hits = [s for s in now if s.start_byte in moved]
+    if len(hits) == 1:
+        return hits[0]
+    ordinal = next((i for i, s in enumerate(before) if s.start_byte == start), None)
+    if ordinal is None or ordinal >= len(now):
         raise fail(
             SYMBOL_NOT_FOUND, f"{symbol.qualname} is gone after an earlier edit in this call"
         )
+    if len(now) != len(before):
+        raise ToolFailure(
+            ToolError(
+                AMBIGUOUS_SYMBOL,
+                f"an earlier edit in this call made {symbol.qualname!r} name {len(now)} "
+                f"definitions where the file has {len(before)}, so which one is meant is "
+                "not known; edit it in a call of its own",
+                tuple(symbol_candidate(s) for s in now[:MAX_LISTED]),
+                more=max(0, len(now) - MAX_LISTED),
+            )
+        )
     return now[ordinal]
+
+
+def _moved_offset(start: int, end: int, old: bytes, new: bytes, head: int, tail: int) -> int:
+    """Where bytes ``start:end`` of ``old`` are in ``new`` when ``old[:head]`` and the last
+    ``tail`` bytes are what the two share (-1: the span overlaps what changed)."""
+    if end <= head:
+        return start
+    if start >= len(old) - tail:
+        return start + len(new) - len(old)
+    return -1
+
+
+def _unchanged_ends(old: bytes, new: bytes) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The (head, tail) byte counts ``old`` and ``new`` share at their start and end, the
+    head measured first and then the tail, and the other way round."""
+    limit = min(len(old), len(new))
+    head = _shared(old, new, limit, at_end=False)
+    tail = _shared(old, new, limit, at_end=True)
+    return (
+        (head, _shared(old, new, limit - head, at_end=True)),
+        (_shared(old, new, limit - tail, at_end=False), tail),
+    )
+
+
+def _shared(old: bytes, new: bytes, limit: int, *, at_end: bool) -> int:
+    """How many bytes (at most ``limit``) ``old`` and ``new`` share at their start or end,
+    by bisection: slices compare in C, a byte loop would take a second on a large file."""
+    low, high = 0, limit
+    while low < high:
+        middle = (low + high + 1) // 2
+        if at_end:
+            same = old[len(old) - middle :] == new[len(new) - middle :]
+        else:
+            same = old[:middle] == new[:middle]
+        if same:
+            low = middle
+        else:
+            high = middle - 1
+    return low
 
 
 def _same_named(text: str, symbol: Symbol) -> list[Symbol]:

@@ -1,0 +1,76 @@
+"""Symbol edits later in one call find the definition the address named, not a namesake
+an earlier edit of the same call added (or one a BOM shifted)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from grinta_jupyter import Runtime
+
+
+def _edit(root: Path, edits: list[dict[str, str]]):
+    rt = Runtime(root)
+    return rt, rt.propose("edit_symbols", {"edits": edits})
+
+
+def test_a_namesake_inserted_above_by_an_earlier_edit_is_not_the_one_replaced(
+    tmp_path: Path,
+) -> None:
+    source = "def a():\n    return 0\n\n\ndef f():\n    return 1\n"
+    (tmp_path / "m.py").write_text(source)
+    rt, p = _edit(
+        tmp_path,
+        [
+            {"symbol": "a", "action": "insert_after", "new_source": "def f():\n    return 'new'\n"},
+            {"symbol": "f", "action": "replace", "new_source": "def f():\n    return 'changed'\n"},
+        ],
+    )
+    assert p.ok, p.error
+    assert rt.commit(p).ok
+    # The f the address named (the file's only one) is replaced; the new one stays as sent.
+    assert (tmp_path / "m.py").read_text() == (
+        "def a():\n    return 0\n\n\n"
+        "def f():\n    return 'new'\n\n\n"
+        "def f():\n    return 'changed'\n"
+    )
+
+
+def test_an_overload_picked_by_line_in_a_bom_file_after_an_earlier_edit(tmp_path: Path) -> None:
+    source = "def g():\n    return 0\n\n\ndef f():\n    return 1\n\n\ndef f():\n    return 2\n"
+    (tmp_path / "m.py").write_bytes(b"\xef\xbb\xbf" + source.encode())
+    rt, p = _edit(
+        tmp_path,
+        [
+            {"symbol": "g", "action": "replace", "new_source": "def g():\n    return 'g'\n"},
+            {
+                "symbol": "m.py::f@9",
+                "action": "replace",
+                "new_source": "def f():\n    return 'second'\n",
+            },
+        ],
+    )
+    assert p.ok, p.error
+    assert "-    return 2\n+    return 'second'" in p.diff
+    assert rt.commit(p).ok
+    assert (tmp_path / "m.py").read_bytes() == b"\xef\xbb\xbf" + source.replace(
+        "return 0", "return 'g'"
+    ).replace("return 2", "return 'second'").encode()
+
+
+def test_a_definition_an_earlier_edit_made_two_is_refused_with_both(tmp_path: Path) -> None:
+    source = "def f():\n    return 1\n"
+    (tmp_path / "m.py").write_text(source)
+    _, p = _edit(
+        tmp_path,
+        [
+            {
+                "symbol": "f",
+                "action": "replace",
+                "new_source": "def f():\n    return 'a'\n\n\ndef f():\n    return 'b'\n",
+            },
+            {"symbol": "f", "action": "delete"},
+        ],
+    )
+    assert p.error is not None and p.error.code == "AMBIGUOUS_SYMBOL"
+    assert [(c.line, c.name) for c in p.error.candidates] == [(1, "f"), (5, "f")]
+    assert (tmp_path / "m.py").read_text() == source
