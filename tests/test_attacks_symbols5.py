@@ -74,3 +74,27 @@ def test_a_definition_an_earlier_edit_made_two_is_refused_with_both(tmp_path: Pa
     assert p.error is not None and p.error.code == "AMBIGUOUS_SYMBOL"
     assert [(c.line, c.name) for c in p.error.candidates] == [(1, "f"), (5, "f")]
     assert (tmp_path / "m.py").read_text() == source
+
+
+def test_a_name_matched_exactly_says_which_definitions_it_passed_over(tmp_path: Path) -> None:
+    """The documented rule (an exact qualified name wins) edits the function ``process``
+    over the method ``A.process``; the resolution the reviewer reads said "the only
+    definition with this name", which was not true."""
+    (tmp_path / "m.py").write_text(
+        "class A:\n    def process(self):\n        return 1\n\n\ndef process():\n    return 2\n"
+    )
+    edit = {
+        "symbol": "process",
+        "action": "replace",
+        "new_source": "def process():\n    return 3\n",
+    }
+    p = Runtime(tmp_path).propose("edit_symbols", {"edits": [edit]})
+    assert p.ok, p.error
+    (resolution,) = p.resolutions
+    assert resolution.chosen == "m.py:6 function process"
+    assert "only definition" not in resolution.reason
+    assert "not m.py:2 method A.process" in resolution.reason
+    # Alone, it is the only one, and says so.
+    (tmp_path / "m.py").write_text("def process():\n    return 2\n")
+    p = Runtime(tmp_path).propose("edit_symbols", {"edits": [edit]})
+    assert p.resolutions[0].reason == "the only definition with this name"

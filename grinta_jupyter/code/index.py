@@ -96,6 +96,9 @@ class Resolution:
     address: str
     matches: list[Symbol]
     suggestions: list[Symbol] = field(default_factory=list)
+    # Definitions whose qualified name only ends in the address, passed over because one
+    # matched it exactly (``process`` names the function, not ``A.process``).
+    passed_over: list[Symbol] = field(default_factory=list)
 
     @property
     def unique(self) -> Symbol | None:
@@ -723,10 +726,10 @@ class SymbolIndex:
         else:
             candidates = [s for p in sorted(by_path) for s in self._at(p, by_path[p])]
         exact = [s for s in candidates if s.qualname == qualname]
-        if exact:
-            return Resolution(address, exact, [])
         suffix = "." + qualname
         matches = [s for s in candidates if s.qualname.endswith(suffix)]
+        if exact:
+            return Resolution(address, exact, [], matches)
         if matches:
             return Resolution(address, matches, [])
         if partial and not candidates:

@@ -100,7 +100,16 @@ def resolve_symbol(ctx: ToolContext, address: str, *, write: bool) -> tuple[Symb
         )
         raise ToolFailure(error, (resolution,))
     symbol = found.matches[0]
-    return symbol, Resolution(address, _label(symbol), "the only definition with this name")
+    why = "the only definition with this name"
+    if found.passed_over:  # the reviewer must not read "the only one" when there are others
+        others = ", ".join(_label(s) for s in found.passed_over[:3])
+        more = len(found.passed_over) - 3
+        why = (
+            f"the one definition named exactly so; not {others}"
+            + (f" and {more} more" if more > 0 else "")
+            + " (their names only end in it: name one of those in full to edit it)"
+        )
+    return symbol, Resolution(address, _label(symbol), why)
 
 
 _LINE = re.compile(r"@([0-9]{1,9})\s*$")
