@@ -335,6 +335,21 @@ class NotebookSession:
         if self.panel is not None:
             self.panel.retire()
 
+    def give_way(self, reason: str) -> None:
+        """Another session became current: this one is retired, and stopped (``reason``)
+        unless it has ended."""
+        self.retire()
+        if not self.session.done:
+            self.stop(reason)
+
+    def stop(self, reason: str) -> None:
+        """End the session. In manual mode no loop follows it to bring its end to the panel
+        and the trace: it is pulled here, or its cards would go on offering Approve, and its
+        header "waiting for you", for a session that takes no more decisions."""
+        self.session.stop(reason)
+        if self.manual and self.session.done:
+            self.advance()
+
     def advance(self) -> list[int]:
         """Manual mode: step until something is to be shown; return the step numbers touched."""
         if self.stepper is None:
@@ -400,10 +415,6 @@ def start(task: str, config: Config) -> Session:
     if not demo:
         _check_root(config)
     root, sample = _workspace(config, demo, task)
-    if _current is not None:
-        _current.retire()
-        if not _current.session.done:
-            _current.session.stop("replaced by a new session")
     try:
         options = config.session_options(root)
         session = Session(task, model=model, sample=sample, **_in_kernel(options, root))
@@ -411,6 +422,9 @@ def start(task: str, config: Config) -> Session:
         raise MagicUsageError(
             f"cannot work in {root}: {exc.strerror or exc}", usage=False
         ) from None
+    # Only now that the new session exists: one that cannot start leaves the current one alone.
+    if _current is not None:
+        _current.give_way("replaced by a new session")
     modelbar.clear_problem()
     view = NotebookSession(session, manual=config.manual)
     _current = view
@@ -619,7 +633,7 @@ def command(name: str, rest: str) -> Any:
         print(visible(measure(session.log.events).table()))
         return None
     if name == "stop":
-        session.stop("stopped by the user")
+        view.stop("stopped by the user")
         _announce()
         print(status_line(session))
         return None
@@ -635,7 +649,9 @@ def command(name: str, rest: str) -> Any:
         _show_steps(session, view.advance())
         return None
     if session.pending is None:
-        raise MagicUsageError(f"nothing is waiting for a decision ({status_line(session)})")
+        raise MagicUsageError(
+            f"nothing is waiting for a decision ({status_line(session)})", usage=False
+        )
     step = session.pending
     try:
         decided = _decide(session, name, rest)
@@ -813,10 +829,6 @@ def resume(log: str | None, config: Config) -> Session:
             usage=False,
         )
     root = config.workspace if config.origin("root") == "--root" else Path(start.root)
-    if _current is not None:
-        _current.retire()
-        if not _current.session.done:
-            _current.session.stop("replaced by a resumed session")
     options = _in_kernel(config.session_options(root), root)
     try:
         session = Session.resume(
@@ -833,6 +845,9 @@ def resume(log: str | None, config: Config) -> Session:
         )
     except (OSError, ValueError, LogError) as exc:
         raise MagicUsageError(f"cannot resume {path}: {exc}", usage=False) from None
+    # Only now that it is rebuilt: a log that cannot be resumed leaves the current one alone.
+    if _current is not None:
+        _current.give_way("replaced by a resumed session")
     view = NotebookSession(session, manual=config.manual)
     _current = view
     print(visible(resumed_line(session, path), keep_newlines=False))

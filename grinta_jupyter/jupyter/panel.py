@@ -430,6 +430,8 @@ class SessionPanel:
 
     def stop(self) -> None:
         self.session.stop("stopped by the user")
+        if self.on_decision is not None:
+            self.on_decision()  # manual mode: the end is pulled onto the panel there
 
     def _toggle_reads(self, change: dict[str, Any]) -> None:
         self.session.auto_reads = bool(change["new"])
