@@ -119,14 +119,3 @@ def test_a_replaced_manual_session_offers_no_approve_on_its_old_cards(
     old.panel.cards[1].receive({"event": "approve"})
     assert (ws / "a.py").read_text() == "x = 1\n"
     assert new.session.pending is not None and new.session.pending.number == 1
-
-
-def test_approve_with_nothing_waiting_is_one_line(ip, ws, openai_server, capsys):
-    """A decision when nothing waits is not a mistake of usage: one line, no usage line."""
-    view = waiting_view(ip, openai_server, ws, "2")
-    magic(ip, "stop")
-    capsys.readouterr()
-    magic(ip, "approve 1")
-    out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and out[0].startswith("%grinta: nothing is waiting for a decision"), out
-    assert view.session.done and (ws / "a.py").read_text() == "x = 1\n"

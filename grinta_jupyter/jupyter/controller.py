@@ -649,9 +649,7 @@ def command(name: str, rest: str) -> Any:
         _show_steps(session, view.advance())
         return None
     if session.pending is None:
-        raise MagicUsageError(
-            f"nothing is waiting for a decision ({status_line(session)})", usage=False
-        )
+        raise MagicUsageError(f"nothing is waiting for a decision ({status_line(session)})")
     step = session.pending
     try:
         decided = _decide(session, name, rest)
