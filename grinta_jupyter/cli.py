@@ -48,6 +48,7 @@ import argparse
 import contextlib
 import json
 import os
+import stat
 import sys
 import tempfile
 from dataclasses import fields
@@ -243,6 +244,13 @@ def main(argv: list[str] | None = None) -> int:
     if given[:1] == ["acp"]:  # its own options (--help); standard output is the protocol's
         from grinta_jupyter.acp import main as acp_main
 
+        problem = _acp_stdio() if len(given) == 1 else None
+        if problem:
+            _complain(
+                f"grinta acp: {problem}, not a pipe from an ACP client; an editor such as Zed "
+                "starts `grinta acp` and talks to it through pipes"
+            )
+            return EXIT_USER_ERROR
         return acp_main(given[1:])
     try:
         args = _parser().parse_args(argv)
@@ -277,6 +285,23 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         return EXIT_USER_ERROR
     return status
+
+
+def _acp_stdio() -> str | None:
+    """What is wrong with standard input or output for ``grinta acp``, or None.
+
+    A closed one was a traceback. An input device other than a terminal (/dev/null)
+    asyncio takes for a pipe, but its selector refuses it: a traceback, then a wait for
+    input, forever. A file is left to the protocol's own check.
+    """
+    for fd, name in ((0, "standard input"), (1, "standard output")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return f"{name} is closed"
+    if stat.S_ISCHR(os.fstat(0).st_mode) and not os.isatty(0):
+        return "standard input is a device such as /dev/null"
+    return None
 
 
 def _user_error(exc: Exception) -> str | None:
@@ -390,6 +415,7 @@ def _demo(args: argparse.Namespace, config: Config) -> int:
 
     root = _empty_folder(args.copy_to) if args.copy_to is not None else None
     model = configured_model(config, require_key=True)
+    _log_folder(config)
     if root is None:
         root = Path(tempfile.mkdtemp(prefix="grinta-demo-")) / "raft_kv"
     try:
@@ -412,6 +438,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if config.model is None:
         raise UserError(NO_MODEL)
     model = configured_model(config, require_key=True)
+    _log_folder(config)
     return _run_session(args.task, model, config, root)
 
 
@@ -623,6 +650,21 @@ def _existing_folder(path: Path | str, option: str) -> Path:
     if not path.is_dir():
         raise UserError(f"{option} {text} is not a folder")
     return path
+
+
+def _log_folder(config: Config) -> None:
+    """Make the configured log folder now: a path that cannot hold logs (a file, a missing
+    drive) is one line before any session starts, not a session that ends at once on a log
+    it could not open, named as the log to measure."""
+    if config.log_dir is None:
+        return
+    option = config.origin("log_dir")
+    try:
+        Path(config.log_dir).expanduser().mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file, or a link to nothing
+        raise UserError(f"{option} {config.log_dir} is not a folder") from None
+    except OSError as exc:
+        raise UserError(f"{option} {config.log_dir}: {exc.strerror or exc}") from None
 
 
 def _empty_folder(text: str) -> Path:

@@ -86,6 +86,11 @@ def _is_http_address(text: str) -> bool:
     return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
+def _has_gap(text: str) -> bool:
+    """Whether ``text`` holds a space, a line break or another character that prints nothing."""
+    return any(c.isspace() or not c.isprintable() for c in text)
+
+
 # Who writes the text that stands for condensed turns (agent/condense.py): grinta's
 # deterministic digest, or the model itself.
 CondenseMethod = Literal["digest", "model"]
@@ -166,6 +171,24 @@ class Config:
             value = getattr(self, name)
             if value is not None and not value.strip():
                 raise ConfigError(f"{self.origin(name)} is empty; give a {what}")
+        for name, what in (
+            ("model", "a model string"),
+            ("api_base", "a server address"),
+            ("api_key", "a key"),
+        ):
+            value = getattr(self, name)
+            if value is not None and _has_gap(value.strip()):
+                # A pasted line break or space inside reached litellm, which failed with a
+                # retried HTTP 500 after the session had started; a line break in the model
+                # string also split the terminal's "model:" line in two. Neither a key nor
+                # an address's user:password@ part is ever shown.
+                shown = value.strip()
+                if name == "api_base":
+                    shown = shown.rpartition("@")[2]
+                raise ConfigError(
+                    f"{self.origin(name)}: {what} has no spaces or line breaks inside, got "
+                    + ("one that has" if name == "api_key" else repr(shown))
+                )
         if self.api_base is not None and not _is_http_address(self.api_base):
             # litellm took "localhost:8000/v1" as a path and failed with a retried HTTP 500.
             shown = self.api_base.strip().rpartition("@")[2]  # never a user:password@ part
