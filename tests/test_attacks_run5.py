@@ -126,19 +126,3 @@ def test_a_forged_status_and_a_killed_supervisor_leave_nothing_running(tmp_path,
     assert not obs.ok and obs.error is not None and obs.error.code == "COMMAND_FAILED"
     assert "supervisor was killed" in obs.error.message
     assert alive(tag) == []
-
-
-def test_a_key_given_in_code_is_redacted_before_a_long_output_is_cut(tmp_path):
-    """Attack: the model's key passed in code (``LiteLLMModel(api_key=...)``: in no
-    environment variable), and a command printing a file that holds it where the cut of a
-    long output falls. The cut kept its first characters, too few for the session's own
-    redaction to recognise later."""
-    from grinta_jupyter.agent.models import LiteLLMModel
-    from grinta_jupyter.runtime.secrets import Secrets
-    from grinta_jupyter.tools.run import bound_output
-
-    key = "zq81Kd0pXr7Tn2Lw9Bv4Hs6Jm3Fc5Yg"
-    LiteLLMModel("openai/x", api_key=key, api_base="http://127.0.0.1:9/v1")
-    shown = bound_output("a" * 3992 + key + " " + "b" * 9000, 12_000)
-    redacted = Secrets.from_env().redact(shown)
-    assert key[:8] not in redacted and key[-8:] not in redacted

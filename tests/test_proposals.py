@@ -170,7 +170,7 @@ def test_stage_functions_return_their_result_and_leave_only_staged_files(rt):
     assert result.resolutions[0].target == "Store.get"
     command = run.stage(run.RunArgs(command="true", timeout=1e9), ctx)
     assert command == CommandResult("true", rt.settings.run_max_timeout, "run: true")
-    assert set(vars(ctx)) == {"workspace", "settings", "_symbols", "staged"}
+    assert set(vars(ctx)) == {"workspace", "settings", "_symbols", "staged", "cancel"}
     assert ctx.staged == {}
 
 

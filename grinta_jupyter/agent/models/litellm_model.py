@@ -29,7 +29,6 @@ from collections.abc import Callable
 from typing import Any
 
 from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
-from grinta_jupyter.runtime.secrets import hold
 
 __all__ = [
     "LiteLLMModel",
@@ -98,11 +97,6 @@ class LiteLLMModel:
         # A key pasted with its newline or quotes was sent as is: a refused key, or a
         # retried "HTTP 500: Forbidden control character" that never named the key.
         self.api_key = clean_key(api_key)
-        if self.api_key:
-            # A key given in code is in no environment variable: held, every redaction of
-            # this process knows it (a command's output cut through it kept its first
-            # characters, which the session's own redaction, later, could not tell).
-            hold(self.api_key)
         self.temperature = temperature
         self.max_retries = max_retries
         self.backoff = backoff
