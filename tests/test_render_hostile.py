@@ -7,8 +7,9 @@ content with ``\\r``, ESC, backspace, U+202E, U+2028) and run through
 live panel. The HTML is read with ``html.parser``: a row's role is its ``<tr>``
 class, its text is what a reader sees.
 
-Two fixtures are shared with the labextension's tests (labextension/test/fixtures):
+Three fixtures are shared with the labextension's tests (labextension/test/fixtures):
 ``visible-cases.json``, the escaping rule both ``visible`` implementations follow,
+``row-cases.json``, which whitespace or letters of a diff row both cards draw visibly,
 and ``hostile-diffs.json``, diffs this runtime makes and the rows both diff parsers
 must read from them. To accept an intended change to those diffs:
 GRINTA_UPDATE_SNAPSHOTS=1 python -m pytest tests/test_render_hostile.py
@@ -45,7 +46,7 @@ from grinta_jupyter.jupyter.mime import (
     trace_bundle,
 )
 from grinta_jupyter.runtime.diffs import DiffFile, parse_unified
-from grinta_jupyter.runtime.display import visible, visible_parts
+from grinta_jupyter.runtime.display import row_spaces, visible, visible_parts
 from grinta_jupyter.runtime.secrets import Secrets
 
 FIXTURES = Path(__file__).resolve().parents[1] / "labextension" / "test" / "fixtures"
@@ -383,6 +384,16 @@ def test_the_visible_rule_matches_the_shared_cases():
         keep = case["keep_newlines"]
         assert visible(case["text"], keep_newlines=keep) == case["visible"], case["name"]
         assert [list(p) for p in visible_parts(case["text"], keep_newlines=keep)] == case["parts"]
+
+
+def test_the_row_rule_matches_the_shared_cases():
+    # labextension/test/diffView.test.ts reads the same cases: a row one card draws as a
+    # whitespace-only change and the other as an ordinary one would read apart.
+    cases = json.loads((FIXTURES / "row-cases.json").read_text(encoding="ascii"))
+    assert len(cases) >= 15
+    for case in cases:
+        rows = [(role, text) for role, text in case["rows"]]
+        assert row_spaces(rows) == case["spaces"], case["name"]
 
 
 def test_hostile_text_cannot_swell_the_saved_html(tmp_path):

@@ -116,7 +116,9 @@ def _blank(char: str) -> str:
 # Spaces that are not U+0020 but look like it (no-break, en, em, thin, ideographic...). The
 # cards box them in diff rows (labextension/src/render/diffView.ts); a terminal escapes them.
 _ODD_SPACE = "\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
-_SQUEEZE = re.compile(f"[\\s{_ODD_SPACE}\ufeff]+")
+# Whitespace dropped to compare two rows: named, not ``\s``, which in Python also takes the
+# separators U+001C-U+001F and U+0085 that JavaScript's does not (diffView.ts lists the same).
+_SQUEEZE = re.compile(f"[\\t\\n\\v\\f\\r \\u2028\\u2029{_ODD_SPACE}\\ufeff]+")
 # What a diff row shows escaped (``row_parts``): always the unsafe characters and the odd
 # spaces; tabs in a whitespace-only change; spaces and tabs too where they end the row; and
 # everything past ASCII in a row that only draws like its counterpart.

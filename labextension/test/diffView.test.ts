@@ -7,8 +7,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { isCellHeader, renderDiff } from '../src/render/diffView';
+import { isCellHeader, renderDiff, rowSpaces } from '../src/render/diffView';
 import { byClass, FakeElement, installFakeDom } from './fakeDom';
+import { fixture, RowCase } from './shared';
 
 installFakeDom();
 
@@ -70,4 +71,19 @@ describe('cell headers in a notebook diff', () => {
     const diff = NOTEBOOK_DIFF.replace(/analysis\.ipynb/g, 'analysis.py');
     assert.equal(byClass(render(diff), 'grinta-diff-cell').length, 0);
   });
+});
+
+describe('rowSpaces', () => {
+  const cases = fixture<RowCase[]>('row-cases.json');
+
+  it('has the shared cases', () => {
+    assert.ok(cases.length >= 15);
+  });
+
+  for (const c of cases) {
+    it(`follows the rule runtime/display.py follows: ${c.name}`, () => {
+      const rows = c.rows.map(([kind, text]) => ({ kind, oldLine: null, newLine: null, text }));
+      assert.deepEqual(rowSpaces(rows), c.spaces);
+    });
+  }
 });

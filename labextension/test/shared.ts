@@ -1,6 +1,7 @@
 /**
  * Fixtures shared with the Python tests (tests/test_render_hostile.py): the
- * escaping rule both `visible` implementations follow, and diffs the runtime
+ * escaping rule both `visible` implementations follow, which whitespace or
+ * letters of a diff row both cards draw visibly, and diffs the runtime
  * made with the rows both diff parsers must read from them.
  */
 
@@ -13,6 +14,13 @@ export interface VisibleCase {
   keep_newlines: boolean;
   visible: string;
   parts: [string, boolean][];
+}
+
+/** A hunk's rows as [kind, text] and what each draws visibly (render/diffView.ts `rowSpaces`). */
+export interface RowCase {
+  name: string;
+  rows: ['context' | 'add' | 'del' | 'note', string][];
+  spaces: string[];
 }
 
 /** [role, old line, new line, text] */

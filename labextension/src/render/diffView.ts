@@ -20,7 +20,7 @@
  */
 
 import { planDiff } from '../collapse';
-import { DiffFile, DiffHunk, DiffRow, hunkShortfall, parseUnifiedDiff, rowCount } from '../diff';
+import { DiffFile, DiffRow, hunkShortfall, parseUnifiedDiff, rowCount } from '../diff';
 import { languageForPath, Token, tokenizeHunk } from '../highlight';
 import type { FileStat } from '../schema';
 import { h, oneLine } from './dom';
@@ -137,8 +137,7 @@ function renderFile(
       hidden.push(headRow);
     }
     const tokens = lang ? tokenizeHunk(hunk.rows, lang) : hunk.rows.map(r => [plain(r.text)]);
-    const spaces = whitespaceOnly(hunk);
-    const alike = sameLooking(hunk, spaces);
+    const spaces = rowSpaces(hunk.rows);
     hunk.rows.forEach((row, r) => {
       const cellHeader = row.kind !== 'note' && isCellHeader(file.path, row.text);
       const tr = h(
@@ -153,7 +152,7 @@ function renderFile(
           : h(
               'td',
               { class: 'grinta-diff-code' },
-              alike.has(row) ? renderLetters(row.text) : renderCode(tokens[r], showSpaces(row, spaces))
+              spaces[r] === 'letters' ? renderLetters(row.text) : renderCode(tokens[r], spaces[r])
             )
       );
       body.append(tr);
@@ -233,39 +232,43 @@ function hunkCheckbox(picker: HunkPicker, index: number): HTMLElement {
 
 // Spaces that are not U+0020 but look like it (no-break, en, em, thin, ideographic...).
 const ODD_SPACE = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/;
-// Whitespace of every kind, dropped to compare two rows.
-const SQUEEZE = /[\s\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\ufeff]+/g;
+// Whitespace dropped to compare two rows, named as runtime/display.py names it (not `\s`,
+// whose members differ between the two languages).
+const SQUEEZE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+/g;
 
-/** Which whitespace of a row to draw: `all` (a whitespace-only change), `trailing`, or `odd` spaces only. */
-type Spaces = 'all' | 'trailing' | 'odd';
+/**
+ * What of a row to draw visibly besides its control characters: `all` (an added or removed
+ * row whose change is whitespace only: its text, whitespace dropped, is that of a row of the
+ * other side) every space and tab; `letters` (one that differs from a row of the other side,
+ * whitespace aside, only in how a letter is encoded: equal under NFKC, so `é` as one character
+ * or as `e` and a combining accent, a full-width letter) every character past ASCII; `trailing`
+ * (the other added and removed rows) the spaces and tabs ending it; `odd` (the rest) only the
+ * spaces that are not U+0020. The same rule as runtime/display.py's `row_spaces`: both are
+ * checked on labextension/test/fixtures/row-cases.json.
+ */
+export type RowSpaces = 'all' | 'letters' | 'trailing' | 'odd';
 
-/** Rows of `hunk` whose change is whitespace only: an added or removed row whose text, its
- * whitespace dropped, is that of a row of the other side. */
-function whitespaceOnly(hunk: DiffHunk): Set<DiffRow> {
+/** Each row's `RowSpaces`, in the hunk's order. */
+export function rowSpaces(rows: DiffRow[]): RowSpaces[] {
   const squeeze = (text: string) => text.replace(SQUEEZE, '');
-  const dels = new Set(hunk.rows.filter(r => r.kind === 'del').map(r => squeeze(r.text)));
-  const adds = new Set(hunk.rows.filter(r => r.kind === 'add').map(r => squeeze(r.text)));
-  return new Set(
-    hunk.rows.filter(
-      r => (r.kind === 'del' && adds.has(squeeze(r.text))) || (r.kind === 'add' && dels.has(squeeze(r.text)))
-    )
+  const changed = onBothSides(rows, rows.map(r => squeeze(r.text)));
+  const alike = onBothSides(rows, rows.map(r => squeeze(r.text).normalize('NFKC')));
+  return rows.map((r, i) =>
+    changed.has(i) ? 'all' : alike.has(i) ? 'letters' : r.kind === 'add' || r.kind === 'del' ? 'trailing' : 'odd'
   );
 }
 
-/** Rows of `hunk` (not whitespace-only ones) that differ from a row of the other side only in
- * how a letter is encoded: equal, whitespace dropped, under NFKC (`é` as one character or as
- * `e` and a combining accent; a full-width letter), so the two draw alike. */
-function sameLooking(hunk: DiffHunk, whitespaceChanged: Set<DiffRow>): Set<DiffRow> {
-  const key = (text: string) => text.replace(SQUEEZE, '').normalize('NFKC');
-  const dels = new Set(hunk.rows.filter(r => r.kind === 'del').map(r => key(r.text)));
-  const adds = new Set(hunk.rows.filter(r => r.kind === 'add').map(r => key(r.text)));
-  return new Set(
-    hunk.rows.filter(
-      r =>
-        !whitespaceChanged.has(r) &&
-        ((r.kind === 'del' && adds.has(key(r.text))) || (r.kind === 'add' && dels.has(key(r.text))))
-    )
-  );
+/** Indexes of the added and removed rows whose key is the key of a row of the other side. */
+function onBothSides(rows: DiffRow[], keys: string[]): Set<number> {
+  const dels = new Set(keys.filter((_, i) => rows[i].kind === 'del'));
+  const adds = new Set(keys.filter((_, i) => rows[i].kind === 'add'));
+  const both = new Set<number>();
+  rows.forEach((r, i) => {
+    if ((r.kind === 'del' && adds.has(keys[i])) || (r.kind === 'add' && dels.has(keys[i]))) {
+      both.add(i);
+    }
+  });
+  return both;
 }
 
 /** A row that only draws like its counterpart: every character past ASCII shown as its escape
@@ -296,13 +299,8 @@ function renderLetters(text: string): Node[] {
   return out;
 }
 
-function showSpaces(row: DiffRow, whitespaceChanged: Set<DiffRow>): Spaces {
-  if (whitespaceChanged.has(row)) return 'all';
-  return row.kind === 'add' || row.kind === 'del' ? 'trailing' : 'odd';
-}
-
 /** A row's tokens, with the whitespace `spaces` asks for drawn visibly. */
-function renderCode(tokens: Token[], spaces: Spaces): Node[] {
+function renderCode(tokens: Token[], spaces: RowSpaces): Node[] {
   const text = tokens.map(t => t.text).join('');
   const trailing = spaces === 'odd' ? text.length : text.replace(/[ \t]+$/, '').length;
   let at = 0;
