@@ -98,3 +98,14 @@ def test_a_name_matched_exactly_says_which_definitions_it_passed_over(tmp_path: 
     (tmp_path / "m.py").write_text("def process():\n    return 2\n")
     p = Runtime(tmp_path).propose("edit_symbols", {"edits": [edit]})
     assert p.resolutions[0].reason == "the only definition with this name"
+
+
+def test_a_bom_is_no_part_of_the_first_definition_shown_as_a_candidate(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_bytes(
+        b"\xef\xbb\xbfdef f():\n    return 1\n\n\ndef f():\n    return 2\n"
+    )
+    before = (tmp_path / "m.py").read_bytes()
+    _, p = _edit(tmp_path, [{"symbol": "f", "action": "replace", "new_source": "def f(): ..."}])
+    assert not p.ok and p.error is not None
+    assert [(c.line, c.snippet) for c in p.error.candidates] == [(1, "def f():"), (5, "def f():")]
+    assert (tmp_path / "m.py").read_bytes() == before

@@ -276,7 +276,10 @@ def _build(
         line_end = source.find(b"\n", def_byte, line_start + SIGNATURE_MAX)
         if line_end < 0:
             line_end = min(len(source), line_start + SIGNATURE_MAX)
-        signature = source[line_start:line_end].decode("utf-8", "replace").strip()
+        signature = source[line_start:line_end].decode("utf-8", "replace")
+        # A byte order mark opens the file's first line but is no part of what it says (and
+        # strip() keeps it: it is not whitespace).
+        signature = signature.removeprefix("\ufeff").strip()
         symbols.append(
             (
                 Symbol(
