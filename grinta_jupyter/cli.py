@@ -434,7 +434,7 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     if not args.task.strip():
         raise UserError('the task is empty; say what to do, e.g. grinta run "fix the failing test"')
     _known_toolsets([config.toolset], config.origin("toolset"))
-    root = _existing_folder(config.workspace, config.origin("root"))
+    root = _session_root(config.workspace, config.origin("root"))
     if config.model is None:
         raise UserError(NO_MODEL)
     model = configured_model(config, require_key=True)
@@ -533,7 +533,7 @@ def _resume_root(given: str | None, log: Path, start: SessionStart) -> Path:
     moved elsewhere must not choose where the session writes, so ``--root`` says it.
     """
     if given is not None:
-        return _existing_folder(given, "--root")
+        return _session_root(given, "--root")
     named = Path(start.root)
     home = _home_of(log)
     if not start.root.strip() or home is None or not _same_folder(home, named):
@@ -544,7 +544,7 @@ def _resume_root(given: str | None, log: Path, start: SessionStart) -> Path:
             f"{log} {lies} but its session ran in {start.root or 'no named folder'}; pass --root "
             "to say where it goes on"
         )
-    return named
+    return _session_root(named, "the session's workspace")
 
 
 def _home_of(log: Path) -> Path | None:
@@ -650,6 +650,23 @@ def _existing_folder(path: Path | str, option: str) -> Path:
     if not path.is_dir():
         raise UserError(f"{option} {text} is not a folder")
     return path
+
+
+def _session_root(path: Path | str, option: str) -> Path:
+    """``path`` as a session's workspace: an existing folder, not the file system's root,
+    whose ``.grinta`` grinta can write (``root_problem``); else one line, before anything
+    starts (a ``.grinta`` file used to start a session that ended at once on its log)."""
+    from grinta_jupyter.runtime.workspace import root_problem
+
+    folder = _existing_folder(path, option)
+    if option == "default":
+        named = "the current folder"
+    else:
+        named = f"{option}{' ' if option.startswith('-') else '='}{path}"
+    problem = root_problem(folder, named)
+    if problem is not None:
+        raise UserError(problem)
+    return folder
 
 
 def _log_folder(config: Config) -> None:

@@ -189,6 +189,16 @@ class Config:
                     f"{self.origin(name)}: {what} has no spaces or line breaks inside, got "
                     + ("one that has" if name == "api_key" else repr(shown))
                 )
+        for name in ("root", "log_dir", "cache"):
+            value = getattr(self, name)
+            if value is not None and value.startswith("~"):
+                try:
+                    Path(value).expanduser()
+                except RuntimeError:  # "~nobody/x": was an internal error where it was used
+                    user = value[1:].partition("/")[0] or "you"
+                    raise ConfigError(
+                        f"{self.origin(name)} {value}: no home folder for {user} to expand ~ to"
+                    ) from None
         if self.api_base is not None and not _is_http_address(self.api_base):
             # litellm took "localhost:8000/v1" as a path and failed with a retried HTTP 500.
             shown = self.api_base.strip().rpartition("@")[2]  # never a user:password@ part

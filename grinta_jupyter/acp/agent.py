@@ -810,6 +810,8 @@ def _mode_id(text: str) -> ModeId:
 def _workspace(cwd: str) -> Path:
     """The workspace a client names. ACP says absolute; a relative one is taken from the
     folder the client started grinta in, rather than refused; an empty one names no folder."""
+    from grinta_jupyter.runtime.workspace import root_problem
+
     if not cwd.strip():  # not "." (wherever the editor started grinta: its home, "/")
         raise _invalid("the workspace is empty: name the project folder (an absolute cwd)")
     try:
@@ -817,11 +819,19 @@ def _workspace(cwd: str) -> Path:
     except RuntimeError:  # "~someone" with no such user: no home to expand
         path = Path(cwd)
     try:
-        if path.is_dir():
-            return path.resolve()
+        folder = path.is_dir()
     except OSError:  # a name too long for the file system (is_dir raises, not False)
-        pass
-    raise _invalid(f"the workspace {cwd!r} is not a folder")
+        folder = False
+    if not folder:
+        raise _invalid(f"the workspace {cwd!r} is not a folder")
+    path = path.resolve()
+    # The file system root (an editor started without a project: cwd "/"), or a .grinta that
+    # is a file, a link or unwritable: refused here, not a session writing /.grinta and
+    # indexing every file system, or one that ends at once on a log it cannot open.
+    problem = root_problem(path, f"the workspace {cwd!r}")
+    if problem is not None:
+        raise _invalid(problem)
+    return path
 
 
 def _new_session_id() -> str:

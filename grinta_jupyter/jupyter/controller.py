@@ -35,6 +35,7 @@ import concurrent.futures
 import contextlib
 import contextvars
 import importlib
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -414,7 +415,13 @@ def start(task: str, config: Config) -> Session:
         )
     if not demo:
         _check_root(config)
-    root, sample = _workspace(config, demo, task)
+    try:
+        root, sample = _workspace(config, demo, task)
+    except OSError as exc:  # the demo's copy: a folder that cannot be written
+        raise MagicUsageError(
+            f"cannot copy the demo's sample into the current folder: {exc.strerror or exc}",
+            usage=False,
+        ) from None
     try:
         options = config.session_options(root)
         session = Session(task, model=model, sample=sample, **_in_kernel(options, root))
@@ -827,6 +834,7 @@ def resume(log: str | None, config: Config) -> Session:
             usage=False,
         )
     root = config.workspace if config.origin("root") == "--root" else Path(start.root)
+    _check_root(config, None if config.origin("root") == "--root" else root)
     options = _in_kernel(config.session_options(root), root)
     try:
         session = Session.resume(
@@ -965,20 +973,26 @@ def _show_steps(session: Session, numbers: list[int]) -> None:
         _display(session_bundle(session))
 
 
-def _check_root(config: Config) -> None:
-    """MagicUsageError unless the workspace (--root, else $GRINTA_ROOT, else here) is a folder."""
+def _check_root(config: Config, path: Path | None = None) -> None:
+    """MagicUsageError unless the workspace (``path``, else --root, else $GRINTA_ROOT, else
+    here) can hold a session: a folder, not the file system's root, with a ``.grinta`` grinta
+    can write (``root_problem``; a ``.grinta`` file started a session that ended at once)."""
+    from grinta_jupyter.runtime.workspace import root_problem
+
     origin = config.origin("root")
-    if origin == "--root":
+    if path is not None:
+        where, usage = f"the session's workspace {path}", False
+    elif origin == "--root":
         where, usage = f"--root {config.root}", True
     elif origin == "default":
         where, usage = "the current folder", False
     else:
         where, usage = f"{origin}={config.root}", False
-    path = config.workspace
-    if not path.exists():
-        raise MagicUsageError(f"{where} does not exist", usage=usage)
-    if not path.is_dir():
-        raise MagicUsageError(f"{where} is not a folder", usage=usage)
+    problem = root_problem(config.workspace if path is None else path, where)
+    if problem is not None:
+        # Only a path that is not a folder is a mistake in the line's options.
+        usage = usage and problem in (f"{where} does not exist", f"{where} is not a folder")
+        raise MagicUsageError(problem, usage=usage)
 
 
 def _workspace(config: Config, demo: bool, task: str) -> tuple[Path, str | None]:
@@ -1002,7 +1016,9 @@ def demo_workspace(target: Path, sample: str = "raft_kv") -> Path:
 
     A folder we made earlier (it holds our marker file) is replaced by a fresh
     copy, so the demo always starts from the planted bug; any other folder
-    of that name is left alone and the copy goes beside it.
+    of that name, or a copy a live session still works in (this kernel's, before
+    the new session replaces it, or another notebook's), is left alone and the copy
+    goes beside it. Replacing a live one deleted its open log and its files under it.
     """
     import shutil
 
@@ -1010,7 +1026,9 @@ def demo_workspace(target: Path, sample: str = "raft_kv") -> Path:
 
     candidate = target
     number = 1
-    while candidate.exists() and not (candidate / DEMO_MARKER).exists():
+    while candidate.exists() and (
+        not (candidate / DEMO_MARKER).exists() or _live_session_in(candidate)
+    ):
         number += 1
         candidate = target.with_name(f"{target.name}-{number}")
     if candidate.exists():
@@ -1021,6 +1039,41 @@ def demo_workspace(target: Path, sample: str = "raft_kv") -> Path:
         "made by grinta's demo; it is replaced by the next demo run\n"
     )
     return candidate
+
+
+def _live_session_in(folder: Path, most: int = 200) -> bool:
+    """Whether a live session (of any process) writes a log in ``folder``'s ``.grinta``: a
+    live session holds an exclusive ``flock`` on its log (events/log.py); an ended one
+    does not. Past ``most`` logs, or when the folder cannot be read, it counts as live."""
+    import fcntl
+    import itertools
+
+    sessions = folder / ".grinta" / "sessions"
+    try:
+        with os.scandir(sessions) as listing:
+            logs = list(itertools.islice(listing, most + 1))
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    if len(logs) > most:
+        return True
+    for entry in logs:
+        if not entry.name.endswith(".jsonl"):
+            continue
+        try:
+            fd = os.open(entry.path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+        except OSError:
+            continue  # a link, a FIFO that went: not a log a session holds
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        except OSError:
+            pass  # a file system without locks: nothing to learn
+        finally:
+            os.close(fd)  # also releases the probe's lock
+    return False
 
 
 def _display_widget(widget: Any) -> None:

@@ -11,6 +11,11 @@ Walking the tree (``files``, ``walk``) never follows a link to a folder (so a
 link loop cannot trap it), never opens anything but ``.gitignore`` files
 (through the safe reader), and reports what it passed over (FIFOs, sockets,
 devices, link loops, broken links, unreadable folders) as ``Skipped`` entries.
+
+A root must be a folder other than the file system's root, and its ``.grinta``
+(if there is one) a real folder grinta can write: ``root_problem`` says what is
+wrong in one line, for front ends to refuse with before a session starts
+(docs/guarantees.md, *The workspace root*).
 """
 
 from __future__ import annotations
@@ -102,6 +107,66 @@ def skipped_note(first: list[Skipped], count: int) -> str:
     )
 
 
+_STATE_FOLDERS = ("sessions", "journal", "undo")  # what a session makes in .grinta first
+
+
+def root_problem(root: str | os.PathLike[str], named: str) -> str | None:
+    """Why ``root`` cannot be a session's workspace, in one line a person can act on; None
+    when it can. ``named`` is how the person gave it ("--root /x", "the current folder").
+
+    The file system root is refused: a session there keeps its logs in ``/.grinta`` and
+    its symbol index walks every mounted file system. A ``.grinta`` (or its
+    ``sessions``, ``journal`` or ``undo``) that is a file, a link or a folder grinta
+    cannot write is refused too: the session would start, then end at once on a log it
+    cannot open, with a note about a recovery that never ran.
+    """
+    path = Path(root)
+    try:
+        if not path.exists():
+            return f"{named} does not exist"
+        if not path.is_dir():
+            return f"{named} is not a folder"
+        real = path.resolve()
+    except (OSError, RuntimeError) as exc:  # a link loop, a name too long
+        return f"{named}: {getattr(exc, 'strerror', None) or exc}"
+    if real == Path(real.anchor):
+        shown = f" ({real})" if str(path) != real.anchor else ""
+        return (
+            f"{named} is the file system root{shown}; give the project's folder (a session "
+            "keeps its state in <root>/.grinta and indexes every file below the root)"
+        )
+    state = real / STATE_DIR
+    for folder in (state, *(state / name for name in _STATE_FOLDERS)):
+        try:
+            mode = os.lstat(folder).st_mode
+        except FileNotFoundError:
+            break  # made by the session (the first missing one ends the chain)
+        except OSError as exc:
+            return f"cannot look at {folder}: {exc.strerror or exc}"
+        if stat.S_ISLNK(mode):
+            return (
+                f"{folder} is a symbolic link; grinta keeps its session logs and undo records "
+                "only in a real folder, and never follows a link there: remove the link"
+            )
+        if not stat.S_ISDIR(mode):
+            kind = "a file" if stat.S_ISREG(mode) else file_kind(mode)
+            return (
+                f"{folder} is {kind}, where grinta keeps its session logs and undo records: "
+                "rename or remove it"
+            )
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return (
+                f"{folder} is not writable, and grinta keeps its session logs there: "
+                "make it writable (chmod u+rwx) or remove it"
+            )
+    else:
+        return None
+    parent = folder.parent
+    if not os.access(parent, os.W_OK | os.X_OK):
+        return f"{parent} is not writable, so grinta cannot make {folder.name} there for its logs"
+    return None
+
+
 class Workspace:
     """Resolves and lists paths under one root directory."""
 
@@ -109,7 +174,12 @@ class Workspace:
         path = Path(root)
         if not path.is_dir():
             raise NotADirectoryError(f"workspace root {path} is not a directory")
-        self.root = path.resolve()
+        real = path.resolve()
+        if real == Path(real.anchor):  # front ends say so first (root_problem); the API too
+            raise OSError(
+                errno.EINVAL, f"{path} is the file system root; give the project's folder"
+            )
+        self.root = real
         # The root as given: through a link (``~/proj`` -> ``/data/proj``), absolute paths the
         # user and the model name start with it, not with the resolved root.
         self._given = Path(os.path.normpath(os.path.abspath(path)))
