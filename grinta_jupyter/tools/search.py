@@ -3,19 +3,25 @@
 Respects .gitignore; results are bounded and say how many were left out.
 In a notebook only cell sources are matched (never its JSON), and a hit is
 located by cell: ``nb.ipynb::cell:<id>:<line in the cell>: text``.
-Matching is smart-case: a query without capital letters ignores case. Line
-numbers count "\n" only, as ``read`` numbers lines.
+Matching is smart-case: a query without capital letters ignores case. Lines
+are the lines ``read`` numbers: split at "\n" only, without a CRLF's "\r" (so
+``$`` matches at a Windows line's end), and a final newline starts no line.
 
 Bounded in time and memory whatever the query or the files:
 
-- a regex runs under the ``regex`` module's ``timeout=`` (catastrophic
-  backtracking such as ``(a|aa)+$`` stops) and without holding the GIL; the
-  whole search stops after ``Settings.search_timeout`` seconds. Either way
-  the result is the error SEARCH_TIMEOUT, whose candidates are the matches
-  found before it stopped. The deadline is checked before each folder is
-  listed (a tree of empty folders yields no file to check at) and at least
-  every 10,000 lines; a staging no longer wanted (``ToolContext.cancel``: the
-  session stopped or rewound) stops at the same checks;
+- every match (a regex or plain text) runs on the ``regex`` module under its
+  ``timeout=`` and without holding the GIL; the whole search stops after
+  ``Settings.search_timeout`` seconds with the error SEARCH_TIMEOUT, whose
+  candidates are the matches found before it stopped. The deadline is checked
+  before each folder is listed (a tree of empty folders yields no file to
+  check at) and before each line; a staging no longer wanted
+  (``ToolContext.cancel``: the session stopped or rewound) stops at the same
+  checks. A match still running after ``FIRST_TRY`` seconds (catastrophic
+  backtracking, such as ``(a|aa)+$`` on a long run of a's) goes on in a
+  worker thread while the caller watches the deadline and the cancel, so a
+  Stop returns within ``WATCH`` seconds; that thread ends by itself within
+  ``MAX_MATCH_SECONDS``, and a single match that needs longer is the error
+  SEARCH_TIMEOUT saying the regex is too slow (never "no matches");
 - a regex whose counted repeats would expand past ``MAX_REGEX_UNITS`` when
   compiled (``(?:x{1000}){1000}``: the regex module unrolls them, hundreds of
   MB) is refused before it is compiled; with full case folding on (``(?f)``,
@@ -23,7 +29,11 @@ Bounded in time and memory whatever the query or the files:
   class such as ``[\\p{L}]`` compiles to about 27 KB. A compiled pattern is
   not kept in the regex module's cache (500 of them would be gigabytes);
 - plain text is a literal pattern (no backtracking), and a file without a hit
-  is rejected by one pass over its text;
+  is rejected by one pass over its text. It runs on the same engine as a regex
+  (the stdlib's ``re`` took the product of the query's and the text's length
+  to look for ``aaa...ab`` ignoring case: 24 s holding the GIL for a
+  2,000-character query over 2 MB of a's), so case folding is the same on
+  both paths;
 - files are read by the safe reader: FIFOs, sockets and devices are never
   opened, files over ``Settings.search_max_file_bytes`` are not read, and
   every file passed over (too large, binary, unreadable, not a regular file)
@@ -52,6 +62,8 @@ from grinta_jupyter.runtime.errors import (
 )
 from grinta_jupyter.runtime.files import FileRefused, read_regular
 from grinta_jupyter.runtime.notebook import Notebook, is_notebook
+from grinta_jupyter.runtime.secrets import before_cut
+from grinta_jupyter.runtime.textfile import split_lines
 from grinta_jupyter.runtime.workspace import Skipped, skipped_note
 from grinta_jupyter.tools.base import Args, ReadResult, ToolContext, ToolSpec
 
@@ -64,6 +76,11 @@ else:
 MAX_DEFINITIONS = 10
 MAX_QUERY_CHARS = 2_000
 MAX_SKIPS_NAMED = 5
+# A match's first try; past it, it runs on in a thread watched every WATCH seconds, for at
+# most MAX_MATCH_SECONDS (a line that needs longer is a regex too slow to use).
+FIRST_TRY = 0.05
+WATCH = 0.02
+MAX_MATCH_SECONDS = 2.0
 MAX_REGEX_UNITS = 100_000  # compiled, about 250 bytes each
 FULLCASE_UNIT_COST = 100  # a fully case-folded class: up to about 27 KB compiled
 # An inline flag group turning on full case folding: "f", or version 1 (folds fully with "i").
@@ -79,11 +96,13 @@ class SearchArgs(Args):
 
 
 class _Expired(Exception):
-    """The search's time ran out, or its staging was cancelled (at ``where``)."""
+    """The search's time ran out, or its staging was cancelled (at ``where``); ``slow``: a
+    single match ran past ``MAX_MATCH_SECONDS`` with time left."""
 
-    def __init__(self, where: str):
+    def __init__(self, where: str, slow: bool = False):
         super().__init__(where)
         self.where = where
+        self.slow = slow
 
 
 class _Clock:
@@ -136,7 +155,7 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
                     skipped.append(text)
                 continue
             hits = sum(
-                _scan(label, part, pattern, clock, shown, limit)
+                _scan(label, part, pattern, not args.regex, clock, shown, limit)
                 for label, part in _parts(_name(item), text)
             )
             total += hits
@@ -147,6 +166,8 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
                 SEARCH_TIMEOUT,
                 f"search cancelled {expired.where}: the session no longer waits for it",
             ) from None
+        if expired.slow:
+            raise _too_slow(expired.where, shown) from None
         raise _timeout(args, settings.search_timeout, expired.where, shown) from None
     skip_line = f"skipped {skipped_note(skipped, skips)}" if skips else ""
     if not shown and not definitions:
@@ -164,11 +185,12 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
     return "\n\n".join(sections)
 
 
-def _compile(query: str, is_regex: bool) -> regex.Pattern[str] | re.Pattern[str]:
+def _compile(query: str, is_regex: bool) -> regex.Pattern[str]:
     """Smart-case: any capital letter makes the query case-sensitive."""
     ignore_case = not any(c.isupper() for c in query)
-    if not is_regex:  # a literal pattern cannot backtrack; the stdlib engine is enough
-        return re.compile(re.escape(query), re.IGNORECASE if ignore_case else 0)
+    flags = regex.IGNORECASE if ignore_case else 0
+    if not is_regex:  # a literal cannot backtrack, and this engine finds it in linear time
+        return regex.compile(regex.escape(query), flags, cache_pattern=False)
     units = _expanded_size(query)
     if _FULLCASE_FLAG.search(query):
         units *= FULLCASE_UNIT_COST
@@ -180,7 +202,7 @@ def _compile(query: str, is_regex: bool) -> regex.Pattern[str] | re.Pattern[str]
         )
     try:
         # Not cached: the module keeps up to 500 patterns, each up to MAX_REGEX_UNITS.
-        return regex.compile(query, regex.IGNORECASE if ignore_case else 0, cache_pattern=False)
+        return regex.compile(query, flags, cache_pattern=False)
     except (regex.error, OverflowError, RecursionError, ValueError) as exc:
         raise fail(INVALID_ARGS, f"invalid regex: {exc}") from None
 
@@ -248,35 +270,106 @@ def _parts(rel: str, text: str) -> list[tuple[str, str]]:
 def _scan(
     rel: str,
     text: str,
-    pattern: regex.Pattern[str] | re.Pattern[str],
+    pattern: regex.Pattern[str],
+    literal: bool,
     clock: _Clock,
     shown: list[tuple[str, int, str]],
     limit: int,
 ) -> int:
     """Count ``rel``'s matching lines, adding the first to ``shown``; _Expired when the
-    ``clock`` says stop."""
-    if isinstance(pattern, re.Pattern) and pattern.search(text) is None:
-        return 0  # one C-level pass rejects most files
+    ``clock`` says stop.
+
+    Lines are the lines ``read`` numbers: a CRLF line's "\r" is no part of it (``;$``
+    found nothing in a Windows file), and a final newline starts no line (``^$`` hit one
+    past the end). A literal that holds no line break cannot reach past its line, so it is
+    looked for in the whole text, once per line it occurs on; a regex may (``a\\s+b``,
+    ``^``, lookarounds), so it is matched line by line.
+    """
+    if literal and "\n" not in pattern.pattern and "\r" not in pattern.pattern:
+        return _scan_literal(rel, text, pattern, clock, shown, limit)
     hits = 0
-    for number, line in enumerate(text.split("\n"), 1):
-        if isinstance(pattern, re.Pattern):
-            found = pattern.search(line) is not None
-            if number % 10_000 == 0:
-                clock.check(f"in {rel} at line {number}")
-        else:
-            remaining = clock.remaining()
-            if remaining <= 0:
-                raise _Expired(f"in {rel} at line {number}")
-            try:
-                # concurrent=True releases the GIL: a slow match cannot freeze the kernel.
-                found = pattern.search(line, timeout=remaining, concurrent=True) is not None
-            except TimeoutError:
-                raise _Expired(f"matching {rel} line {number}") from None
-        if found:
+    for number, line in enumerate(split_lines(text), 1):
+        if _match(pattern, line, 0, clock, f"matching {rel} line {number}") is not None:
             hits += 1
             if len(shown) < limit:
-                shown.append((rel, number, line.strip()[:200]))
+                shown.append((rel, number, _shown(line)))
     return hits
+
+
+def _scan_literal(
+    rel: str,
+    text: str,
+    pattern: regex.Pattern[str],
+    clock: _Clock,
+    shown: list[tuple[str, int, str]],
+    limit: int,
+) -> int:
+    """``_scan`` for a literal without a line break: one pass over the text per hit line."""
+    hits = 0
+    number, counted = 1, 0  # the line number at offset ``counted``
+    at = 0
+    while True:
+        found = _match(pattern, text, at, clock, f"in {rel} after line {number}")
+        if found is None:
+            return hits
+        start = text.rfind("\n", 0, found.start()) + 1
+        end = text.find("\n", found.end())
+        end = len(text) if end < 0 else end
+        number += text.count("\n", counted, start)
+        counted = start
+        hits += 1
+        if len(shown) < limit:
+            line = text[start:end]
+            shown.append((rel, number, _shown(line[:-1] if line.endswith("\r") else line)))
+        at = end + 1
+        if at >= len(text):
+            return hits
+
+
+def _shown(line: str) -> str:
+    # Redacted before the cut: a secret cut through would keep its first characters.
+    return before_cut(line.strip())[:200]
+
+
+def _match(
+    pattern: regex.Pattern[str], text: str, pos: int, clock: _Clock, where: str
+) -> regex.Match[str] | None:
+    """``pattern``'s first match in ``text`` from ``pos``; _Expired when the ``clock`` says
+    stop, or (``slow``) when the match alone runs past ``MAX_MATCH_SECONDS``.
+
+    The regex module checks its timeout itself but knows nothing of the cancel: a match
+    given the whole deadline kept Stop waiting for it. A match not done at ``FIRST_TRY``
+    runs on in a thread (``concurrent=True`` releases the GIL) while this one watches.
+    """
+    remaining = clock.remaining()
+    if remaining <= 0:
+        raise _Expired(where)
+    try:
+        return pattern.search(text, pos, timeout=min(remaining, FIRST_TRY), concurrent=True)
+    except TimeoutError:
+        pass
+    budget = min(clock.remaining(), MAX_MATCH_SECONDS)
+    if budget <= 0:
+        raise _Expired(where)
+    result: list[regex.Match[str] | None] = []
+    done = threading.Event()
+
+    def match() -> None:
+        try:
+            result.append(pattern.search(text, pos, timeout=budget, concurrent=True))
+        except TimeoutError:
+            pass
+        finally:
+            done.set()
+
+    # A daemon: left behind by a Stop, it ends within ``budget`` and holds nothing else.
+    threading.Thread(target=match, name="grinta-search-match", daemon=True).start()
+    while not done.wait(WATCH):
+        if clock.remaining() <= 0:
+            raise _Expired(where)
+    if result:
+        return result[0]
+    raise _Expired(where, slow=clock.remaining() > 0)
 
 
 def _timeout(
@@ -287,13 +380,33 @@ def _timeout(
         if args.regex
         else ""
     )
-    found = f"; the {len(shown)} matching lines found before are listed" if shown else ""
+    found = _found_before(shown)
     return fail(
         SEARCH_TIMEOUT,
         f"search stopped after {seconds:g} s {where}{found}: results are incomplete; "
         f"{advice}narrow the path, or use run with grep",
         [Candidate(rel, number, line) for rel, number, line in shown],
     )
+
+
+def _too_slow(where: str, shown: list[tuple[str, int, str]]) -> ToolFailure:
+    found = _found_before(shown)
+    return fail(
+        SEARCH_TIMEOUT,
+        f"the regex is too slow: {where} alone took over {MAX_MATCH_SECONDS:g} s, so the "
+        f"search stopped there{found}. It backtracks without end (nested quantifiers such "
+        "as (a+)+ or (a|aa)+ try every way to split a long run): simplify it, anchor it, "
+        "or use run with grep",
+        [Candidate(rel, number, line) for rel, number, line in shown],
+    )
+
+
+def _found_before(shown: list[tuple[str, int, str]]) -> str:
+    if not shown:
+        return ""
+    if len(shown) == 1:
+        return "; the matching line found before is listed"
+    return f"; the {len(shown)} matching lines found before are listed"
 
 
 def _name(item: str | Skipped) -> str:
