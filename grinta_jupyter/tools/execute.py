@@ -77,7 +77,9 @@ import sys
 import threading
 import time
 import traceback
+import types
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +103,7 @@ from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext, ToolSpec
 from grinta_jupyter.tools.capture import ROUTER
 from grinta_jupyter.tools.run import bound_output, render_output
-from grinta_jupyter.tools.values import kernel_secrets
+from grinta_jupyter.tools.values import kernel_secrets, loaded_module, own_entry
 
 if TYPE_CHECKING:
     from grinta_jupyter.tools.kernel import Namespace
@@ -174,8 +176,9 @@ def spec(namespace: Namespace) -> ToolSpec[ExecuteArgs]:
 
 
 def _redacted(observation: Observation, secrets: list[str]) -> Observation:
-    """``observation`` with ``secrets`` redacted from its text and its outputs' texts (a
-    description, a value's HTML, which the event log keeps); images are base64 and stay."""
+    """``observation`` with ``secrets`` redacted from its text, its error's message (``raise
+    ValueError(db_password)``: what a caller of ``Runtime.call`` reads) and its outputs' texts
+    (a description, a value's HTML, which the event log keeps); images are base64 and stay."""
     if not secrets:
         return observation
     known = Secrets(tuple(sorted(secrets, key=len, reverse=True)))
@@ -183,8 +186,11 @@ def _redacted(observation: Observation, secrets: list[str]) -> Observation:
         {mime: data if mime == "image/png" else known.redact(data) for mime, data in output.items()}
         for output in observation.outputs
     )
+    error = observation.error
+    if error is not None:
+        error = dataclasses.replace(error, message=known.redact(error.message))
     return dataclasses.replace(
-        observation, output=known.redact(observation.output), outputs=outputs
+        observation, output=known.redact(observation.output), outputs=outputs, error=error
     )
 
 
@@ -463,7 +469,13 @@ def _value_repr(value: Any) -> str:
     any depth (the rest as ``... N more``): a builtin container's repr is one C call, which
     holds the interpreter (neither the time limit nor Stop can end it, and the kernel waits)
     and builds the whole text first: ``[[0] * 10**6] * 1000`` costs 8 MB to hold and
-    a minute and gigabytes to write out."""
+    a minute and gigabytes to write out.
+
+    The same goes for the values whose repr is made for them and writes their fields or
+    items with the builtin repr: a namedtuple, a dataclass, a subclass of list, tuple or
+    dict that keeps the builtin repr, a defaultdict, an OrderedDict. They are written here as
+    their repr writes them, their fields from the same budget (``_made``). Any other repr is
+    the user's code, and runs as such."""
     return _shown(value, [VALUE_ITEMS], set(), 0)
 
 
@@ -477,41 +489,150 @@ _FORMS: dict[int, tuple[str, str]] = {
     id(collections.deque): ("deque([", "])"),
 }
 _VALUE_DEPTH = 100  # containers deeper than this are elided (the interpreter's stack is not)
+# The code objects of the reprs the standard library makes: every namedtuple's ``__repr__``
+# shares one, and so does every dataclass's (the wrapper that guards against recursion).
+_NAMEDTUPLE_REPR = vars(collections.namedtuple("_Probe", "a"))["__repr__"].__code__
+_DATACLASS_REPR = vars(dataclasses.make_dataclass("_Probe", ["a"]))["__repr__"].__code__
+# Subclasses that keep the builtin repr: the items it writes, read by the builtin itself.
+_BUILTIN_REPRS = ((list, list.__iter__), (tuple, tuple.__iter__), (dict, dict.items))
+# The commonest items, whose repr is the builtin's: no need to look for a made one.
+_SCALAR_IDS = frozenset(map(id, (int, float, str, bytes, bool, complex, type(None))))
+_PAIRS_IN_BRACES = sys.version_info >= (3, 12)  # OrderedDict({...}) rather than ([(k, v)])
+
+
+@dataclass
+class _Form:
+    """How a value's repr writes it: ``opening``, its ``count`` items (``kind``: "items",
+    "pairs" written ``k: v``, or "fields" written ``name=v``), ``closing``."""
+
+    opening: str
+    closing: str
+    count: int
+    items: Iterable[Any]
+    kind: str = "items"
 
 
 def _shown(value: Any, budget: list[int], open_ids: set[int], depth: int) -> str:
     """``value``'s repr, its builtin containers taking their items from ``budget``;
     ``open_ids`` are the containers being written (one met again is shown as repr does)."""
-    cls = type(value)
-    form = _FORMS.get(id(cls))
-    if form is None or not value:
-        return repr(value)
-    opening, closing = form
+    form = _form(value)
+    if form is None:
+        array = _object_array(value, budget, open_ids, depth)
+        return repr(value) if array is None else array
     if id(value) in open_ids or depth >= _VALUE_DEPTH:
-        return opening[-1] + "..." + closing[0]
-    if cls is collections.deque and value.maxlen is not None:
-        closing = f"], maxlen={value.maxlen})"
+        exact = id(type(value)) in _FORMS
+        return form.opening[-1] + "..." + form.closing[0] if exact else "..."
     open_ids.add(id(value))
     try:
         parts = []
-        for item in value.items() if cls is dict else value:
-            if budget[0] <= 0:
+        for item in form.items:
+            if budget[0] <= 0 and form.kind != "fields":  # a class's fields are all named
                 break
             budget[0] -= 1
-            if cls is dict:
-                key, item = item
-                parts.append(
-                    f"{_shown(key, budget, open_ids, depth + 1)}: "
-                    f"{_shown(item, budget, open_ids, depth + 1)}"
-                )
-            else:
+            if form.kind == "items":
                 parts.append(_shown(item, budget, open_ids, depth + 1))
+                continue
+            key, item = item
+            key_text = key if form.kind == "fields" else _shown(key, budget, open_ids, depth + 1)
+            joint = "=" if form.kind == "fields" else ": "
+            parts.append(f"{key_text}{joint}{_shown(item, budget, open_ids, depth + 1)}")
     finally:
         open_ids.discard(id(value))
-    if len(value) > len(parts):
-        parts.append(f"... {len(value) - len(parts)} more")
-    trailing = "," if cls is tuple and len(value) == 1 else ""
-    return opening + ", ".join(parts) + trailing + closing
+    if form.count > len(parts):
+        parts.append(f"... {form.count - len(parts)} more")
+    trailing = "," if form.opening == "(" and form.count == 1 else ""
+    return form.opening + ", ".join(parts) + trailing + form.closing
+
+
+def _form(value: Any) -> _Form | None:
+    """How ``value``'s repr writes it, when that repr writes builtin reprs of its items or
+    fields: an exact builtin container, or a repr the standard library made (see
+    ``_value_repr``); None for any other value, or an empty builtin (its repr is short)."""
+    cls = type(value)
+    exact = _FORMS.get(id(cls))
+    if exact is not None:
+        if not value:
+            return None
+        opening, closing = exact
+        if cls is collections.deque and value.maxlen is not None:
+            closing = f"], maxlen={value.maxlen})"
+        pairs = cls is dict
+        return _Form(
+            opening,
+            closing,
+            len(value),
+            value.items() if pairs else value,
+            "pairs" if pairs else "items",
+        )
+    if id(cls) in _SCALAR_IDS:
+        return None
+    if cls is collections.defaultdict:
+        factory = repr(value.default_factory)
+        return _Form(f"defaultdict({factory}, {{", "})", len(value), value.items(), "pairs")
+    if cls is collections.OrderedDict:
+        if not value:
+            return None
+        if _PAIRS_IN_BRACES:
+            return _Form("OrderedDict({", "})", len(value), value.items(), "pairs")
+        return _Form("OrderedDict([", "])", len(value), value.items())
+    owner, method = _repr_of(cls)
+    for base, read in _BUILTIN_REPRS:
+        if owner is base and cls is not base:
+            opening, closing = _FORMS[id(base)]
+            count = vars(base)["__len__"](value)
+            return _Form(opening, closing, count, read(value), "pairs" if base is dict else "items")
+    if owner is None or type(method) is not types.FunctionType:
+        return None
+    name = vars(type)["__name__"].__get__(cls, type)
+    if method.__code__ is _NAMEDTUPLE_REPR and issubclass(cls, tuple):
+        fields = own_entry(owner, "_fields")
+        if type(fields) is not tuple or len(fields) != tuple.__len__(value):
+            return None  # the namedtuple's own repr fails: let it say why
+        return _Form(
+            f"{name}(", ")", len(fields), zip(fields, tuple.__iter__(value), strict=True), "fields"
+        )
+    if method.__code__ is _DATACLASS_REPR and dataclasses.is_dataclass(owner):
+        qualname = vars(type)["__qualname__"].__get__(cls, type)
+        names = [f.name for f in dataclasses.fields(owner) if f.repr]
+        fields_read = ((n, getattr(value, n)) for n in names)  # as its repr reads them
+        return _Form(f"{qualname}(", ")", len(names), fields_read, "fields")
+    return None
+
+
+def _object_array(value: Any, budget: list[int], open_ids: set[int], depth: int) -> str | None:
+    """A numpy array of objects (exactly ``ndarray``), as its repr writes it, its elements from
+    ``budget``: numpy summarises a big array, but writes each element shown by its whole repr
+    (a list of a million items as seven megabytes, in one C call). None for anything else."""
+    numpy = loaded_module("numpy")
+    if numpy is None or type(value) is not numpy.get("ndarray") or value.dtype.kind != "O":
+        return None
+    if value.size == 0 or id(value) in open_ids:
+        return None if value.size == 0 else "array(...)"
+
+    def element(item: Any) -> str:
+        shown = _shown(item, budget, open_ids, depth + 1)
+        return f"list({shown})" if type(item) is list else shown  # as numpy writes a list
+
+    open_ids.add(id(value))
+    try:
+        text = numpy["array2string"](
+            value, separator=", ", prefix="array(", formatter={"object": element}
+        )
+    finally:
+        open_ids.discard(id(value))
+    summarised = value.size > numpy["get_printoptions"]()["threshold"]
+    shape = f", shape={value.shape}" if summarised else ""  # what numpy 2.2 and later add
+    return f"array({text}{shape}, dtype=object)"
+
+
+def _repr_of(cls: type) -> tuple[type | None, Any]:
+    """The first class of ``cls``'s MRO whose own namespace defines ``__repr__``, and that
+    entry (read without a lookup: ``values.own_entry``)."""
+    for klass in vars(type)["__mro__"].__get__(cls, type):
+        method = own_entry(klass, "__repr__")
+        if method is not None:
+            return klass, method
+    return None, None
 
 
 def _interruption(why: str, timeout: float) -> ToolError:

@@ -73,7 +73,7 @@ def spec(namespace: Namespace) -> ToolSpec[InspectArgs]:
 
 def inspect_namespace(namespace: Namespace, name: str | None = None) -> str:
     """The listing (``name`` None) or one variable in detail; raises ToolFailure when missing."""
-    values = dict(namespace.namespace())  # a snapshot: the kernel may add names meanwhile
+    values = _variables(namespace.namespace())
     hidden = namespace.hidden()
     if name is None:
         return listing(values, hidden)
@@ -105,7 +105,16 @@ def inspect_namespace(namespace: Namespace, name: str | None = None) -> str:
     return _bound(without_credentials(detail(name, values[name])), DETAIL_CHARS)
 
 
-def listing(values: dict[Any, Any], hidden: Set[str]) -> str:
+def _variables(live: dict[Any, Any]) -> dict[str, Any]:
+    """A snapshot of the namespace's variables (the kernel may add names meanwhile), keyed by
+    exact strings only. ``dict(live)`` and ``name in live`` may compare keys whose hashes
+    collide, and a key of the user's (``globals()[Key()] = 1``) answers with its own
+    ``__eq__``, which may loop for ever: the pairs are read as they are (one C call, no key
+    compared), and a dictionary of exact strings compares only strings."""
+    return {key: value for key, value in list(live.items()) if type(key) is str}
+
+
+def listing(values: dict[str, Any], hidden: Set[str]) -> str:
     """One line per user variable; functions and classes by name; bounded."""
     data: list[str] = []
     functions: list[str] = []
@@ -136,7 +145,8 @@ def listing(values: dict[Any, Any], hidden: Set[str]) -> str:
 
 
 def _listed(name: Any, value: Any, hidden: Set[str]) -> bool:
-    # A non-str key (``globals()[1] = ...``) is no variable a name could reach.
+    # A non-str key (``globals()[1] = ...``) is no variable a name could reach (and is not
+    # in the snapshot: ``_variables``).
     if type(name) is not str:
         return False
     return not (name.startswith("_") or name in hidden or issubclass(type(value), types.ModuleType))

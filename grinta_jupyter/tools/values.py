@@ -427,8 +427,9 @@ def _signature(function: Any) -> str:
     code = target.__code__
     count, keywords = code.co_argcount, code.co_kwonlyargcount
     names = code.co_varnames
-    defaults = len(target.__defaults__ or ())
-    keyword_defaults = target.__kwdefaults__ or {}
+    given = target.__defaults__  # a tuple, or a subclass with its own ``__len__``
+    defaults = 0 if given is None else tuple.__len__(given)
+    keyword_defaults = _str_keys(target.__kwdefaults__)
     shown = [names[i] + ("=..." if i >= count - defaults else "") for i in range(count)]
     rest = count + keywords
     if code.co_flags & CO_VARARGS:
@@ -491,7 +492,7 @@ def _doc_and_members(value: Any) -> list[str]:
     target = value.__func__ if type(value) is types.MethodType else value
     doc: Any = None
     if is_class:
-        doc = _own_dict(value).get("__doc__")
+        doc = own_entry(value, "__doc__")
     elif type(target) is types.FunctionType or type(target) is types.BuiltinFunctionType:
         doc = target.__doc__
     if type(doc) is str and doc.strip():
@@ -523,7 +524,7 @@ def _instance_dict(value: Any) -> dict[Any, Any] | None:
     """``value.__dict__`` when it is the interpreter's own slot (never a class's property)."""
     cls = type(value)
     for klass in vars(type)["__mro__"].__get__(cls, type):
-        entry = _own_dict(klass).get("__dict__")
+        entry = own_entry(klass, "__dict__")
         if entry is None:
             continue
         if type(entry) is not types.GetSetDescriptorType:
@@ -536,6 +537,25 @@ def _instance_dict(value: Any) -> dict[Any, Any] | None:
 def _own_dict(cls: type) -> Any:
     """A class's own namespace (a mappingproxy), read through ``type`` itself."""
     return vars(type)["__dict__"].__get__(cls, type)
+
+
+def own_entry(cls: type, name: str) -> Any:
+    """What ``cls``'s own namespace holds under ``name``, or None, without a lookup: a lookup
+    compares the keys whose hash is the name's, and a key of the user's (``type("C", (),
+    {Key(): 1})``) compares with its own ``__eq__``, which may loop for ever."""
+    for key, entry in list(_own_dict(cls).items()):
+        if type(key) is str and key == name:
+            return entry
+    return None
+
+
+def _str_keys(mapping: Any) -> frozenset[str]:
+    """The exact-string keys of a dictionary of the user's (a function's ``__kwdefaults__``,
+    which may be a dict subclass), read by ``dict`` itself, so a name is then looked up among
+    strings only (see ``own_entry``)."""
+    if not issubclass(type(mapping), dict):
+        return frozenset()
+    return frozenset(key for key in list(dict.keys(mapping)) if type(key) is str)
 
 
 # -- secrets -----------------------------------------------------------------------------
