@@ -433,6 +433,8 @@ class FinishGuard:
 
     limits: Limits
     task: str = ""
+    # The workspace commands start in: a test run naming it by its absolute path is its own.
+    root: str | None = None
     rejections: int = 0
     changed: bool = False  # a write, or a command that writes files, succeeded
     declined_change: bool = False  # the user vetoed a write
@@ -468,10 +470,10 @@ class FinishGuard:
             if mutation:
                 self._note_change(f"step {step} ran `{_short(mutation)}`")
                 self._order += 1  # a test in the same command ran after the change
-            parsed = parse_test_command(command)
+            parsed = parse_test_command(command, self.root)
             run = _Run(self._order, step, command)
             if parsed.is_test:
-                verdict = judge(command, observation.output, exit_code)
+                verdict = judge(command, observation.output, exit_code, self.root)
                 trusted = parsed.distrust is None
                 run = _Run(
                     self._order, step, command, True, trusted, verdict.passed, verdict.reason
@@ -649,12 +651,12 @@ def _short(command: str, limit: int = 100) -> str:
 class Guards:
     """Every guard of one session, and what an outcome makes them do."""
 
-    def __init__(self, limits: Limits, task: str) -> None:
+    def __init__(self, limits: Limits, task: str, root: str | None = None) -> None:
         self.limits = limits
         self.stuck = StuckDetector(limits)
         self.breaker = CircuitBreaker(limits)
         self.budgets = Budgets(limits)
-        self.finish = FinishGuard(limits, task=task)
+        self.finish = FinishGuard(limits, task=task, root=root)
         self.warnings = 0  # stuck warnings given so far
 
     def after(

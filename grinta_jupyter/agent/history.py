@@ -302,7 +302,7 @@ def rebuild(
         context.system = context.system.replace(context.boundary, boundary)
         context.boundary = boundary
     limits = limits_from(start.settings)
-    state = Rebuilt(start, context, ContextFeed(context), limits, Guards(limits, start.task))
+    state = Rebuilt(start, context, ContextFeed(context), limits, Guards(limits, start.task, root))
     state.tasks.append(start.task)
     # The steps of the last reply's calls, by call id (models may reuse ids across replies).
     current: dict[str, Step] = {}
@@ -349,7 +349,7 @@ def rebuild(
             state.guards.finish.undo(event.step)
         elif isinstance(event, ev.TaskStarted):
             state.tasks.append(event.task)
-            state.guards = Guards(limits, event.task)
+            state.guards = Guards(limits, event.task, root)
             state.task_first_step = len(state.steps)
             state.task_tokens = state.totals.prompt_tokens + state.totals.completion_tokens
             state.ended, state.summary, state.unfinished = None, None, []

@@ -225,7 +225,7 @@ class Session:
         self._log_failed = False
         self._listeners = Listeners()  # the running updates() iterators
         self._unheard: list[Update] = []  # announced while nobody listened (``_ANNOUNCED``)
-        self.guards = Guards(self.limits, task)
+        self.guards = Guards(self.limits, task, str(self.root))
         if _resume is not None:
             self._restore(_resume[1])
             return
@@ -498,7 +498,7 @@ class Session:
         task = task.strip()
         self._reopen()
         self.tasks.append(task)
-        self.guards = Guards(self.limits, task)
+        self.guards = Guards(self.limits, task, str(self.root))
         self._tested_files = None
         self._task_first_step = len(self.steps)
         self._task_tokens = self.totals.prompt_tokens + self.totals.completion_tokens

@@ -26,9 +26,12 @@ passing test run only when all of these hold:
 from __future__ import annotations
 
 import ast
+import contextlib
 import fnmatch
+import os
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from grinta_jupyter.agent.shell import Segment, base_name, prepare, segments, skip_options, unwrap
@@ -199,9 +202,10 @@ class ParsedTestCommand:
         return bool(self.runners)
 
 
-def judge(command: str, output: str, exit_code: int | None) -> Verdict:
-    """Whether running ``command`` with this ``output`` and ``exit_code`` shows tests passing."""
-    test = parse_test_command(command)
+def judge(command: str, output: str, exit_code: int | None, root: str | None = None) -> Verdict:
+    """Whether running ``command`` with this ``output`` and ``exit_code`` shows tests passing
+    (``root``: the workspace the command started in, as for ``parse_test_command``)."""
+    test = parse_test_command(command, root)
     if not test.is_test:
         return Verdict(False, "is not a test command (no test runner in it)")
     if test.distrust:
@@ -360,6 +364,7 @@ _QUIET = {"cd", "pushd", "popd", "export", "set", "unset", "true", ":", "ulimit"
 _NOT_RUNNING = {
     "--co", "--collect-only", "--version", "-h", "--help", "--fixtures", "--markers",
     "--setup-plan", "--setup-only", "-list", "--listTests", "--list", "--no-run", "--dry-run",
+    "--collectonly", "--setupplan", "--setuponly",  # pytest's other spellings of the same
 }  # fmt: skip
 # Commands whose output, shown on the screen, could imitate a test summary.
 _PRINTERS = {"echo", "printf", "print", "yes", "tac", "awk", "gawk", "mawk", "figlet"}
@@ -415,18 +420,24 @@ def _operands(words: list[str]) -> list[str]:
     return [w for w in rest if w != "-"]
 
 
-def parse_test_command(command: str) -> ParsedTestCommand:
-    """The test runners ``command`` starts and whether its output can be believed."""
+def parse_test_command(command: str, root: str | None = None) -> ParsedTestCommand:
+    """The test runners ``command`` starts and whether its output can be believed.
+
+    ``root`` is the workspace folder the command starts in: an absolute path inside it
+    (``cd /home/me/proj && pytest``) is the workspace's. Without it, any absolute path may
+    be outside it and the run does not count."""
     parts = segments(command)
     runners = [(i, runner_of(s.words)) for i, s in enumerate(parts)]
     found = [(i, family) for i, family in runners if family is not None]
     if not found:
         return ParsedTestCommand(())
     families = tuple(dict.fromkeys(family for _, family in found))
-    return ParsedTestCommand(families, _distrust(command, parts, [i for i, _ in found]))
+    return ParsedTestCommand(families, _distrust(command, parts, [i for i, _ in found], root))
 
 
-def _distrust(command: str, parts: list[Segment], runner_indexes: list[int]) -> str | None:
+def _distrust(
+    command: str, parts: list[Segment], runner_indexes: list[int], root: str | None = None
+) -> str | None:
     if _DEFINES.search(prepare(command)):
         return "the command defines a shell function or alias"
     for index, segment in enumerate(parts):
@@ -440,6 +451,9 @@ def _distrust(command: str, parts: list[Segment], runner_indexes: list[int]) -> 
         reason = _prints(parts, index)
         if reason:
             return reason
+    elsewhere = _runs_elsewhere(parts, runner_indexes, root)
+    if elsewhere:
+        return elsewhere
     for i in runner_indexes:
         if parts[i].background:
             return f"`{parts[i].text}` runs in the background"
@@ -478,6 +492,232 @@ def _distrust(command: str, parts: list[Segment], runner_indexes: list[int]) -> 
             f"the command goes on after the test runner (`{segment.text}`), so its output "
             "and exit code are not the runner's alone"
         )
+    return None
+
+
+# -- tests run somewhere else, or by a changed pytest -----------------------------------
+#
+# Commands start in the workspace root, and only a run of the workspace's own tests is
+# evidence: ``cd /tmp/old && pytest`` passes on another project. The folder a command names
+# is read without knowing where the workspace is, so a folder that may be outside it
+# counts as outside: an absolute path, one that climbs above where the command started
+# (``..``, ``sub/../..``), the home folder (``cd``, ``~``), the previous folder (``cd -``)
+# or a path the shell fills in (``$DIR``, ``$(...)``). Run from the root, naming
+# ``tests/...`` instead.
+
+# Options that move a runner to another folder or project, by runner.
+_FOLDER_OPTIONS: dict[str, frozenset[str]] = {
+    "pytest": frozenset({"--rootdir", "-c", "--config-file", "--confcutdir"}),
+    "unittest": frozenset({"-s", "--start-directory", "-t", "--top-level-directory"}),
+    "make": frozenset({"-C", "--directory", "-f", "--file", "--makefile"}),
+    "go": frozenset({"-C"}),
+    "cargo": frozenset({"--manifest-path"}),
+    "npm": frozenset({"--prefix", "-C", "--dir", "--cwd"}),
+    "tox": frozenset({"-c", "--conf", "--root", "--workdir"}),
+    "nox": frozenset({"-f", "--noxfile"}),
+    "mvn": frozenset({"-f", "--file"}),
+    "gradle": frozenset({"-p", "--project-dir", "-b", "--build-file"}),
+    "env": frozenset({"-C", "--chdir"}),
+}
+_FOLDER_FAMILY = {
+    "py.test": "pytest", "gmake": "make", "yarn": "npm", "pnpm": "npm", "bun": "npm",
+    "mvnw": "mvn", "gradlew": "gradle", "just": "make",
+}  # fmt: skip
+# pytest settings that change which tests are collected or how an import resolves, set with
+# ``-o NAME=VALUE``: ``-o python_functions=test_ok`` leaves every other test uncollected
+# and the run says "1 passed".
+_COLLECTION_SETTINGS = frozenset(
+    {"python_files", "python_classes", "python_functions", "testpaths", "norecursedirs",
+     "pythonpath", "usefixtures", "confcutdir"}
+)  # fmt: skip
+# Plugins that may be turned off with ``-p no:NAME``: they order, time, spread or report the
+# tests, and none of them collects a test. Turning off another may leave tests out
+# (``-p no:unittest`` skips every unittest.TestCase, ``-p no:asyncio`` every async test).
+_PLUGINS_SAFE_TO_DISABLE = frozenset(
+    {"cacheprovider", "randomly", "random_order", "xdist", "cov", "warnings", "rerunfailures",
+     "sugar", "timeout", "faulthandler", "pastebin", "junitxml", "legacypath", "stepwise",
+     "benchmark", "hypothesispytest", "html", "metadata", "flaky", "instafail", "logging"}
+)  # fmt: skip
+
+
+def leaves_workspace(path: str, root: str | None = None) -> bool:
+    """Whether the folder or file ``path`` that a command names may be outside the folder it
+    started in (see above: absolute, climbing, home, previous or filled in by the shell);
+    an absolute one (or ``~/...``) inside ``root``, the workspace, is not."""
+    if root is not None and path.startswith(("/", "~")) and not any(c in path for c in "$`"):
+        return not _inside(path, root)
+    path = path.replace("\\", "/")
+    if (
+        not path
+        or path in ("-", "~")
+        or path.startswith(("/", "~"))
+        or re.match(r"^[A-Za-z]:", path)
+    ):
+        return True
+    if any(c in path for c in "$`"):
+        return True
+    depth = 0
+    for part in path.split("/"):
+        if part == "..":
+            depth -= 1
+            if depth < 0:
+                return True
+        elif part not in ("", "."):
+            depth += 1
+    return False
+
+
+def _inside(path: str, root: str) -> bool:
+    """Whether the absolute ``path`` (``~`` expanded) names ``root`` or a path below it, as
+    given or with links resolved (a workspace reached through a link is named either way)."""
+    try:
+        named = os.path.normpath(os.path.expanduser(path))
+        real = os.path.realpath(named)
+        roots = {os.path.normpath(root), os.path.realpath(root)}
+    except (OSError, ValueError, RuntimeError):
+        return False
+    return any(
+        candidate == folder or candidate.startswith(folder.rstrip("/") + "/")
+        for candidate in (named, real)
+        for folder in roots
+    )
+
+
+def _runs_elsewhere(
+    parts: list[Segment], runner_indexes: list[int], root: str | None = None
+) -> str | None:
+    """Why the tests of this command may be another folder's or run by a changed pytest."""
+
+    def leaves(path: str) -> bool:
+        return leaves_workspace(path, root)
+
+    last = runner_indexes[-1]
+    for segment in parts[:last]:
+        words = segment.words
+        if words and base_name(words[0]) in ("cd", "pushd", "chdir"):
+            target = next((w for w in words[1:] if not w.startswith("-") or w == "-"), "")
+            if leaves(target or "~"):
+                return (
+                    f"`{segment.text}` moves to {target or 'the home folder'}, which may be "
+                    "outside the workspace, so the tests that ran may not be its tests; run them "
+                    "from the workspace root, where commands start (name the folder instead: "
+                    "`pytest tests/`)"
+                )
+    for segment in parts[: last + 1]:
+        for word in segment.words:
+            name, eq, value = word.partition("=")
+            if eq and name == "PYTHONPATH" and any(map(leaves, value.split(":"))):
+                return (
+                    f"`{segment.text}` imports from {value} (PYTHONPATH), which may be outside "
+                    "the workspace, so the code tested may not be the workspace's"
+                )
+    for index in runner_indexes:
+        reason = _outside_selection(parts[index].words, leaves) or _changed_pytest(
+            parts[: index + 1]
+        )
+        if reason:
+            return f"`{parts[index].text}` {reason}"
+    return None
+
+
+def _outside_selection(raw: list[str], leaves: Callable[[str], bool]) -> str | None:
+    """``env -C /x pytest``, ``pytest --rootdir=/x``, ``make -C ../x test``, ``pytest /x``."""
+    words = unwrap(raw)
+    family = runner_of(words)
+    where = [(raw, "env")] if raw and base_name(raw[0]) == "env" else []
+    if words:
+        base = base_name(words[0])
+        if _PYTHON.match(base):
+            module, _ = _python_target(words[1:])
+            base = module or base
+        where.append((words, _FOLDER_FAMILY.get(base, base)))
+    for argv, kind in where:
+        options = _FOLDER_OPTIONS.get(kind, frozenset())
+        for i, word in enumerate(argv[1:], 1):
+            name, eq, value = word.partition("=")
+            if name in options:
+                value = value if eq else (argv[i + 1] if i + 1 < len(argv) else "")
+            elif kind == "unittest" and word in ("discover",) and i + 1 < len(argv):
+                value = argv[i + 1] if not argv[i + 1].startswith("-") else ""
+            else:
+                continue
+            if value and leaves(value):
+                return f"runs tests from {value} ({name}), which may be outside the workspace"
+    if family == "pytest":
+        module, rest = _python_target(words[1:])
+        args = rest if module else words[1:]
+        if "--pyargs" in args:
+            return "runs the tests of installed packages (--pyargs), not the workspace's"
+        i = 0
+        while i < len(args):
+            name, eq, _ = args[i].partition("=")
+            if name in _PYTEST_VALUE_OPTIONS and not eq:
+                i += 2
+                continue
+            if not args[i].startswith("-") and leaves(args[i].split("::")[0]):
+                return f"runs tests from {args[i]}, which may be outside the workspace"
+            i += 1
+    return None
+
+
+def _changed_pytest(parts: list[Segment]) -> str | None:
+    """The option that makes pytest collect fewer tests or load code that may rewrite what it
+    reports: ``-o python_functions=...``, ``-p no:unittest``, ``-p plugin``,
+    ``PYTEST_PLUGINS=...``, given on the command line or added through PYTEST_ADDOPTS."""
+    words = unwrap(parts[-1].words) if parts else []
+    if runner_of(words) != "pytest":
+        return None
+    for segment in parts:
+        for word in segment.words:
+            if word.partition("=")[0] == "PYTEST_PLUGINS" and "=" in word:
+                return (
+                    f"loads pytest plugins ({word}), which may change what the run reports; "
+                    "run the tests without them"
+                )
+    added: list[str] = []
+    for segment in parts:
+        for word in segment.words:
+            name, eq, value = word.partition("=")
+            if eq and name == "PYTEST_ADDOPTS":
+                with contextlib.suppress(ValueError):  # _excluded_by_added_options says so
+                    added += shlex.split(value)
+    return _pytest_option_change([*words[1:], *added])
+
+
+def _pytest_option_change(args: list[str]) -> str | None:
+    for i, word in enumerate(args):
+        following = args[i + 1] if i + 1 < len(args) else ""
+        if word in ("-o", "--override-ini"):
+            setting = following
+        elif word.startswith("--override-ini="):
+            setting = word.removeprefix("--override-ini=")
+        elif word.startswith("-o") and len(word) > 2:
+            setting = word[2:]
+        else:
+            setting = ""
+        name = setting.partition("=")[0].strip()
+        if name in _COLLECTION_SETTINGS:
+            return (
+                f"changes which tests pytest collects (-o {setting}), and a test it leaves out "
+                "may be the one that fails; select the tests to run by path instead"
+            )
+        if word == "-p":
+            plugin = following
+        elif word.startswith("-p") and len(word) > 2 and not word.startswith("--"):
+            plugin = word[2:]
+        else:
+            continue
+        if plugin.startswith("no:"):
+            if plugin[3:] not in _PLUGINS_SAFE_TO_DISABLE:
+                return (
+                    f"turns off the pytest plugin {plugin[3:]} (-p {plugin}), which may leave "
+                    "tests uncollected or skipped; run the tests without it"
+                )
+        elif plugin:
+            return (
+                f"loads the pytest plugin {plugin} (-p {plugin}), which may change what the run "
+                "reports; run the tests without it"
+            )
     return None
 
 
@@ -640,7 +880,7 @@ _PYTEST_VALUE_OPTIONS = {
     "--rootdir", "--basetemp", "--durations", "--junitxml", "--junit-xml", "--cov",
     "--cov-report", "--log-level", "--log-cli-level", "--color", "--capture", "--import-mode",
     "--lfnf", "--last-failed-no-failures", "--confcutdir", "--dist", "--count", "--reruns",
-    "--numprocesses", "--override-ini", "--config-file", "--pyargs", "--deselect", "--ignore",
+    "--numprocesses", "--override-ini", "--config-file", "--deselect", "--ignore",
     "--ignore-glob", "--durations-min", "--verbosity", "--report-log", "--random-order-seed",
 }  # fmt: skip
 
