@@ -224,6 +224,23 @@ def test_the_digest_says_what_was_done():
     assert count_tokens(plan.text) <= digest_allowance(4_000)
 
 
+def test_the_digest_takes_a_run_in_the_workspace_named_by_its_path_as_its_own():
+    # The system prompt names the folder, so models run `cd /w && pytest`; the finish guard
+    # counts that run, and the digest must not tell the model it did not count.
+    for root, outcome in (("/w", "passed"), ("/elsewhere", "failed")):
+        context = Context.start(root, "make the tests pass")
+        command = {"command": "cd /w && python -m pytest -q"}
+        context.add_assistant("", [{"id": "c0", "name": "run", "arguments": json.dumps(command)}])
+        context.add_tool_result("c0", "run", "exit code 0 (0.3s)\n2 passed in 0.02s", "run -> ok")
+        for n in range(1, 8):
+            context.add_assistant("", [{"id": f"c{n}", "name": "search", "arguments": "{}"}])
+            context.add_tool_result(f"c{n}", "search", "x\n" * 400, "search -> x")
+        plan = context.plan_condensation(4_000, TOOLS)
+        assert plan is not None
+        last = next(line for line in plan.text.splitlines() if line.startswith("Last test run"))
+        assert f"-> {outcome}" in last, last
+
+
 def test_the_record_folds_earlier_condensations_in_and_stays_bounded():
     driver = Driver(3_000, seed=3)
     for _ in range(400):

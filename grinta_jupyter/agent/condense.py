@@ -138,8 +138,10 @@ class Record:
         summaries: dict[str, str],
         boundary: str,
         said: Sequence[str] = (),
+        root: str | None = None,
     ) -> Record:
-        """This record with the messages ``replaced`` (and the user's ``said``) added."""
+        """This record with the messages ``replaced`` (and the user's ``said``) added
+        (``root``: the workspace, whose absolute path a test command may name)."""
         calls, turns = self.calls, self.turns
         tools, files = dict(self.tools), dict(self.files)
         last_test, lines = self.last_test, list(self.lines)
@@ -173,7 +175,7 @@ class Record:
                     for path in _CHANGE.findall(committed.group(1)):
                         files[path] = files.get(path, 0) + 1
                 if name == "run":
-                    last_test = _test_outcome(call, data, calls) or last_test
+                    last_test = _test_outcome(call, data, calls, root) or last_test
         quoted = [*self.said, *(_cut(" ".join(t.split()), SAID_CHARS) for t in said)]
         return Record(
             calls,
@@ -499,10 +501,12 @@ def _record(context: Context, upto: int, said: Sequence[str] | None = None) -> R
     if said is None:
         said = _carried(context, replaced)[1]
     record = context.condensed or Record()
-    return record.extended(replaced, context.summaries, context.boundary, said)
+    return record.extended(replaced, context.summaries, context.boundary, said, context.root)
 
 
-def _test_outcome(call: dict[str, Any], data: str, number: int) -> str | None:
+def _test_outcome(
+    call: dict[str, Any], data: str, number: int, root: str | None = None
+) -> str | None:
     """``call N: `command` -> passed|failed (why)`` when the call ran tests, else None."""
     try:
         args = json.loads(call["function"]["arguments"])
@@ -512,7 +516,7 @@ def _test_outcome(call: dict[str, Any], data: str, number: int) -> str | None:
     if not isinstance(command, str) or not parse_test_command(command).is_test:
         return None
     exit_match = _EXIT.match(data)
-    verdict = judge(command, data, int(exit_match.group(1)) if exit_match else None)
+    verdict = judge(command, data, int(exit_match.group(1)) if exit_match else None, root)
     outcome = "passed" if verdict.passed else "failed"
     shown = _cut(" ".join(command.split()), 160)
     return f"call {number}: `{shown}` -> {outcome} ({_cut(verdict.reason, 160)})"

@@ -81,6 +81,7 @@ class Context:
     # What the condensations so far replaced (``condense``); None before the first.
     condensed: Record | None = None
     budget: int | None = None  # the token budget of the last ``plan_condensation``
+    root: str | None = None  # the workspace (a test run naming it by path is its own)
     _renderer: _Renderer | None = field(default=None, init=False, repr=False, compare=False)
     # The last request and what it was rendered from (the renderer, the history's length and
     # its last message): the condensation check and the turn's request share one rendering.
@@ -111,6 +112,7 @@ class Context:
             keep_observations,
             boundary=boundary,
             secrets=secrets,
+            root=root,
         )
 
     def plan_condensation(
