@@ -48,7 +48,6 @@ import argparse
 import contextlib
 import json
 import os
-import stat
 import sys
 import tempfile
 from dataclasses import fields
@@ -244,13 +243,6 @@ def main(argv: list[str] | None = None) -> int:
     if given[:1] == ["acp"]:  # its own options (--help); standard output is the protocol's
         from grinta_jupyter.acp import main as acp_main
 
-        problem = _acp_stdio() if len(given) == 1 else None
-        if problem:
-            _complain(
-                f"grinta acp: {problem}, not a pipe from an ACP client; an editor such as Zed "
-                "starts `grinta acp` and talks to it through pipes"
-            )
-            return EXIT_USER_ERROR
         return acp_main(given[1:])
     try:
         args = _parser().parse_args(argv)
@@ -285,23 +277,6 @@ def main(argv: list[str] | None = None) -> int:
         _drop_stdout()
         return EXIT_USER_ERROR
     return status
-
-
-def _acp_stdio() -> str | None:
-    """What is wrong with standard input or output for ``grinta acp``, or None.
-
-    A closed one was a traceback. An input device other than a terminal (/dev/null)
-    asyncio takes for a pipe, but its selector refuses it: a traceback, then a wait for
-    input, forever. A file is left to the protocol's own check.
-    """
-    for fd, name in ((0, "standard input"), (1, "standard output")):
-        try:
-            os.fstat(fd)
-        except OSError:
-            return f"{name} is closed"
-    if stat.S_ISCHR(os.fstat(0).st_mode) and not os.isatty(0):
-        return "standard input is a device such as /dev/null"
-    return None
 
 
 def _user_error(exc: Exception) -> str | None:

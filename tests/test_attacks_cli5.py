@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -91,6 +92,7 @@ def test_a_log_dir_that_cannot_hold_logs_stops_before_the_demo_starts(
     assert blocker.read_text() == "not a folder\n"
 
 
+@pytest.mark.parametrize("command", ["grinta acp", "python -m grinta_jupyter.acp"])
 @pytest.mark.parametrize(
     ("stream", "says"),
     [
@@ -99,8 +101,11 @@ def test_a_log_dir_that_cannot_hold_logs_stops_before_the_demo_starts(
         ("closed output", "standard output is closed"),
     ],
 )
-def test_acp_without_a_client_on_its_pipes_is_one_line_never_a_hang(stream: str, says: str) -> None:
-    """`grinta acp </dev/null` printed asyncio's traceback and then waited forever."""
+def test_acp_without_a_client_on_its_pipes_is_one_line_never_a_hang(
+    stream: str, says: str, command: str
+) -> None:
+    """`grinta acp </dev/null` printed asyncio's traceback and then waited forever (and
+    `python -m grinta_jupyter.acp`, the same agent, did after the CLI had learnt it)."""
 
     def close_if_asked() -> None:  # in the child, before grinta starts
         if stream == "closed input":
@@ -109,7 +114,9 @@ def test_acp_without_a_client_on_its_pipes_is_one_line_never_a_hang(stream: str,
             os.close(1)
 
     done = subprocess.run(
-        [*ENTRY, "acp"],
+        [*ENTRY, "acp"]
+        if command == "grinta acp"
+        else [sys.executable, "-m", "grinta_jupyter.acp"],
         stdin=subprocess.DEVNULL if stream != "closed output" else subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

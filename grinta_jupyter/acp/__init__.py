@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import sys
 from collections.abc import Sequence
 
@@ -45,6 +46,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args:
         print(f"grinta acp: unexpected argument {args[0]!r}\n\n{USAGE}", end="", file=sys.stderr)
         return 2
+    problem = _stdio_problem()
+    if problem:
+        print(
+            f"grinta acp: {problem}, not a pipe from an ACP client; an editor such as Zed "
+            "starts `grinta acp` and talks to it through pipes",
+            file=sys.stderr,
+        )
+        return 2
     from grinta_jupyter.config import Config, ConfigError
 
     try:
@@ -72,6 +81,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"grinta acp: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _stdio_problem() -> str | None:
+    """What is wrong with standard input or output for the protocol, or None; checked here,
+    so ``grinta acp`` and ``python -m grinta_jupyter.acp`` both say it.
+
+    A closed one was a traceback. An input device other than a terminal (/dev/null)
+    asyncio takes for a pipe, but its selector refuses it: a traceback, then a wait for
+    input, forever. A file is left to the protocol's own check.
+    """
+    for fd, name in ((0, "standard input"), (1, "standard output")):
+        try:
+            os.fstat(fd)
+        except OSError:
+            return f"{name} is closed"
+    if stat.S_ISCHR(os.fstat(0).st_mode) and not os.isatty(0):
+        return "standard input is a device such as /dev/null"
+    return None
 
 
 def _claim_stdout() -> object:
