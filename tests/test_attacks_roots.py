@@ -125,3 +125,29 @@ def test_a_second_demo_leaves_the_copy_a_live_session_works_in(ip, tmp_path, cap
     second.stop()
     ip.run_line_magic("grinta", "--manual fix the failing test in raft_kv")
     assert grinta_jupyter.current().root == tmp_path / "raft_kv"
+
+
+@pytest.mark.parametrize(
+    "inside", [".grinta", ".grinta/undo", ".grinta/sessions/x", ".grinta/index"]
+)
+def test_a_root_inside_a_workspaces_state_is_refused(inside, tmp_path, capsys):
+    """A session rooted in another's .grinta could edit its undo records and logs."""
+    root = _project(tmp_path)
+    target = root / inside
+    target.mkdir(parents=True)
+    (target / "record.json").write_text("{}\n")
+    status = main(["run", "fix it", "--root", str(target), "--model", "scripted"])
+    out, err = capsys.readouterr()
+    assert status == 2, out + err
+    assert len(err.strip().splitlines()) == 1 and "where a session keeps its logs" in err
+    assert sorted(p.name for p in target.iterdir()) == ["record.json"]
+    assert (target / "record.json").read_text() == "{}\n"
+
+
+def test_a_project_under_a_folder_only_named_grinta_is_a_workspace(tmp_path, capsys):
+    """~/.grinta/projects/ws is documented as a place for a project (docs/guarantees.md)."""
+    project = tmp_path / ".grinta" / "projects" / "ws"
+    project.mkdir(parents=True)
+    from grinta_jupyter.runtime.workspace import root_problem
+
+    assert root_problem(project, "--root") is None

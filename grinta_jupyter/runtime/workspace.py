@@ -135,6 +135,12 @@ def root_problem(root: str | os.PathLike[str], named: str) -> str | None:
             f"{named} is the file system root{shown}; give the project's folder (a session "
             "keeps its state in <root>/.grinta and indexes every file below the root)"
         )
+    inside = _in_state_folder(real)
+    if inside is not None:
+        return (
+            f"{named} is inside {inside}, where a session keeps its logs, journal and undo "
+            "records; a session there could change them: give the project's folder"
+        )
     state = real / STATE_DIR
     for folder in (state, *(state / name for name in _STATE_FOLDERS)):
         try:
@@ -164,6 +170,24 @@ def root_problem(root: str | os.PathLike[str], named: str) -> str | None:
     parent = folder.parent
     if not os.access(parent, os.W_OK | os.X_OK):
         return f"{parent} is not writable, so grinta cannot make {folder.name} there for its logs"
+    return None
+
+
+# Every folder a session makes in its .grinta (the event logs, the journal, undo records, the
+# symbol index, the snapshots' blobs).
+_STATE_CONTENTS = frozenset({*_STATE_FOLDERS, "index", "blobs"})
+
+
+def _in_state_folder(real: Path) -> Path | None:
+    """The grinta state folder ``real`` is, or lies in, else None: a ``.grinta`` itself, or
+    anything under the folders a session makes there. A project kept under a folder that
+    only happens to be named ``.grinta`` (``~/.grinta/projects/ws``) is not one."""
+    parts = real.parts
+    for i, part in enumerate(parts):
+        if part != STATE_DIR:
+            continue
+        if i == len(parts) - 1 or parts[i + 1] in _STATE_CONTENTS:
+            return Path(*parts[: i + 1])
     return None
 
 
