@@ -331,13 +331,23 @@ def replace_in_cells(
     counts = [source.count(_in_style(needle, source)) for _, _, source in cells]
     count = sum(counts)
     if not count:
+        if needle in staged.text:
+            # Found only across a cell header: a header is no text an edit can change, and a
+            # near miss "where whitespace differs" on it would send the model retrying.
+            raise fail(
+                NOT_FOUND,
+                f"{naming.old} was found in {staged.rel} only across a cell's end and the next header "
+                f"({_require(staged).nb.marker} cell ...), which is not text: it must lie within "
+                "one cell's source; edit_symbols on a cell replaces, deletes or inserts cells",
+            )
         found, partial = near_misses(staged, old)
         note = f" (near misses were looked for in part of it only: {partial})" if partial else ""
+        located = [_in_cell(staged, c) for c in found]
         raise fail(
             NOT_FOUND,
             f"{naming.old} was not found in any cell of {staged.rel}{note}; it must lie within "
             "one cell's source",
-            [_in_cell(staged, c) for c in found],
+            [c for c in located if c is not None],
         )
     if count > 1 and not replace_all:
         places = [
@@ -385,12 +395,13 @@ def replace_in_cells(
     return count
 
 
-def _in_cell(staged: StagedFile, candidate: Candidate) -> Candidate:
-    """A candidate located in the view, located in its cell instead."""
+def _in_cell(staged: StagedFile, candidate: Candidate) -> Candidate | None:
+    """A candidate located in the view, located in its cell instead; None on a header line,
+    whose view line number names nothing the model can read or edit."""
     file = _require(staged)
     where = view_location(staged.text, file.nb.marker, candidate.line)
     if where is None:
-        return candidate
+        return None
     key, line = where
     source = next((s for k, _, s in staged_cells(staged) if k == key), "")
     return Candidate(
@@ -465,8 +476,18 @@ def render_cell_lines(
 ) -> str:
     """Lines ``first..last`` of one cell's source, numbered within the cell; cut to the read
     limits (a line to ``max_line_chars``, all of them to ``read_max_chars``) with a note on
-    how to go on."""
+    how to go on.
+
+    Lines are numbered as search numbers them (``split_lines``): a final newline starts no
+    line, so a cell saved as ``["x = 1\\n", "y = 2\\n"]`` has two lines, not a third empty
+    one that a search hit or an edit could never name."""
     lines = source.split("\n")
+    if len(lines) > 1 and lines[-1] == "":
+        lines.pop()
+    if first > len(lines):
+        raise fail(
+            INVALID_ARGS, f"start_line {first} is past the end of the cell ({len(lines)} lines)"
+        )
     last = min(last, len(lines))
     rows = _source_rows(lines, first, last, settings)
     shown = first + len(rows) - 1
