@@ -177,9 +177,11 @@ def test_changed_sends_nothing_when_nothing_written_is_open(kernel: Any, served:
 
 
 def test_host_cell_names_the_notebook_and_the_running_cell(kernel: Any, served: Path) -> None:
-    code = "h = host_cell(); print(h.notebook, h.cell_id)"
+    code = "h = host_cell(); print(h.notebook, h.cell_id); print(repr(h.code))"
     out, _ = run(kernel, code, metadata={"cellId": "c0ffee"})
-    assert out.split() == [str(served / "host.ipynb"), "c0ffee"]
+    first, second = out.strip().split("\n")
+    assert first.split() == [str(served / "host.ipynb"), "c0ffee"]
+    assert second == repr(code)  # the cell by its source too: a notebook without ids on disk
     # A task started in that cell still sees it, whatever cell runs later.
     start = "import asyncio\nasync def later():\n    await asyncio.sleep(0.3)\n    return host_cell()\ntask = asyncio.ensure_future(later())"
     run(kernel, start, metadata={"cellId": "session-cell"})

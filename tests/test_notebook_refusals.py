@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from grinta_jupyter import Runtime
-from grinta_jupyter.runtime.notebook_checks import validate_json
+from grinta_jupyter.runtime.notebook_checks import source_digest, validate_json
 from grinta_jupyter.runtime.proposal import Proposal
 from grinta_jupyter.tools.base import Settings
 from tests.conftest import snapshot
@@ -448,6 +448,45 @@ def test_cells_next_to_the_protected_one_can_be_inserted_and_others_edited(small
 def test_the_protected_cell_of_another_notebook_does_not_protect_this_one(small: Path) -> None:
     rt = Runtime(small, settings=Settings(protected_cells=("other.ipynb::cell:first",)))
     committed(rt, replace(rt, "x = 1", "x = 2"))
+
+
+def test_a_notebook_saved_without_ids_protects_the_running_cell_by_its_source(
+    tmp_path: Path,
+) -> None:
+    # nbformat 4.4 and older have no cell ids on disk; JupyterLab sends a made-up one, which
+    # names no cell there, so the cell running the session is known by its source.
+    running = "%grinta fix the loader"
+    cells = [running, "x = 1\nprint(x)", "%grinta fix the loader\n# another run"]
+    notebook = {
+        "nbformat": 4,
+        "nbformat_minor": 4,
+        "metadata": {},
+        "cells": [
+            {
+                "cell_type": "code",
+                "source": s,
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+            }
+            for s in cells
+        ],
+    }
+    (tmp_path / NB).write_text(json.dumps(notebook, indent=1) + "\n")
+    protected = (f"{NB}::cell:4f1c2d3e", f"{NB}::code:{source_digest(running + chr(10))}")
+    rt = Runtime(tmp_path, settings=Settings(protected_cells=protected))
+    refused(tmp_path, cell_edit(rt, f"{NB}::cell:1", "delete"), "CELL_PROTECTED", rt)
+    refused(
+        tmp_path,
+        cell_edit(rt, f"{NB}::cell:1", "replace", new_source="%grinta x"),
+        "CELL_PROTECTED",
+        rt,
+    )
+    committed(rt, replace(rt, "# another run", "# a later run"))
+    committed(rt, cell_edit(rt, f"{NB}::cell:2", "replace", new_source="x = 2"))
+    # Once a cell on disk has the id (the notebook was saved at 4.5), the id alone decides.
+    rt = Runtime(tmp_path, settings=Settings(protected_cells=(f"{NB}::cell:2", protected[1])))
+    committed(rt, cell_edit(rt, f"{NB}::cell:1", "replace", new_source="%grinta again"))
 
 
 # -- arguments that make no sense for a cell -------------------------------------------------

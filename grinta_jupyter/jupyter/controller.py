@@ -589,6 +589,7 @@ def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:
 
     from grinta_jupyter.jupyter.documents import host_cell, kernel_documents
     from grinta_jupyter.jupyter.kernel import IPythonNamespace
+    from grinta_jupyter.runtime.notebook_checks import source_digest
     from grinta_jupyter.tools.kernel import kernel_toolset
 
     result: dict[str, Any] = dict(options)
@@ -604,9 +605,10 @@ def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:
             rel = host.notebook.resolve().relative_to(root.resolve()).as_posix()
         except ValueError:  # the host notebook is outside the workspace
             return result
-        result["settings"] = replace(
-            options["settings"], protected_cells=(f"{rel}::cell:{host.cell_id}",)
-        )
+        cells = [f"{rel}::cell:{host.cell_id}"]
+        if host.code is not None:  # a notebook saved without ids knows the cell by its source
+            cells.append(f"{rel}::code:{source_digest(host.code)}")
+        result["settings"] = replace(options["settings"], protected_cells=tuple(cells))
     return result
 
 

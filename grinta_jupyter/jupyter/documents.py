@@ -156,11 +156,15 @@ class HostCell:
     started it ($JPY_SESSION_NAME; it does not follow a later rename), None
     for a kernel started otherwise. ``cell_id`` is the nbformat id of the cell
     whose execution is running (JupyterLab and Notebook 7 send it as
-    ``cellId`` in the execute request's metadata), None elsewhere.
+    ``cellId`` in the execute request's metadata), None elsewhere. ``code`` is
+    the source that cell is executing: a notebook saved before nbformat 4.5 has
+    no cell ids on disk (the front end makes some up in memory), so the cell is
+    known there by its source only.
     """
 
     notebook: Path | None
     cell_id: str | None
+    code: str | None = None
 
 
 def host_cell() -> HostCell:
@@ -171,25 +175,33 @@ def host_cell() -> HostCell:
     """
     name = os.environ.get("JPY_SESSION_NAME")
     notebook = Path(name) if name and os.path.isabs(name) else None
-    return HostCell(notebook, _running_cell_id())
+    parent = _running_request()
+    metadata = parent.get("metadata")
+    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
+    content = parent.get("content")
+    code = content.get("code") if isinstance(content, dict) else None
+    return HostCell(
+        notebook,
+        cell_id if isinstance(cell_id, str) and cell_id else None,
+        code if isinstance(code, str) else None,
+    )
 
 
-def _running_cell_id() -> str | None:
+def _running_request() -> dict[str, Any]:
+    """The kernel's parent header: the execute request being handled ({} outside one)."""
     try:
         from IPython import get_ipython
     except ImportError:
-        return None
+        return {}
     shell = get_ipython()
     kernel = getattr(shell, "kernel", None)
     if kernel is None:
-        return None
+        return {}
     try:
         parent = kernel.get_parent()
     except Exception:  # no request handled yet
-        return None
-    metadata = parent.get("metadata") if isinstance(parent, dict) else None
-    cell_id = metadata.get("cellId") if isinstance(metadata, dict) else None
-    return cell_id if isinstance(cell_id, str) and cell_id else None
+        return {}
+    return parent if isinstance(parent, dict) else {}
 
 
 def kernel_documents(root: str | os.PathLike[str]) -> KernelDocuments | None:

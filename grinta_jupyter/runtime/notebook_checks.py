@@ -18,6 +18,7 @@ never exceptions; nothing here writes. Views are those of
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import re
 import textwrap
@@ -286,6 +287,18 @@ def selection_problem(before: str, full: str, selected: str) -> str | None:
     return None
 
 
+def source_digest(source: str) -> str:
+    """What names a cell by its source (``Settings.protected_cells``' ``path::code:``): the
+    SHA-256 of its text without trailing whitespace (a front end may keep a final newline the
+    file does not)."""
+    return hashlib.sha256(source.rstrip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def cell_sources(view: str) -> dict[str, str]:
+    """Each cell's source in ``view``, by its key (its id, or its number without one)."""
+    return {key: source for key, _, source in _view_cells(view)}
+
+
 def touched_cells(before: str, after: str) -> list[str]:
     """Keys of cells whose source the change edits or that it deletes."""
     new = {key: source for key, _, source in _view_cells(after)}
@@ -294,6 +307,8 @@ def touched_cells(before: str, after: str) -> list[str]:
 
 __all__ = [
     "cell_changes",
+    "cell_sources",
+    "source_digest",
     "check_cells",
     "check_notebook",
     "python_error",

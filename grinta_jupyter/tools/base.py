@@ -73,7 +73,9 @@ class Settings:
     # write.
     protected: tuple[str, ...] = ()
     # Notebook cells no tool may edit or delete, as "path.ipynb::cell:<id>": the cell that is
-    # running the session in its host notebook (CELL_PROTECTED).
+    # running the session in its host notebook (CELL_PROTECTED). "path.ipynb::code:<sha256>"
+    # (notebook_checks.source_digest) names it by its source, for a notebook saved without
+    # cell ids, where the id the front end sends is on no cell on disk.
     protected_cells: tuple[str, ...] = ()
 
 

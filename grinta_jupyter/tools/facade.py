@@ -56,9 +56,11 @@ from grinta_jupyter.runtime.guards import check_placeholder, check_serialized
 from grinta_jupyter.runtime.hunks import Hunk, apply_hunks, file_hunks
 from grinta_jupyter.runtime.notebook import NotebookFile, decode_file, is_notebook
 from grinta_jupyter.runtime.notebook_checks import (
+    cell_sources,
     check_notebook,
     cleared_outputs,
     selection_problem,
+    source_digest,
     touched_cells,
 )
 from grinta_jupyter.runtime.proposal import (
@@ -604,14 +606,7 @@ class Runtime:
         if not is_notebook(change.path):
             return check_syntax(change.path, change.before, change.after or "")
         if change.before is not None:
-            protected = {
-                address.partition("::cell:")[2]
-                for address in self.settings.protected_cells
-                if address.partition("::cell:")[0] == change.path
-            }
-            hit = [
-                key for key in touched_cells(change.before, change.after or "") if key in protected
-            ]
+            hit = self._protected_touched(change.path, change.before, change.after or "")
             if hit:
                 return ToolError(
                     CELL_PROTECTED,
@@ -625,6 +620,32 @@ class Runtime:
             change.new_bytes or b"",
             change.old_bytes,
         )
+
+    def _protected_touched(self, path: str, before: str, after: str) -> list[str]:
+        """The protected cells of notebook ``path`` the change edits or deletes.
+
+        A cell is protected by its id (``path::cell:<id>``). A notebook saved before
+        nbformat 4.5 has no ids on disk, while the front end that runs the cell makes one up
+        in memory: when no cell on disk has a protected id, a cell whose source is a
+        protected one's (``path::code:<sha256>``) is protected instead."""
+        ids, codes = set(), set()
+        for address in self.settings.protected_cells:
+            where, kind, name = address.partition("::cell:")
+            if kind and where == path:
+                ids.add(name)
+            where, kind, digest = address.partition("::code:")
+            if kind and where == path:
+                codes.add(digest)
+        touched = touched_cells(before, after)
+        if not touched:
+            return []
+        sources = cell_sources(before)
+        by_code = bool(codes) and not ids & sources.keys()
+        return [
+            key
+            for key in touched
+            if key in ids or (by_code and source_digest(sources.get(key, "")) in codes)
+        ]
 
     def _failure(self, exc: Exception, action: str, nothing: str) -> ToolError:
         """The ToolError for a commit or an undo that failed other than by a stale file."""
