@@ -12,6 +12,8 @@ Locks are ``flock``s, so the OS releases them when their process dies:
   and ``Runtime`` objects, the moments that decide what a file holds: making a
   journal folder, and a commit's last check, decision and renames. It is
   waited for at most ``LOCK_WAIT`` seconds (then CommitError, nothing written).
+  It is taken on the file and then on the ``.grinta`` folder, so a lock file
+  deleted by hand while held does not let a second commit in.
 - Each transaction holds its *own lock* ``journal/<txid>/lock`` from the
   moment its folder is made (under the workspace lock) until the folder is
   gone. So whoever holds the workspace lock tells an orphan (own lock free:
@@ -70,7 +72,10 @@ ends all-old or all-new. A folder holding nothing but
 its lock and a half-written manifest (the owner died before the manifest was
 durable, so no temp file exists) is discarded. Anything else that cannot be
 read for certain (a damaged manifest, an unknown state, a decided commit that
-cannot finish) is left in place with a ``note.txt`` and reported, never guessed.
+cannot finish) is left in place with a ``note.txt`` and reported, never guessed;
+so is a manifest whose id is no plain name, whose temp file is not named as the
+commit's temp files are, or whose path lies in ``.git`` or ``.grinta`` (a
+journal planted in a repository must not move, delete or rename a person's file).
 """
 
 from __future__ import annotations
@@ -137,7 +142,9 @@ StepHook = Callable[[str], None] | None
 _OWN_LOCK = "lock"
 _NOTE = "note.txt"
 _LOCK = os.O_RDWR | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_STATE_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _NAME_MAX = 255
+_NOT_WRITTEN = frozenset({".git", private.STATE_NAME})  # folders no commit writes into
 
 
 @dataclass(frozen=True)
@@ -229,6 +236,8 @@ def parse_manifest(data: object, name: str) -> Manifest:
     for key in ("id", "label", "state"):
         if not isinstance(data.get(key), str):
             raise damaged(f"{key} is not a string")
+    if not _plain_name(data["id"]):
+        raise damaged("id is not a plain name")  # finishing moves the folder to undo/<id>
     state = data["state"]
     if state not in ("prepare", "commit"):
         raise damaged(f"its state {state!r} is unknown")
@@ -244,7 +253,7 @@ def parse_manifest(data: object, name: str) -> Manifest:
     consumes = data.get("consumes", [])
     if not isinstance(consumes, list) or not all(_plain_name(name) for name in consumes):
         raise damaged("consumes is not a list of record names")
-    files = tuple(_parse_file(entry, damaged) for entry in data["files"])
+    files = tuple(_parse_file(entry, data["id"], damaged) for entry in data["files"])
     owner = data.get("owner")  # advisory (whose commit): anything but a name is nobody's
     return Manifest(
         data["id"],
@@ -259,10 +268,14 @@ def parse_manifest(data: object, name: str) -> Manifest:
     )
 
 
-def _parse_file(entry: object, damaged: Callable[[str], DamagedJournal]) -> ManifestFile:
+def _parse_file(entry: object, txid: str, damaged: Callable[[str], DamagedJournal]) -> ManifestFile:
     if not isinstance(entry, dict) or not _relative(entry.get("path")):
         raise damaged("a file entry has no path inside the workspace")
     path = entry["path"]
+    if _NOT_WRITTEN.intersection(path.split("/")):
+        # No commit writes there (runtime/workspace.py: FORBIDDEN_DIRS); a planted journal
+        # could otherwise delete a file of known bytes, such as a fresh clone's .git/HEAD.
+        raise damaged(f"{path} lies in a folder grinta never writes")
     new_dirs = entry.get("new_dirs", [])
     if not isinstance(new_dirs, list) or not all(_relative(d) for d in new_dirs):
         raise damaged(f"new_dirs of {path} leave the workspace")
@@ -271,6 +284,10 @@ def _parse_file(entry: object, damaged: Callable[[str], DamagedJournal]) -> Mani
         raise damaged(f"a hash or a name of {path} is not a string")
     if texts["tmp"] is not None and not _plain_name(texts["tmp"]):
         raise damaged(f"the temp file of {path} is not a plain name")
+    if texts["tmp"] is not None and not _temp_of(texts["tmp"], txid):
+        # Recovery deletes a temp file (roll back) or renames it over its target (roll
+        # forward): a name that is not one of this commit's would be a person's file.
+        raise damaged(f"the temp file of {path} is not named as this commit's temp files")
     if texts["backup"] is not None and not re.fullmatch(r"\d+\.old", texts["backup"]):
         raise damaged(f"the backup of {path} is not named <n>.old")
     numbers = {key: entry.get(key) for key in ("old_size", "new_size", "mode")}
@@ -534,9 +551,9 @@ class Journal:
 
     @contextlib.contextmanager
     def _workspace_lock(self) -> Iterator[None]:
-        fd = _open_lock(lambda: private.open_file(self.lock_path, os.O_RDWR))
+        fds: list[int] = []
         try:
-            if not private.lock(fd, self.lock_wait):
+            if not self._take_workspace_lock(fds, self.lock_wait):
                 raise CommitError(
                     ".grinta/lock",
                     TimeoutError(
@@ -547,7 +564,26 @@ class Journal:
                 )
             yield
         finally:
-            _close_lock(fd)  # releases the lock
+            for fd in reversed(fds):
+                _close_lock(fd)  # releases the lock
+
+    def _take_workspace_lock(self, fds: list[int], wait: float) -> bool:
+        """Lock ``.grinta/lock`` and then the ``.grinta`` folder itself, waiting up to ``wait``
+        seconds in all; False when another holder keeps them. ``fds`` gets each descriptor
+        opened, for the caller to close (which releases the locks).
+
+        The file alone is not enough: a person who deletes a lock file they take for stale
+        (while a commit holds it) lets the next process create and lock a new one, and two
+        commits then renamed into the same files at once, the later one's bytes lost while it
+        reported success. The folder cannot be deleted while it holds the journals; the file
+        is kept too, for an older version working in the same folder.
+        """
+        deadline = time.monotonic() + wait
+        fds.append(_open_lock(lambda: private.open_file(self.lock_path, os.O_RDWR)))
+        if not private.lock(fds[-1], wait):
+            return False
+        fds.append(_open_lock(lambda: os.open(self.state_dir, _STATE_DIR)))
+        return private.lock(fds[-1], max(0.0, deadline - time.monotonic()))
 
     # -- recovery -------------------------------------------------------------
 
@@ -571,14 +607,19 @@ class Journal:
             return []
         except OSError as exc:
             return [f"recovery skipped: {exc.strerror or exc}"]
+        fds: list[int] = []
         try:
-            fd = _open_lock(lambda: private.open_file(self.lock_path, os.O_RDWR))
+            if not self._take_workspace_lock(fds, 0):
+                return []
         except OSError as exc:
+            for fd in reversed(fds):
+                _close_lock(fd)
             return [f"recovery skipped: {self.lock_path} cannot be opened ({exc.strerror})"]
         try:
-            return self._recover_orphans() if private.lock(fd, 0) else []
+            return self._recover_orphans()
         finally:
-            _close_lock(fd)
+            for fd in reversed(fds):
+                _close_lock(fd)
 
     def _recover_orphans(self, skip: str | None = None) -> list[str]:
         """Recover every journal whose own lock is free. Call with the workspace lock held."""
@@ -884,6 +925,14 @@ def _tmp_name(name: str, txid: str, index: int) -> str:
     if len(os.fsencode(tmp)) > _NAME_MAX:  # a long target name must not make its temp fail
         tmp = f".grinta-{txid}-{index}.tmp"
     return tmp
+
+
+def _temp_of(tmp: str, txid: str) -> bool:
+    """Whether ``tmp`` is named as a temp file of commit ``txid`` (``_tmp_name``'s forms)."""
+    mark = f"grinta-{txid}"
+    return (tmp.startswith(".") and tmp.endswith(f".{mark}.tmp")) or bool(
+        re.fullmatch(rf"\.{re.escape(mark)}-\d+\.tmp", tmp)
+    )
 
 
 def _sha_or_none(data: bytes | None) -> str | None:
