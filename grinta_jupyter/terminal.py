@@ -461,7 +461,8 @@ class Console:
     def hunk(self, hunk: Hunk, total: int) -> None:
         """One hunk of a pending write, for choosing hunk by hunk."""
         where = visible(self._clean(hunk.path), keep_newlines=False)
-        lines = [f"--- hunk {hunk.index + 1} of {total} in {where}"]
+        made = " (a new file: this hunk creates it)" if hunk.new_file else ""
+        lines = [f"--- hunk {hunk.index + 1} of {total} in {where}{made}"]
         lines.extend("    " + line for line in hunk_lines(hunk, self.color, self._clean))
         print("\n".join(lines), file=self.out, flush=True)
 

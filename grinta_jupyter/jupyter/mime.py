@@ -62,6 +62,11 @@ RICH_IMAGE_TYPES = frozenset({"image/png", "image/jpeg"})
 MAX_RICH_OUTPUTS = 8
 MAX_RICH_CHARS = 2_000_000
 DIFF_CUT_NOTE = "the diff was cut short to keep the notebook small; the session log has all of it"
+# Under a waiting write's diff cut at MAX_LIVE_DIFF_CHARS: Approve commits what is not shown.
+DIFF_CUT_PENDING_NOTE = (
+    "the diff is cut here and approving commits all of it, the rest too: read the rest in "
+    "the session log before you approve. The files this write changes:"
+)
 # In text/plain, free text (output, messages) and stray diff lines start with this:
 # it can be mistaken neither for a step header nor for a diff header or row.
 TEXT_INDENT = "| "
@@ -387,6 +392,24 @@ def _side(path: str | None, prefix: str) -> str:
     return "/dev/null" if path is None else prefix + line_text(path)
 
 
+def _cut_files(payload: dict[str, Any]) -> list[tuple[str, str]]:
+    """Each file of a write whose diff was cut, with its line counts and how much of it the
+    cut diff still shows: a file past the cut is named here or nowhere (a summary need not)."""
+    shown = [f.path for f in parse_unified(payload["diff"]) if f.new_path or f.old_path]
+    out = []
+    for file in payload.get("files") or []:
+        path = str(file.get("path", ""))
+        where = (
+            "not shown above"
+            if path not in shown
+            else "cut short above"
+            if shown and path == shown[-1]
+            else "shown above"
+        )
+        out.append((path, f"+{file.get('added', 0):,} -{file.get('removed', 0):,}, {where}"))
+    return out
+
+
 def _waits(payload: dict[str, Any], live: bool) -> bool:
     """Whether a live card's step waits for a decision (a step a rewind dropped never will)."""
     return live and payload["status"] == "pending" and not payload.get("rewound")
@@ -427,7 +450,12 @@ def step_text(payload: dict[str, Any], *, live: bool = False) -> str:
             lines.append(
                 f"... {len(diff_lines) - keep} more diff lines (the session log has all of them)"
             )
-        if payload.get("diff_truncated"):
+        if payload.get("diff_truncated") and whole:
+            lines.append(f"... {DIFF_CUT_PENDING_NOTE}")
+            lines.extend(
+                f"{TEXT_INDENT}{line_text(path)} ({counts})" for path, counts in _cut_files(payload)
+            )
+        elif payload.get("diff_truncated"):
             lines.append(f"... {DIFF_CUT_NOTE}")
     v = payload["validation"]
     if not v["ok"]:
@@ -697,7 +725,16 @@ def step_html(payload: dict[str, Any], *, live: bool = False) -> str:
             f'<table style="{_MONO};border-collapse:collapse;width:100%;margin:6px 0">'
             f"{diff_rows_html(payload['diff'], rows)}</table>"
         )
-        if payload.get("diff_truncated"):
+        if payload.get("diff_truncated") and rows is None:
+            files = "".join(
+                f"<li>{line_html(path)} ({html.escape(counts)})</li>"
+                for path, counts in _cut_files(payload)
+            )
+            parts.append(
+                f'<div class="grinta-diff-cut" style="color:#9a6700;font-weight:600">'
+                f'{html.escape(DIFF_CUT_PENDING_NOTE)}<ul style="margin:2px 0">{files}</ul></div>'
+            )
+        elif payload.get("diff_truncated"):
             parts.append(f'<div style="color:#57606a">{html.escape(DIFF_CUT_NOTE)}</div>')
     v = payload["validation"]
     if not v["ok"]:

@@ -34,6 +34,9 @@ class Hunk:
     path: str
     header: str  # the "@@ -a,b +c,d @@" line
     lines: tuple[str, ...]  # its rows: " " context, "-" removed, "+" added, "\\" notes
+    # The file does not exist yet: shown hunk by hunk, "@@ -0,0 +1,2 @@" alone reads as
+    # lines added at the top of a file that is there.
+    new_file: bool = False
 
     @property
     def diff(self) -> str:
@@ -51,7 +54,9 @@ def hunks(proposal: Proposal) -> list[Hunk]:
     found: list[Hunk] = []
     for change in proposal.changes:
         for span in file_hunks(change):
-            found.append(Hunk(len(found), change.path, span.header, span.lines))
+            found.append(
+                Hunk(len(found), change.path, span.header, span.lines, change.before is None)
+            )
     return found
 
 

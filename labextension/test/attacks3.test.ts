@@ -335,6 +335,24 @@ describe('a diff that does not hold what its hunk headers promise', () => {
   });
 });
 
+describe('a diff cut short names what it hides', () => {
+  it('names every file the write changes, a file past the cut too', () => {
+    const diff = '--- a/big.txt\n+++ b/big.txt\n@@ -1,40 +1,40 @@\n-x = 1\n+x = 2\n';
+    const files = [
+      { path: 'big.txt', added: 2000, removed: 2000 },
+      { path: 'small.py', added: 1, removed: 1 }
+    ];
+    const view = card({ diff, diff_truncated: true, files });
+    const note = byClass(view, 'grinta-diff-cut');
+    assert.equal(note.length, 1);
+    assert.match(note[0].textContent, /The write changes all of it, the rest too/);
+    assert.deepEqual(
+      byClass(note[0], 'grinta-list').flatMap(list => list.childNodes.map(li => li.textContent)),
+      ['big.txt (+2000 −2000, cut short above)', 'small.py (+1 −1, not shown above)']
+    );
+  });
+});
+
 describe('a folded diff says what it hides', () => {
   it('counts the removed and added lines a cut first hunk folds away', () => {
     const dels = Array.from({ length: 90 }, (_, i) => `-old_${i} = ${i}`);

@@ -87,15 +87,30 @@ export function renderDiff(
     view.append(toggle(view, hidden, plan.totalRows, plan.totalRows - plan.shownRows, key, said), said);
   }
   if (truncated) {
-    view.append(
-      h(
-        'div',
-        { class: 'grinta-note' },
-        'The diff was cut short to keep the notebook small; the session log has all of it.'
-      )
-    );
+    view.append(cutNote(files, stats));
   }
   return view;
+}
+
+/**
+ * Under a diff cut short: what the write changes past the cut. A file past it is on no other
+ * surface, and approving commits it too, so every file is named with its counts and how much
+ * of it the rows above show (as the card's text/plain and HTML do: jupyter/mime.py).
+ */
+function cutNote(files: DiffFile[], stats: FileStat[]): HTMLElement {
+  const shown = files.map(f => f.path);
+  const last = shown[shown.length - 1];
+  const items = stats.map(s => {
+    const where = !shown.includes(s.path) ? 'not shown above' : s.path === last ? 'cut short above' : 'shown above';
+    return h('li', null, oneLine(s.path), ` (+${s.added} −${s.removed}, ${where})`);
+  });
+  return h(
+    'div',
+    { class: 'grinta-note grinta-diff-cut' },
+    'The diff was cut short to keep the notebook small; the session log has all of it.' +
+      (items.length ? ' The write changes all of it, the rest too; its files:' : ''),
+    items.length > 0 && h('ul', { class: 'grinta-list' }, items)
+  );
 }
 
 function renderFile(
