@@ -74,6 +74,24 @@ CASES = {
         ["- ADMIN = 'g\\xe9rant'", "\\ " + " " * 10 + "^^^^ " + NOTE],
         ["+ ADMIN = 'ge\\u0301rant'", "\\ " + " " * 11 + "^^^^^^ " + NOTE],
     ),
+    # A variation selector after a letter draws nothing: another key to every dict.
+    "a variation selector after a letter": (
+        "keys.py",
+        b"KEY = 'admin'\n",
+        "'admin'",
+        "'ad\ufe0fmin'",
+        ["- KEY = 'admin'"],
+        ["+ KEY = 'ad\\ufe0fmin'", "\\ " + " " * 9 + "^^^^^^ " + NOTE],
+    ),
+    # A blank braille cell draws as a space, and is none to a shell or a parser.
+    "a blank braille cell for a space": (
+        "run.sh",
+        b"rm -rf build\n",
+        "rm -rf build",
+        "rm -rf\u2800build",
+        ["- rm -rf build"],
+        ["+ rm -rf\\u2800build", "\\ " + " " * 6 + "^^^^^^ " + NOTE],
+    ),
 }
 
 

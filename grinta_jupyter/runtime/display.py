@@ -115,7 +115,7 @@ def _blank(char: str) -> str:
 
 # Spaces that are not U+0020 but look like it (no-break, en, em, thin, ideographic...). The
 # cards box them in diff rows (labextension/src/render/diffView.ts); a terminal escapes them.
-_ODD_SPACE = "\xa0\u1680\u2000-\u200a\u202f\u205f\u3000"
+_ODD_SPACE = "\xa0\u1680\u2000-\u200a\u202f\u205f\u2800\u3000"  # U+2800: a blank braille cell
 # Whitespace dropped to compare two rows: named, not ``\s``, which in Python also takes the
 # separators U+001C-U+001F and U+0085 that JavaScript's does not (diffView.ts lists the same).
 _SQUEEZE = re.compile(f"[\\t\\n\\v\\f\\r \\u2028\\u2029{_ODD_SPACE}\\ufeff]+")
@@ -138,8 +138,9 @@ def row_spaces(rows: Sequence[tuple[str, str]]) -> list[RowSpaces]:
     ``all`` for an added or removed row whose change is whitespace only (its text, its
     whitespace dropped, is that of a row of the other side): its tabs too; ``letters`` for
     one that differs from a row of the other side, whitespace aside, only in how a letter is
-    encoded (equal under NFKC: ``é`` as one character or as ``e`` and a combining accent, a
-    full-width or ligature letter): every character past ASCII; ``trailing`` for the other
+    encoded (equal under NFKC once variation selectors are dropped: ``é`` as one character
+    or as ``e`` and a combining accent, a full-width or ligature letter, ``a\ufe0fb``):
+    every character past ASCII; ``trailing`` for the other
     added and removed rows: the spaces and tabs ending them; ``odd`` for the rest: only the
     spaces that are not U+0020. Otherwise a tab turned into spaces, a space added at a
     line's end or a no-break space for a space reads as the same line removed and added again.
@@ -148,7 +149,7 @@ def row_spaces(rows: Sequence[tuple[str, str]]) -> list[RowSpaces]:
     changed = _on_both_sides(rows, squeezed)
     alike: set[int] = set()
     if not all(key.isascii() for key in squeezed):  # NFKC leaves ASCII as it is
-        normal = [key if key.isascii() else unicodedata.normalize("NFKC", key) for key in squeezed]
+        normal = [key if key.isascii() else _drawn(key) for key in squeezed]
         alike = _on_both_sides(rows, normal) - changed
     return [
         "all"
@@ -160,6 +161,17 @@ def row_spaces(rows: Sequence[tuple[str, str]]) -> list[RowSpaces]:
         else "odd"
         for i, (role, _) in enumerate(rows)
     ]
+
+
+# Variation selectors choose how the character before them is drawn (text or emoji); after
+# most characters they draw nothing at all.
+_SELECTORS = re.compile("[\ufe00-\ufe0f\U000e0100-\U000e01ef]+")
+
+
+def _drawn(text: str) -> str:
+    """What ``text`` draws like, as far as ``row_spaces`` tells: NFKC, variation selectors
+    dropped (``a\ufe0fb`` draws as ``ab``)."""
+    return _SELECTORS.sub("", unicodedata.normalize("NFKC", text))
 
 
 def _on_both_sides(rows: Sequence[tuple[str, str]], keys: Sequence[str]) -> set[int]:

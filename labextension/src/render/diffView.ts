@@ -246,10 +246,13 @@ function hunkCheckbox(picker: HunkPicker, index: number): HTMLElement {
 }
 
 // Spaces that are not U+0020 but look like it (no-break, en, em, thin, ideographic...).
-const ODD_SPACE = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]/;
+const ODD_SPACE = /[\u00a0\u1680\u2000-\u200a\u202f\u205f\u2800\u3000]/;
 // Whitespace dropped to compare two rows, named as runtime/display.py names it (not `\s`,
 // whose members differ between the two languages).
-const SQUEEZE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000\ufeff]+/g;
+const SQUEEZE = /[\t\n\v\f\r \u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u2800\u3000\ufeff]+/g;
+// Variation selectors: they choose how the character before them is drawn, and after most
+// characters draw nothing (`a\ufe0fb` draws as `ab`).
+const SELECTORS = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]+/gu;
 
 /**
  * What of a row to draw visibly besides its control characters: `all` (an added or removed
@@ -267,7 +270,10 @@ export type RowSpaces = 'all' | 'letters' | 'trailing' | 'odd';
 export function rowSpaces(rows: DiffRow[]): RowSpaces[] {
   const squeeze = (text: string) => text.replace(SQUEEZE, '');
   const changed = onBothSides(rows, rows.map(r => squeeze(r.text)));
-  const alike = onBothSides(rows, rows.map(r => squeeze(r.text).normalize('NFKC')));
+  const alike = onBothSides(
+    rows,
+    rows.map(r => squeeze(r.text).normalize('NFKC').replace(SELECTORS, ''))
+  );
   return rows.map((r, i) =>
     changed.has(i) ? 'all' : alike.has(i) ? 'letters' : r.kind === 'add' || r.kind === 'del' ? 'trailing' : 'odd'
   );
