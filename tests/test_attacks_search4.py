@@ -14,6 +14,7 @@ import pytest
 from grinta_jupyter.runtime.errors import SEARCH_TIMEOUT
 from grinta_jupyter.tools.base import Settings
 from grinta_jupyter.tools.facade import Runtime
+from tests.ticker import tick_gaps
 
 # ``(a|aa)+$`` tries every split of the run of a's before the "!": one match takes minutes.
 CATASTROPHIC = {"query": "(a|aa)+$", "regex": True}
@@ -69,25 +70,9 @@ def test_a_plain_text_query_ignoring_case_neither_freezes_nor_outlives_its_deadl
     # (every other thread, the kernel's Stop button included, frozen), then "no matches".
     (root / "run.txt").write_text("a" * 1_900_000 + "\n")
     runtime = Runtime(root, "intent", Settings(search_timeout=2))
-    gaps: list[float] = []
-    done = threading.Event()
-
-    def tick() -> None:
-        last = time.monotonic()
-        while not done.is_set():
-            time.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticker = threading.Thread(target=tick)
-    ticker.start()
     began = time.monotonic()
-    try:
+    with tick_gaps() as gaps:
         proposal = runtime.propose("search", {"query": "a" * 1999 + "b"})
-    finally:
-        done.set()
-        ticker.join()
     assert time.monotonic() - began < 5
     assert max(gaps) < 1.5
     assert proposal.error is None and proposal.output.startswith("no matches for")  # type: ignore[union-attr]

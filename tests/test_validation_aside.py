@@ -7,7 +7,6 @@ Stop button among them, for seconds. The answers must stay what ``compile`` here
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 from grinta_jupyter import Runtime
 from grinta_jupyter.runtime import validation
 from grinta_jupyter.runtime.validation import ASIDE_MIN_CHARS, first_error
+from tests.ticker import tick_gaps
 
 
 def _module(defs: int) -> str:
@@ -73,26 +73,10 @@ def test_a_huge_file_declaring_its_coding_is_read_by_it() -> None:
 
 def test_a_huge_check_leaves_the_interpreter_to_other_threads() -> None:
     """A thread ticking every 10 ms keeps ticking while a huge file is checked."""
-    gaps: list[float] = []
-    done = threading.Event()
-
-    def tick() -> None:
-        last = time.monotonic()
-        while not done.is_set():
-            time.sleep(0.01)
-            now = time.monotonic()
-            gaps.append(now - last)
-            last = now
-
-    ticker = threading.Thread(target=tick)
-    ticker.start()
-    try:
+    with tick_gaps() as gaps:
         started = time.monotonic()
         assert first_error("big.py", BIG + BIG.replace("def f", "def g"), "python") is None
         took = time.monotonic() - started
-    finally:
-        done.set()
-        ticker.join()
     assert took > 0.3, f"too quick to tell ({took:.2f} s): make the text larger"
     assert max(gaps) < 0.25, f"other threads stood still for {max(gaps):.2f} s of {took:.2f} s"
 
