@@ -25,7 +25,7 @@ from grinta_jupyter.agent.guards import Guards, Limits
 from grinta_jupyter.agent.models.base import ToolCall, Usage
 from grinta_jupyter.agent.step import Step, Totals
 from grinta_jupyter.events import models as ev
-from grinta_jupyter.events.log import LogError, read_events
+from grinta_jupyter.events.log import LogError, held_elsewhere, read_events
 from grinta_jupyter.runtime.errors import ErrorCode, ToolError
 from grinta_jupyter.runtime.proposal import (
     CommandProposal,
@@ -215,6 +215,7 @@ class Rebuilt:
     staged: dict[str, ev.DiffStaged] = field(default_factory=dict)  # call id -> its last diff
     proposed: dict[str, ev.ToolProposed] = field(default_factory=dict)  # call id -> its last
     approved: set[str] = field(default_factory=set)  # calls of the last reply approved
+    edited: set[str] = field(default_factory=set)  # unfinished calls the user edited
     summary: str | None = None
 
 
@@ -329,8 +330,10 @@ def rebuild(
                 state.staged.pop(c.id, None)
                 state.proposed.pop(c.id, None)
             state.approved = set()
+            state.edited = set()
         elif isinstance(event, ev.ToolProposed):
             _proposed(state, current, event)
+            _as_proposed(state, event)
         elif isinstance(event, ev.DiffStaged):
             state.staged[event.call_id] = event
             if event.call_id in current:  # the diff of a write: the guards read its paths
@@ -378,6 +381,18 @@ def _proposed(state: Rebuilt, current: dict[str, Step], event: ev.ToolProposed) 
     step = Step(len(state.steps) + 1, call, proposal)
     state.steps.append(step)
     current[event.call_id] = step
+
+
+def _as_proposed(state: Rebuilt, event: ev.ToolProposed) -> None:
+    """A call without an outcome is queued again as it was last proposed: with the arguments
+    the user edited, not the model's (an edit is the user's, lost otherwise on resume). The
+    first such call of that id: the one staged (a reply may give two calls one id)."""
+    for i, (call, text) in enumerate(state.unfinished):
+        if call.id == event.call_id:
+            if call.arguments != event.arguments:
+                state.unfinished[i] = (ToolCall(call.id, call.name, event.arguments), text)
+                state.edited.add(call.id)
+            return
 
 
 def _observed(state: Rebuilt, event: ev.Observed, step: Step | None) -> None:
@@ -444,7 +459,9 @@ def unfinished(events: Iterable[ev.Event]) -> bool:
 
 
 def latest_unfinished(root: str | Path) -> Path | None:
-    """The most recent session log of the workspace at ``root`` whose task did not end."""
+    """The most recent session log of the workspace at ``root`` whose task did not end and
+    that no session of another process holds (one running in another kernel is not the one
+    to resume: a crashed one older than it is)."""
     folder = Path(root) / ".grinta" / "sessions"
     try:
         logs = sorted(
@@ -456,7 +473,7 @@ def latest_unfinished(root: str | Path) -> Path | None:
         return None
     for log in logs:
         try:
-            if unfinished(read_events(log)):
+            if unfinished(read_events(log)) and not held_elsewhere(log):
                 return log
         except (OSError, ValueError, RecursionError):
             continue

@@ -194,6 +194,8 @@ class Session:
         self._restaging: dict[str, ev.DiffStaged | None] = {}  # resumed calls, by call id
         # Resumed calls approved in part whose commit did not land: why a person decides again.
         self._partly_approved: dict[str, str] = {}
+        # Resumed calls the user had edited: an edit that does not validate waits, as live.
+        self._edited: set[str] = set()
         # The source files' state after the last test run (Workspace.source_state): a finish
         # compares it with the files as they are, so a write no tool call shows (a script, a
         # function run in the kernel, an editor) needs the tests again. None: not taken (no
@@ -623,6 +625,11 @@ class Session:
             self.pending = None
             self._decision = None
         self.queue = []
+        # The resumed calls dropped with the queue: a later call that reuses one's id (local
+        # models send ``call_0`` every time) is a new call, neither restaged nor stale.
+        self._restaging.clear()
+        self._partly_approved.clear()
+        self._edited.clear()
         self._turns_without_tool = 0
         self._stop_after_commit = None
         self._cancel_command.clear()
@@ -694,6 +701,8 @@ class Session:
                     continue
                 self.queue.append((call, text))
                 self._restaging[call.id] = staged
+                if call.id in state.edited:
+                    self._edited.add(call.id)
                 if call.id in partly:  # its partial commit did not land: never the whole one
                     self._partly_approved[call.id] = not_landed(partly[call.id])
         self._emit(
@@ -1100,6 +1109,8 @@ class Session:
             self._emit(snapshot, len(self.steps) + 1)
         self.queue.pop(0)
         step = Step(len(self.steps) + 1, call, proposal, text)
+        edited = call.id in self._edited
+        self._edited.discard(call.id)
         if call.id in self._restaging:
             step.restaged = True
             partly = self._partly_approved.pop(call.id, None)
@@ -1114,10 +1125,12 @@ class Session:
             if moved:
                 self.guards.finish.moved_on_disk(moved)
             return self._finish_check(step)
-        if step.proposal.error is not None:
+        if step.proposal.error is not None and not edited:
             await self._observe(step, Observation.failure(step.proposal.error, step.proposal.id))
             return step
-        verdict = False if step.stale else self._policy_verdict(step)  # stale: a person decides
+        # Stale, or edited by the user (live, an edit waits for its approval whatever the
+        # policy, and one that does not validate waits to be edited again): a person decides.
+        verdict = False if step.stale or edited else self._policy_verdict(step)
         if verdict is True:
             step.decision = "auto"
             self._emit(ev.UserDecision(call_id=call.id, decision="auto"), step.number)

@@ -38,6 +38,7 @@ import re
 import stat
 import threading
 import time
+import weakref
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -51,12 +52,15 @@ __all__ = [
     "EventLog",
     "LogBusy",
     "LogError",
+    "held_elsewhere",
     "read_events",
     "read_log",
     "redact",
     "secret_values",
 ]
 
+# The logs of this process (``held_elsewhere`` tells its own sessions from another's).
+_OPEN: weakref.WeakSet[EventLog] = weakref.WeakSet()
 _BAD_LINE = re.compile(r":(\d+): not a grinta event")  # the message of _iter_file
 _FIRST_LINE_BYTES = 4_000_000  # read of a log's first line: a task, settings, rules names
 
@@ -92,6 +96,7 @@ class EventLog:
         # The file as this log left it when it closed it (device, inode, size): a reopen
         # appends only to that very file.
         self._left: tuple[int, int, int] | None = None
+        _OPEN.add(self)
         if claimed is None:
             self._open_first()
 
@@ -230,6 +235,30 @@ def claim(path: Path) -> IO[str]:
             "process); stop that session first"
         )
     return handle
+
+
+def held_elsewhere(path: Path) -> bool:
+    """Whether a live session of another process (another kernel) holds the log at ``path``
+    now. One this process holds is not (its front end says it runs here). The probe takes
+    the lock for an instant only; a session claiming it meanwhile waits ``LOCK_WAIT``."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
+    except OSError:
+        return False
+    try:
+        found = os.fstat(fd)
+        for log in list(_OPEN):
+            handle = log._file
+            with contextlib.suppress(OSError, ValueError):  # closed meanwhile
+                if handle is not None:
+                    mine = os.fstat(handle.fileno())
+                    if (mine.st_dev, mine.st_ino) == (found.st_dev, found.st_ino):
+                        return False
+        return not private.lock(fd, 0)
+    except OSError:  # a file system without locks: nobody can hold it
+        return False
+    finally:
+        os.close(fd)  # closing it lets the probe's lock go
 
 
 def read_events(source: str | os.PathLike[str] | Iterable[Event | dict[str, Any]]) -> list[Event]:
