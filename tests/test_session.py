@@ -262,6 +262,32 @@ def test_user_undo_is_recorded_and_told_to_the_model(raft):
     assert "undid" in model.requests[1]["messages"][-1]["content"]
 
 
+def test_a_sessions_undo_undoes_its_own_commit_never_another_sessions(tmp_path):
+    """Two sessions in one folder (two notebooks): each one's undo restores its own last
+    commit. It undid the folder's last commit, another session's, and logged it as its own."""
+    (tmp_path / "a.py").write_text("A = 1\n")
+    (tmp_path / "b.py").write_text("B = 1\n")
+
+    def edit(path: str, old: str, new: str) -> Session:
+        model = ScriptedModel(
+            [reply("", call("replace_string", path=path, old_string=old, new_string=new))]
+        )
+        session = Session(f"edit {path}", model=model, root=tmp_path, policy="auto")
+        Stepper(session).advance()
+        return session
+
+    first = edit("a.py", "A = 1", "A = 2")
+    second = edit("b.py", "B = 1", "B = 2")
+    undone = first.undo()
+    assert undone.ok, undone.error
+    assert (tmp_path / "a.py").read_text() == "A = 1\n"
+    assert (tmp_path / "b.py").read_text() == "B = 2\n"  # the other session's commit stays
+    again = first.undo()
+    assert not again.ok and again.error is not None and again.error.code == "NOTHING_TO_UNDO"
+    assert (tmp_path / "b.py").read_text() == "B = 2\n"
+    assert second.undo().ok and (tmp_path / "b.py").read_text() == "B = 1\n"
+
+
 def test_limits_are_settings(raft):
     model = ScriptedModel(
         [reply("", call("read", path=f"raft_kv/{n}.py")) for n in ("log", "node", "cluster")]

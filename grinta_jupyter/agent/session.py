@@ -420,13 +420,14 @@ class Session:
         self._end(reason)
 
     def undo(self) -> Observation:
-        """Undo the last commit (a user action, recorded and reported to the model).
+        """Undo this session's last commit (a user action, recorded and reported to the
+        model); never another session's in the same folder.
 
         After the session's end too: the log records it all the same (``LogBusy``, nothing
         restored, when another session object holds the log now).
         """
         with self._logging():
-            obs = self.runtime.undo()
+            obs = self.runtime.undo(owner=f"session {self.id} call ")
             self._emit(
                 ev.Undone(ok=obs.ok, message=obs.output, commit_id=obs.commit_id), len(self.steps)
             )

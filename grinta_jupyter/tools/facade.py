@@ -282,11 +282,20 @@ class Runtime:
             return Observation.failure(proposal.error, proposal.id)
         return self.commit(proposal)
 
-    def undo(self) -> Observation:
-        """Restore the files of the last commit byte-for-byte."""
-        history = self.journal.history()
+    def undo(self, owner: str | None = None) -> Observation:
+        """Restore the files of the last commit byte-for-byte; with ``owner``, the last commit
+        whose owner starts with it (a session undoes its own, not another session's in the
+        same folder)."""
+        history = [
+            record
+            for record in self.journal.history()
+            if owner is None or (record.owner or "").startswith(owner)
+        ]
         if not history:
-            return Observation.failure(ToolError(NOTHING_TO_UNDO, "there is no commit to undo"))
+            whose = "" if owner is None else " of this session's"
+            return Observation.failure(
+                ToolError(NOTHING_TO_UNDO, f"there is no commit{whose} to undo")
+            )
         record = history[-1]
         # Restoring over an editor's unsaved changes would lose them, as a commit would.
         unsaved = self._unsaved(record.files, "nothing was restored")
