@@ -102,21 +102,63 @@ def plan_runs(
 
 def finished(out_dir: Path) -> dict[str, dict[str, Any]]:
     """The results in ``out_dir``, by run key: the runs an eval there does not do again."""
-    results = {}
+    return read_results(out_dir)[0]
+
+
+def read_results(out_dir: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """The whole results in ``out_dir`` by run key, and the names of the files in runs/ that
+    are not (cut short, edited by hand, not grinta's): counted, they would make a figure wrong
+    (a "passed" of "false" is a truthy string), or stop the report after every run was done."""
+    results, broken = {}, []
     for path in sorted((out_dir / "runs").glob("*.json")):
         try:
             data = json.loads(path.read_text())
-        except ValueError:  # not a whole result (a cut copy): done again
-            continue
-        key = data.get("key") if isinstance(data, dict) else None
-        if isinstance(key, str) and isinstance(data.get("spec"), dict):
-            results[key] = data  # else no result of grinta's: done again
-    return results
+        except ValueError:  # not a whole result (a cut copy)
+            data = None
+        if _whole_result(data):
+            results[data["key"]] = data
+        else:
+            broken.append(path.name)
+    return results, broken
+
+
+def _whole_result(data: Any) -> bool:
+    """Whether ``data`` has what the summary reads of a result, each of its type."""
+    if not (
+        isinstance(data, dict)
+        and isinstance(data.get("key"), str)
+        and isinstance(data.get("spec"), dict)
+        and isinstance(data.get("spec", {}).get("toolset"), str)
+        and isinstance(data.get("passed"), bool)
+        and isinstance(data.get("end_reason"), str)
+        and isinstance(data.get("seconds"), int | float)
+    ):
+        return False
+    metrics = data.get("metrics")
+    if metrics is None:
+        return True  # a crashed run: a failure with no metrics
+    try:
+        SessionMetrics.model_validate(metrics)
+    except ValueError:  # pydantic's ValidationError: a field missing, renamed or of another type
+        return False
+    # NaN passes pydantic's float; one NaN makes a whole column's mean n/a.
+    return all(not isinstance(v, float) or math.isfinite(v) for v in metrics.values())
 
 
 def load_results(out_dir: str | Path) -> list[dict[str, Any]]:
-    """Every run result in a results folder, whichever backend wrote it, in key order."""
-    return list(finished(Path(out_dir)).values())
+    """Every run result in a results folder, whichever backend wrote it, in key order.
+
+    Raises ``ExperimentUsageError`` when a file in runs/ is not a whole result: figures
+    computed without it would be silently wrong; an eval in the folder redoes such runs.
+    """
+    results, broken = read_results(Path(out_dir))
+    if broken:
+        raise ExperimentUsageError(
+            f"{Path(out_dir) / 'runs'} holds files that are not whole results: "
+            f"{', '.join(broken[:5])}{' ...' if len(broken) > 5 else ''} "
+            "(run the same eval there again to redo them, or move them away)"
+        )
+    return list(results.values())
 
 
 def run_suite(
@@ -137,10 +179,16 @@ def run_suite(
     specs = list(dict.fromkeys(specs))  # a run asked for twice is run, and counted, once
     backend = backend or LocalBackend(jobs)
     with _only_eval_in(out):
-        done = finished(out)
+        done, broken = read_results(out)
         _check_same_settings(specs, done, out)
         todo = [s for s in specs if s.key not in done]
         announce = progress or (lambda line: print(line, file=sys.stderr, flush=True))
+        if broken:
+            announce(
+                f"{len(broken)} files in {out / 'runs'} are not whole results (cut short or "
+                f"edited: {', '.join(broken[:5])}{' ...' if len(broken) > 5 else ''}); "
+                "their runs are done again"
+            )
         announce(
             f"{len(specs)} runs: {len(specs) - len(todo)} already finished, {len(todo)} to go, "
             f"{backend.describe()}"
@@ -162,8 +210,10 @@ def run_suite(
 @contextmanager
 def _only_eval_in(out: Path) -> Iterator[None]:
     """Hold ``out``'s lock: two evals in one folder would do the same runs at once, each
-    deleting the other's log. The lock goes with the file, when this process ends or dies."""
-    with (out / ".lock").open("w") as lock:
+    deleting the other's log. The lock goes with the file, when this process ends or dies.
+    Opened to append, never truncated: a ``.lock`` that is a link (a results folder from
+    elsewhere) leaves the file it leads to as it was."""
+    with (out / ".lock").open("a") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:

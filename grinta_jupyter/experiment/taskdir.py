@@ -48,6 +48,16 @@ FORMAT = 1
 # Output kept from one test run: the end, where pytest puts its summary.
 MAX_OUTPUT_CHARS = 64_000
 _IGNORED = ("__pycache__", "*.pyc", ".pytest_cache", ".grinta")
+# Files pytest reads before any test runs: a new one changes what the tests do (a conftest.py
+# hook can report every failure as a pass; an ini file next to the tests becomes their config).
+TEST_CONFIG_NAMES = (
+    "conftest.py",
+    "pytest.ini",
+    ".pytest.ini",
+    "tox.ini",
+    "setup.cfg",
+    "pyproject.toml",
+)
 LINKS_REFUSED = "its package has links that lead out of it, to a folder, or nowhere"
 
 
@@ -139,7 +149,7 @@ class BuiltTask:
 
     def check(self, root: Path) -> CheckResult:
         """Pass when the suite passes, the broken tests ran and pass, and no test file changed."""
-        changed = changed_files(root, self.tests.protected)
+        changed = changed_files(root, self.tests.protected) + added_test_config(root, self.source)
         if changed:
             return CheckResult(False, "test files changed: " + ", ".join(changed[:10]))
         run = run_tests(root, self.tests)
@@ -388,6 +398,20 @@ def unparametrized(test: str) -> str:
 
 def file_hashes(root: Path, paths: list[str]) -> dict[str, str]:
     return {path: hashlib.sha256((root / path).read_bytes()).hexdigest() for path in paths}
+
+
+def added_test_config(root: Path, source: Path) -> list[str]:
+    """Test configuration files (``TEST_CONFIG_NAMES``) in ``root`` that the pristine package
+    ``source`` does not have: a conftest.py the agent added is editing the tests, though no
+    protected file changed. Hidden folders (.grinta, .git) are not looked in: pytest skips them."""
+    added = []
+    for current, dirs, files in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        for name in sorted(set(files) & set(TEST_CONFIG_NAMES)):
+            relative = Path(current, name).relative_to(root)
+            if not (source / relative).is_file():
+                added.append(f"{relative.as_posix()} (added)")
+    return added
 
 
 def changed_files(root: Path, protected: dict[str, str]) -> list[str]:
