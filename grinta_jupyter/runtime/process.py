@@ -138,6 +138,7 @@ class CommandResult:
         left: int = 0,
         contained: bool = False,
         problem: str = "",
+        detail: str = "",
     ) -> None:
         self.output = output
         self.elapsed = elapsed
@@ -149,6 +150,9 @@ class CommandResult:
         self.left = left  # processes that could not be killed within SWEEP_BUDGET
         self.contained = contained  # the subreaper held the tree (False: the fallback)
         self.problem = problem  # what went wrong with the supervisor itself, if anything
+        # What its status pipe held instead of a status: the command can write there, so this
+        # is the command's text, raw (terminal codes, secrets): clean and cut it before use.
+        self.detail = detail
 
 
 def _stop_when(cancel: threading.Event, supervisor: subprocess.Popen[bytes]) -> None:
@@ -228,14 +232,16 @@ def run_command(
         errno = int(status["error"])
         raise OSError(errno, os.strerror(errno), SHELL)
     if "exit" not in status:  # killed or crashed: no word from the supervisor
-        detail = (report.head + report.tail).decode(errors="replace").strip()
-        why = _HELD if forced else _ended(supervisor.returncode)
+        detail = (report.tail if report.omitted else report.head + report.tail).decode(
+            errors="replace"
+        )
         return CommandResult(
             output,
             elapsed,
             timed_out=elapsed >= timeout,
             cancelled=cancel is not None and cancel.is_set(),
-            problem=why + (f": {detail[-1_000:]}" if detail and not forced else ""),
+            problem=_HELD if forced else _ended(supervisor.returncode),
+            detail="" if forced else detail.strip(),
         )
     exit_code = None if status["exit"] == "-" else int(status["exit"])
     return CommandResult(

@@ -140,6 +140,8 @@ def _execute(
     if result.exit_code is None:  # cancelled, or its supervisor was killed
         stop = "it was told to stop (SIGTERM) before it finished"
         why = stop if result.cancelled else result.problem or stop
+        if result.detail and not result.cancelled:
+            why += f": {_detail(result.detail)}"
         error = ToolError(COMMAND_FAILED, f"the command did not finish: {why}")
         return Observation(False, f"{error.render()}\n{output}".rstrip(), error, proposal.id)
     head = f"exit code {result.exit_code} ({result.elapsed:.1f}s)"
@@ -152,6 +154,17 @@ def _execute(
         head += f"; {result.left} process(es) could not be killed"
     text = f"{head}\n{output}".rstrip()
     return Observation(True, text, None, proposal.id, exit_code=result.exit_code)
+
+
+_DETAIL_CHARS = 1_000
+
+
+def _detail(text: str) -> str:
+    """The last of what a killed supervisor's status pipe held, as the model may read it:
+    the command can write there (``/proc/$PPID/fd/2``), so it is stripped of terminal codes
+    and cut like any output, keeping no piece of a secret the cut goes through."""
+    text = before_cut(strip_ansi(text))
+    return cut_start(text[-_DETAIL_CHARS:]) if len(text) > _DETAIL_CHARS else text
 
 
 def command_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
@@ -170,13 +183,19 @@ def command_env(pass_env: Iterable[str] = ()) -> dict[str, str]:
 # CSI (colours, cursor moves); OSC (titles, links) ended by BEL or ST; DCS, SOS, PM and APC
 # strings ended by ST; every other escape, intermediates and a final byte (``ESC ( 0`` a
 # character set, ``ESC 7`` and ``ESC 8`` saving and restoring the cursor, ``ESC c`` a reset);
-# last an ESC that starts none of these. No body may span an ESC, so a failed match never
-# rescans text another attempt covers: linear time on any input.
+# last an ESC that starts none of these. Then the same controls in their one-character (C1)
+# forms, U+0080 to U+009F, which terminals also obey (``\x9b2J`` clears the screen); the
+# rest of C1 alone. No body may span its own introducer, so a failed match never rescans
+# text another attempt of its kind covers: linear time on any input.
 _ANSI = re.compile(
     r"\x1b\[[0-?]*[ -/]*[@-~]"
     r"|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)"
     r"|\x1b[PX^_][^\x1b]*\x1b\\"
     r"|\x1b[ -/]*[0-~]?"
+    r"|\x9b[0-?]*[ -/]*[@-~]"
+    r"|\x9d[^\x07\x1b\x80-\x9f]*(?:\x07|\x1b\\|\x9c)"
+    r"|[\x90\x98\x9e\x9f][^\x1b\x80-\x9f]*(?:\x1b\\|\x9c)"
+    r"|[\x80-\x9f]"
 )
 
 
@@ -192,10 +211,34 @@ def render_output(buffer: OutputBuffer, limit: int) -> str:
         return bound_output(_clean(buffer.head + buffer.tail), limit)
     # The head and tail were cut from the output as it came: neither keeps a piece of a
     # secret the cut went through (runtime/secrets.cut_end, cut_start).
-    head = cut_end(before_cut(_clean(buffer.head))[: limit // 3])
-    tail = before_cut(_clean(buffer.tail))
+    head = cut_end(before_cut(_clean(_whole_end(buffer.head)))[: limit // 3])
+    tail = before_cut(_clean(_whole_start(buffer.tail)))
     tail = cut_start(tail[max(len(tail) - (limit - len(head)), 0) :])
     return f"{head}\n[... middle omitted: the command printed {buffer.total} bytes ...]\n{tail}"
+
+
+# The cuts of the head and tail fall on bytes, maybe inside a character. Decoded as it is, its
+# piece would be a replacement character at the edge, which no secret holds: the edge checks
+# (cut_end, cut_start) would then find nothing there, and the accented letters of a password
+# cut through would keep all the rest of it. So the piece is dropped before decoding.
+def _whole_end(raw: bytes) -> bytes:
+    """``raw`` without the start of a UTF-8 character its last bytes leave unfinished."""
+    for back in range(1, min(4, len(raw)) + 1):
+        byte = raw[-back]
+        if byte < 0x80:
+            return raw
+        if byte >= 0xC0:  # a lead byte: is its character whole?
+            need = 2 if byte < 0xE0 else 3 if byte < 0xF0 else 4
+            return raw if back >= need else raw[:-back]
+    return raw
+
+
+def _whole_start(raw: bytes) -> bytes:
+    """``raw`` without the continuation bytes (at most three) of a character cut before it."""
+    skip = 0
+    while skip < min(3, len(raw)) and 0x80 <= raw[skip] < 0xC0:
+        skip += 1
+    return raw[skip:]
 
 
 def _clean(raw: bytes) -> str:
