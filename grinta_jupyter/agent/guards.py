@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import posixpath
 import re
 import shlex
 import time
@@ -107,7 +108,29 @@ def signature(tool: str, args: dict[str, Any]) -> str:
     and ``pytest  '-q'`` with another timeout are the same command run again."""
     if tool == "run" and isinstance(args.get("command"), str):
         args = {"command": as_read(args["command"])}
+    elif isinstance(args.get("path"), str):
+        # "./calc.py" and "calc.py" read the same file: the same call again.
+        args = {**args, "path": _same_path(args["path"])}
     return f"{tool}:{json.dumps(args, sort_keys=True)}"
+
+
+def _same_path(path: str) -> str:
+    """``path`` as written the one way two spellings of a workspace path share."""
+    return posixpath.normpath(path.strip().replace("\\", "/")) if path.strip() else path
+
+
+def describe_call(tool: str, args: dict[str, Any]) -> str:
+    """A short label of a call for a warning, so the model knows which call it repeats:
+    ``run `pytest -q` ``, ``read path=calc.py start_line=1``."""
+    if tool == "run" and isinstance(args.get("command"), str):
+        return f"run `{_short(args['command'], 80)}`"
+    shown = [
+        f"{key}={_short(str(value), 40)}"
+        for key, value in args.items()
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool)
+    ]
+    label = " ".join([tool, *shown[:3]])
+    return label if len(label) <= 120 else label[:117] + "..."
 
 
 def as_read(command: str) -> str:
@@ -124,6 +147,7 @@ class _Call:
 
     signature: str
     output: str  # the part of the result ``normalize_output`` reads
+    label: str = ""  # ``describe_call``: what a warning names
     _digest: str | None = None
 
     def digest(self) -> str:
@@ -144,6 +168,13 @@ class StuckDetector:
     command that plainly changes files (``mv``, ``sed -i``) or installs packages, resets it.
     A write that puts the files back as they were (an edit, then its undo) resets nothing:
     failures are counted per state of the files the session wrote.
+
+    A cycle of three calls (A/B/C/A/B/C) is stuck when each call got the same result as its
+    last turn: with nothing changed, the next turn of the cycle will see the same. Edits that
+    fail on one file (each on another target) with no successful write to it in between
+    force a fresh read once there are one more of them than ``failed_region_threshold``:
+    the model is editing from a picture of the file that is wrong. Each warning names the
+    call it is about.
     """
 
     limits: Limits
@@ -155,6 +186,8 @@ class StuckDetector:
     )  # "files-state command" -> failures since a change
     # Each file the session wrote: digests of its text before the first write and now.
     written: dict[str, tuple[str | None, str | None]] = field(default_factory=dict)
+    # Failed edits per file since its last successful write, whatever their targets.
+    failed_paths: dict[str, int] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         kept = max(1, self.limits.repeat_threshold, self.limits.alternation_window)
@@ -165,10 +198,13 @@ class StuckDetector:
         command = " ".join(shell_command(proposal).split())
         if isinstance(proposal, WriteProposal) and observation.ok:
             self._note_write(proposal)
+            for path in proposal.paths:
+                self.failed_paths.pop(_same_path(path), None)
         # "pytest -q  # try 2" is "pytest -q" again, and so it is after an edit and its undo.
         key = f"{self._files_state()} {as_read(command)}" if command else ""
         failures = self._count_failing_command(proposal, observation, command, key)
-        self.recent.append(_Call(sig, observation.output[:_COMPARED_CHARS]))
+        label = describe_call(proposal.tool, proposal.args)
+        self.recent.append(_Call(sig, observation.output[:_COMPARED_CHARS], label))
         recent = list(self.recent)[-self.limits.repeat_threshold :]
         if (
             len(recent) == self.limits.repeat_threshold
@@ -178,22 +214,34 @@ class StuckDetector:
             self.failing_commands.pop(key, None)  # one warning for one loop
             return Firing(
                 "stuck_repeat",
-                f"{proposal.tool} called {len(recent)} times with the same result",
+                f"{label} called {len(recent)} times with the same result",
                 "warn",
                 f"You have made the same {proposal.tool} call {len(recent)} times and got the "
-                "same result. Do something different.",
+                f"same result ({label}). Do something different.",
             )
-        window = [c.signature for c in list(self.recent)[-self.limits.alternation_window :]]
+        calls = list(self.recent)[-self.limits.alternation_window :]
+        window = [c.signature for c in calls]
         if (
             len(window) == self.limits.alternation_window
             and len(set(window)) == 2
             and all(window[i] != window[i + 1] for i in range(len(window) - 1))
         ):
+            names = " and ".join(f"`{c.label}`" for c in calls[-2:])
             return Firing(
                 "stuck_alternation",
-                f"alternating between two calls for {len(window)} steps",
+                f"alternating between {names} for {len(window)} steps",
                 "warn",
-                "You are alternating between the same two calls. Step back and change approach.",
+                f"You are alternating between the same two calls ({names}). Step back and "
+                "change approach.",
+            )
+        if self._cycles(calls):
+            names = ", ".join(f"`{c.label}`" for c in calls[-3:])
+            return Firing(
+                "stuck_alternation",
+                f"cycling through {names} for {len(window)} steps with the same results",
+                "warn",
+                f"You are going round the same three calls ({names}) and each gets the same "
+                "result as last time. Step back and change approach.",
             )
         if failures >= self.limits.failing_command_threshold:
             self.failing_commands.pop(key, None)
@@ -206,16 +254,51 @@ class StuckDetector:
                 "the code (or the command), then run it again.",
             )
         if isinstance(proposal, WriteProposal) and observation.error is not None:
-            target = edit_target(proposal)
-            if target:
-                self.failed_targets[target] = self.failed_targets.get(target, 0) + 1
-                if self.failed_targets[target] >= self.limits.failed_region_threshold:
-                    self.failed_targets[target] = 0
-                    return Firing(
-                        "failed_region",
-                        f"edit on {target} failed {self.limits.failed_region_threshold} times",
-                        "force_read",
-                    )
+            return self._failed_edit(proposal)
+        return None
+
+    def _cycles(self, calls: list[_Call]) -> bool:
+        """Whether ``calls`` (the last ``alternation_window``) go round three distinct calls,
+        each with the result it got one turn before."""
+        period = 3
+        if len(calls) != self.limits.alternation_window or len(calls) < 2 * period:
+            return False
+        if len({c.signature for c in calls[:period]}) != period:
+            return False
+        later = range(period, len(calls))
+        if any(calls[i].signature != calls[i - period].signature for i in later):
+            return False
+        return all(calls[i].digest() == calls[i - period].digest() for i in later)
+
+    def _failed_edit(self, proposal: Proposal) -> Firing | None:
+        """Count a failed edit by its target and by its file; a fresh read when either is
+        too many."""
+        target = edit_target(proposal)
+        if target:
+            self.failed_targets[target] = self.failed_targets.get(target, 0) + 1
+            if self.failed_targets[target] >= self.limits.failed_region_threshold:
+                self.failed_targets[target] = 0
+                return Firing(
+                    "failed_region",
+                    f"edit on {target} failed {self.limits.failed_region_threshold} times",
+                    "force_read",
+                )
+        edits = proposal.args.get("edits")
+        first = edits[0] if isinstance(edits, list) and edits and isinstance(edits[0], dict) else {}
+        path = proposal.args.get("path", first.get("path"))
+        if not isinstance(path, str) or not path.strip():
+            return None
+        path = _same_path(path)
+        self.failed_paths[path] = self.failed_paths.get(path, 0) + 1
+        if self.failed_paths[path] > self.limits.failed_region_threshold:
+            count = self.failed_paths.pop(path)
+            return Firing(
+                "failed_region",
+                f"{count} edits on {path} failed, each on another target, with no write in between",
+                "force_read",
+                f"{count} edits of {path} failed in a row, each on another target: the text you "
+                "edit from is not what the file holds",
+            )
         return None
 
     def _count_failing_command(

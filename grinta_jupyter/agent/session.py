@@ -1249,9 +1249,10 @@ class Session:
                 fresh = await asyncio.to_thread(self._fresh_read, proposal)
                 if fresh:
                     data += "\n\n" + fresh
+                    why = firing.message or "This edit failed twice on the same target"
                     notes.append(
-                        "[guard] This edit failed twice on the same target; the file's current "
-                        "contents are at the end of the data above."
+                        f"[guard] {why}; the file's current contents are at the end of the data "
+                        "above."
                     )
             elif firing.action == "warn":
                 notes.append(f"[guard] {firing.message}")

@@ -221,9 +221,15 @@ def check_placeholder(
     prose = is_prose(path) if path else False
     added = dict(added_lines)
     in_strings: set[int] | None = None
+    held: set[str] | None = None
     for line_no, line in _hinted(_may_open(added_lines)):
         kind = _placeholder(line, prose)
-        if kind is None or line.strip() in old_text:
+        if kind is None:
+            continue
+        # Held means a whole line of the file: "# ..." is part of "# ...and then we retry"
+        # or of a "# ........" rule, and neither makes a bare "# ..." something it held.
+        held = _stripped_lines(old_text) if held is None else held
+        if line.strip() in held:
             continue
         if kind == "claim" and _in_comment_block(added, line_no, line):
             continue
@@ -238,6 +244,11 @@ def check_placeholder(
             line=line_no,
         )
     return None
+
+
+def _stripped_lines(text: str) -> set[str]:
+    """The lines of ``text`` that may be placeholders, stripped."""
+    return {line.strip() for line in text.splitlines() if line.lstrip()[:1] in _MAY_OPEN}
 
 
 def _may_open(added_lines: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:
