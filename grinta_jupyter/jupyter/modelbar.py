@@ -62,7 +62,7 @@ from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.models import catalog
 from grinta_jupyter.agent.models.catalog import ModelChoice, Probe
 from grinta_jupyter.agent.models.keys import HELD
-from grinta_jupyter.agent.models.litellm_model import PROVIDER_KEYS, guess_provider
+from grinta_jupyter.agent.models.litellm_model import PROVIDER_KEYS, clean_key, guess_provider
 from grinta_jupyter.config import Config, ConfigError
 from grinta_jupyter.runtime.display import visible
 from grinta_jupyter.runtime.secrets import Secrets
@@ -158,9 +158,16 @@ class ModelBarWidget(anywidget.AnyWidget):
         if not provider or provider != self.key_provider:
             self.status = "the model changed meanwhile: that key was not kept; type it again"
             return
-        key = key.strip()
+        key = clean_key(key) or ""
         if not key or len(key) > MAX_KEY_CHARS or any(c in key for c in "\r\n\0"):
             self.status = "that is not a key (empty, several lines, or too long): nothing kept"
+            return
+        if not (key.isascii() and key.isprintable()):
+            # No HTTP header can carry it: every call would fail as a retried "HTTP 500".
+            self.status = (
+                "that is not a key: it holds a character that is not ASCII or a control "
+                "character (pasted with other text?): nothing kept"
+            )
             return
         HELD.put(provider, key)
         with _lock:

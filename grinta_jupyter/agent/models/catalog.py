@@ -25,9 +25,13 @@ client reads), else on its default port, ``http://127.0.0.1:11434``.
 from __future__ import annotations
 
 import functools
+import http.client
+import io
 import json
 import re
+import socket
 import sys
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -419,7 +423,13 @@ def _probe(url: str, status: int | None, detail: str) -> Probe:
 def _get_json(url: str, headers: dict[str, str], timeout: float) -> tuple[int | None, Any, str]:
     """GET ``url``: (HTTP status or None when nothing answered, the JSON body or None, why)."""
     request = urllib.request.Request(url, headers={"Accept": "application/json", **headers})
-    handlers: list[urllib.request.BaseHandler] = []
+    # ``timeout`` bounds each read only: a server trickling its headers or body a byte at a
+    # time held ``grinta models`` (and the picker's "looking for local servers") for days.
+    deadline = time.monotonic() + timeout
+    handlers: list[urllib.request.BaseHandler] = [
+        _DeadlineHTTPHandler(deadline),
+        _DeadlineHTTPSHandler(deadline),
+    ]
     if _is_local(url):  # a proxy from the environment must not stand between us and localhost
         handlers.append(urllib.request.ProxyHandler({}))
     opener = urllib.request.build_opener(*handlers)
@@ -438,6 +448,82 @@ def _get_json(url: str, headers: dict[str, str], timeout: float) -> tuple[int | 
         return status, json.loads(body), ""
     except ValueError:
         return status, None, "not JSON"
+
+
+class _DeadlineReader(io.RawIOBase):
+    """A socket's incoming bytes that stop at ``deadline`` (each read waits what is left)."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        super().__init__()
+        self._sock = sock
+        # The socket's own reader: it keeps the socket open after urllib closes the
+        # connection, until the answer has been read.
+        self._raw = sock.makefile("rb", buffering=0)
+        self._deadline = deadline
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("timed out")
+        self._sock.settimeout(left)
+        return self._raw.readinto(buffer) or 0
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _DeadlineSocket:
+    """A connected socket whose reader (what ``http.client`` reads the answer from) keeps
+    to a deadline; everything else is the socket's own."""
+
+    def __init__(self, sock: socket.socket, deadline: float) -> None:
+        self._sock = sock
+        self._deadline = deadline
+
+    def makefile(self, *_args: Any, **_kwargs: Any) -> io.BufferedReader:
+        # http.client asks for one reader ("rb") per answer, and for nothing else.
+        return io.BufferedReader(_DeadlineReader(self._sock, self._deadline))
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._sock, name)
+
+
+def _deadline_connection(base: type[http.client.HTTPConnection], deadline: float) -> Any:
+    def connection(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
+        conn = base(*args, **kwargs)
+        connect = conn.connect
+
+        def connect_by_deadline() -> None:
+            connect()
+            conn.sock = _DeadlineSocket(conn.sock, deadline)
+
+        conn.connect = connect_by_deadline  # type: ignore[method-assign]
+        return conn
+
+    return connection
+
+
+class _DeadlineHTTPHandler(urllib.request.HTTPHandler):
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_deadline_connection(http.client.HTTPConnection, self._deadline), req)
+
+
+class _DeadlineHTTPSHandler(urllib.request.HTTPSHandler):
+    def __init__(self, deadline: float) -> None:
+        super().__init__()
+        self._deadline = deadline
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        connection = _deadline_connection(http.client.HTTPSConnection, self._deadline)
+        return self.do_open(connection, req, context=getattr(self, "_context", None))
 
 
 def _reason(reason: object) -> str:

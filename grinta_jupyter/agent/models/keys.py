@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import threading
 
+from grinta_jupyter.agent.models.litellm_model import clean_key
 from grinta_jupyter.runtime.secrets import hold
 
 __all__ = ["HELD", "HeldKeys"]
@@ -39,13 +40,18 @@ class HeldKeys:
         return f"HeldKeys({sorted(self.providers())})"
 
     def put(self, provider: str, key: str) -> None:
-        """Hold ``key`` for ``provider`` (replacing any); a blank key is a developer mistake."""
-        key = key.strip()
-        if not provider or not key:
+        """Hold ``key`` for ``provider`` (replacing any); a blank key is a developer mistake.
+
+        Held as the model will send it (``clean_key``: without a byte order mark, quotes or
+        whitespace around it): the redaction then hides the key the provider sees, and a
+        refusal of that key finds it here to forget it.
+        """
+        cleaned = clean_key(key)
+        if not provider or not cleaned:
             raise ValueError("a held key needs a provider and a non-blank key")
-        hold(key)
+        hold(cleaned)
         with self._lock:
-            self._keys[provider] = key
+            self._keys[provider] = cleaned
 
     def get(self, provider: str | None) -> str | None:
         with self._lock:

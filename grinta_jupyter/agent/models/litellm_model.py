@@ -25,6 +25,7 @@ import random
 import re
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 from typing import Any
 
@@ -140,6 +141,7 @@ class LiteLLMModel:
             streamed: list[str] = []
             try:
                 request = self._request(messages, tools, provider)
+                _check_sendable(request.get("api_key"), provider)
                 return await self._attempt(litellm, request, on_text, streamed)
             except Exception as exc:
                 error = self._to_model_error(exc, provider)
@@ -185,6 +187,9 @@ class LiteLLMModel:
         finally:
             # Also on cancellation: release the HTTP connection now, not at GC.
             await stream.aclose()
+        pieced = _pieced_calls(chunks)
+        if not streamed and not pieced:
+            self._check_not_a_page(stream)
         messages = request["messages"]
         # Putting thousands of chunks back together takes seconds: off the event loop.
         built = (
@@ -196,14 +201,12 @@ class LiteLLMModel:
             raise ModelError("BAD_RESPONSE", f"{self.model} sent an empty response; try again")
         choice = built.choices[0]
         message = choice.message
-        calls = [
-            ToolCall(
-                id=tc.id or f"call_{n}",
-                name=tc.function.name or "",
-                arguments=tc.function.arguments or "",
-            )
-            for n, tc in enumerate(message.tool_calls or [])
+        rebuilt = [
+            (tc.id or "", tc.function.name or "", tc.function.arguments or "")
+            for tc in message.tool_calls or []
         ]
+        # litellm's own rebuilding, unless it lost calls the stream holds (see _pieced_calls).
+        calls = _unique_ids(pieced if len(pieced) > len(rebuilt) else rebuilt)
         usage = getattr(built, "usage", None)
         return ModelReply(
             text=message.content or "",
@@ -215,6 +218,21 @@ class LiteLLMModel:
             ),
             finish_reason=choice.finish_reason,
         )
+
+    def _check_not_a_page(self, stream: Any) -> None:
+        """Raise ``BAD_RESPONSE`` when an empty answer was a web page: litellm reads an HTML
+        page (a wrong api base, a login portal) as a reply with no text and no calls."""
+        hidden = getattr(stream, "_hidden_params", None)
+        headers = hidden.get("additional_headers") if isinstance(hidden, dict) else None
+        kind = headers.get("llm_provider-content-type") if isinstance(headers, dict) else None
+        if isinstance(kind, str) and "html" in kind.lower():
+            where = self.api_base or self.model
+            raise ModelError(
+                "BAD_RESPONSE",
+                f"{where} answered with a web page ({kind.split(';')[0].strip()}), not a "
+                "model's reply; check the api base (GRINTA_API_BASE): an OpenAI-compatible "
+                "server's usually ends in /v1",
+            )
 
     def _request(
         self, messages: list[dict[str, Any]], tools: list[dict[str, Any]], provider: str
@@ -507,14 +525,49 @@ def _missing_key_error(model: str, env_vars: tuple[str, ...]) -> ModelError:
 
 
 def clean_key(key: str | None) -> str | None:
-    """``key`` without surrounding whitespace and quotes (as pasted from a file or a shell
-    line); None when nothing is left."""
+    """``key`` without surrounding whitespace, invisible characters and quotes (as pasted
+    from a file, a shell line or a web page); None when nothing is left.
+
+    A key file saved with a byte order mark, or a key copied with a zero-width space,
+    carries a character no HTTP header can: every request failed as a retried "HTTP 500"
+    that never named the key.
+    """
     if key is None:
         return None
-    text = key.strip()
+    text = _strip_invisible(key)
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "\"'":
-        text = text[1:-1].strip()
+        text = _strip_invisible(text[1:-1])
     return text or None
+
+
+def _strip_invisible(text: str) -> str:
+    start, end = 0, len(text)
+    while start < end and _invisible(text[start]):
+        start += 1
+    while end > start and _invisible(text[end - 1]):
+        end -= 1
+    return text[start:end]
+
+
+def _invisible(char: str) -> bool:
+    # Whitespace, and format characters (Cf: the byte order mark, zero-width spaces and joiners).
+    return char.isspace() or unicodedata.category(char) == "Cf"
+
+
+def _check_sendable(key: object, provider: str) -> None:
+    """Refuse, as a rejected key, one that no HTTP header can carry: the HTTP client refused
+    it as a retried "HTTP 500" (a line break: "header injection"; a letter that is not
+    ASCII: "'ascii' codec can't encode") that said nothing of the key."""
+    if not isinstance(key, str) or (key.isascii() and key.isprintable()):
+        return
+    env_vars = PROVIDER_KEYS.get(provider, ())
+    where = f"{env_vars[0]} (or GRINTA_API_KEY)" if env_vars else "GRINTA_API_KEY"
+    raise ModelError(
+        "AUTH",
+        "the API key cannot be sent: it holds a line break, a control character or a "
+        "character that is not ASCII (a key pasted with other text, or typed with a "
+        f"look-alike letter); set {where} to the key alone",
+    )
 
 
 def _raw_env_key(env_vars: tuple[str, ...]) -> str | None:
@@ -556,6 +609,62 @@ def _caused_by(exc: BaseException, *kinds: type[BaseException]) -> bool:
     return False
 
 
+def _pieced_calls(chunks: list[Any]) -> list[tuple[str, str, str]]:
+    """The tool calls of a stream as (id, name, arguments), put back together from their
+    pieces: a piece names its call by ``index``, and the first brings the id and the name.
+
+    litellm's own rebuilding dropped every call that came without an id (some local
+    servers send none) and merged two calls sent at one index with different ids (as some
+    OpenAI-compatible endpoints do) into one call of both calls' arguments; the reply takes
+    these calls when they are more than litellm's. A new id at an index starts a new call;
+    a piece with no id (or the same one) goes on with the call at its index.
+    """
+    calls: list[list[str]] = []
+    at_index: dict[object, int] = {}
+    for chunk in chunks:
+        choices = getattr(chunk, "choices", None) or []
+        delta = getattr(choices[0], "delta", None) if choices else None
+        for piece in getattr(delta, "tool_calls", None) or []:
+            index = _field(piece, "index")
+            call_id = str(_field(piece, "id") or "")
+            function = _field(piece, "function")
+            name = str(_field(function, "name") or "")
+            arguments = str(_field(function, "arguments") or "")
+            at = at_index.get(index)
+            if at is None or (call_id and calls[at][0] not in ("", call_id)):
+                calls.append([call_id, name, arguments])
+                at_index[index] = len(calls) - 1
+                continue
+            call = calls[at]
+            call[0] = call[0] or call_id
+            call[1] = call[1] or name
+            call[2] += arguments
+    return [(call_id, name, arguments) for call_id, name, arguments in calls]
+
+
+def _unique_ids(calls: list[tuple[str, str, str]]) -> list[ToolCall]:
+    """``calls`` as ToolCalls, each with an id of its own: a call without one gets
+    ``call_N``, and a repeated one a suffix (the results of two calls of one id could not
+    be told apart)."""
+    result: list[ToolCall] = []
+    seen: set[str] = set()
+    for n, (given, name, arguments) in enumerate(calls):
+        base = given or f"call_{n}"
+        call_id, suffix = base, n
+        while call_id in seen:
+            call_id, suffix = f"{base}_{suffix}", suffix + 1
+        seen.add(call_id)
+        result.append(ToolCall(id=call_id, name=name, arguments=arguments))
+    return result
+
+
+def _field(value: object, name: str) -> Any:
+    """An attribute of a litellm object, or a key of a plain dict (either may come)."""
+    if isinstance(value, dict):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
 def _count(value: object) -> int:
     """A token count from the provider's usage: a negative or non-integer one counts 0 (a
     negative count would lower the session's totals and let it run past its budgets)."""
@@ -571,7 +680,8 @@ def _retry_after(exc: BaseException) -> float | None:
         return None
     try:
         millis = headers.get("retry-after-ms")
-        if millis is not None:
+        # "nan" read as no wait at all, and the Retry-After beside it was never read.
+        if millis is not None and math.isfinite(float(millis)):
             return max(0.0, float(millis) / 1000)
         value = headers.get("retry-after")
     except (AttributeError, TypeError, ValueError):
