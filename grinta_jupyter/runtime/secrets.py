@@ -257,6 +257,13 @@ _known_lock = threading.Lock()
 _known_cache: tuple[tuple[Any, ...], Secrets] | None = None
 
 
+def process_secrets() -> Secrets:
+    """The secrets of this process now (the environment's and those ``hold`` was given), as
+    ``before_cut`` uses them: for a caller that redacts many short texts at once (telling
+    whether they changed reads the whole environment)."""
+    return _known()
+
+
 def _known() -> Secrets:
     """The secrets of this process now, computed again only when the environment or the
     values ``hold`` was given have changed."""
