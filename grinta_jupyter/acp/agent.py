@@ -480,6 +480,11 @@ class GrintaAgent(Agent):
             start = next(e for e in events if isinstance(e, ev.SessionStart))
         except (LogError, StopIteration, OSError) as exc:
             raise _invalid(f"cannot read the log of session {session_id}: {exc}") from None
+        if not _works_in(path, Path(start.root), root):
+            raise _invalid(
+                f"session {session_id} works in {start.root}, not in {root}: open that folder "
+                "to load it"
+            )
         # Known to requests only once its session is there: a prompt meanwhile (a client that
         # did not wait for this answer) would start a second session on the same log.
         conv = self._prepare(root, session_id, start.model)
@@ -832,6 +837,23 @@ def _workspace(cwd: str) -> Path:
     if problem is not None:
         raise _invalid(problem)
     return path
+
+
+def _works_in(log: Path, recorded: Path, root: Path) -> bool:
+    """Whether the session of ``log``, started in ``recorded``, may be loaded in ``root``.
+
+    Its own workspace, or one whose sessions folder holds the log (the project moved or
+    copied with its ``.grinta``). A log in a shared folder (``GRINTA_LOG_DIR``) of another
+    project is not: its conversation would be replayed as this one's, and a write that
+    waited staged again and committed here, in files that session never read.
+    """
+    try:
+        return (
+            recorded.resolve() == root
+            or log.resolve().parent == (root / ".grinta" / "sessions").resolve()
+        )
+    except (OSError, RuntimeError):  # a symlink loop
+        return False
 
 
 def _new_session_id() -> str:

@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import os
+import stat
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
@@ -108,12 +110,22 @@ class ClientBuffers:
 
 
 def disk_text(path: Path) -> str | None:
-    """The file's text as an editor would load it (normalized), None when it does not exist."""
+    """The file's text as an editor would load it (normalized), None when it does not exist
+    or is no regular file.
+
+    Opened without blocking and checked once open: a file swapped for a FIFO after it was
+    staged would block a plain ``open`` until something writes to it, and this runs in the
+    commit's thread (a commit in flight is waited for, never cut) or in the prompt's turn.
+    Nobody holds an editor buffer of a FIFO; the commit's own check refuses the swap.
+    """
     try:
-        with open(path, "rb") as handle:
-            data = handle.read(MAX_FILE_BYTES + 1)
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except (FileNotFoundError, IsADirectoryError):
         return None
+    with os.fdopen(fd, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        data = handle.read(MAX_FILE_BYTES + 1)
     return normalized(data.decode("utf-8", errors="replace"))
 
 
