@@ -603,19 +603,37 @@ def _line(rng: random.Random) -> str:
 
 
 def _verdicts(module: ModuleType, text: str, path: str, compiled: bool) -> tuple[object, ...]:
-    """What ``facade._check`` asks of the guards for a new file ``text`` at ``path``."""
+    """What ``facade._check`` asks of the guards for a new file ``text`` at ``path``; the
+    last with the file's first third as what it held, unless that is where the rule changed
+    since fa5b8da (then None, for both implementations)."""
     added = unified_diff(path, None, text).added
     joined = "\n".join(line for _, line in added)
-    out: list[object] = []
-    for error in (
+    held = text[: len(text) // 3]
+    checks = [
         module.check_serialized(joined, path, compiled),
         module.check_serialized(joined, path, False),
         module.check_serialized(joined, path, True),  # the comment count's shortcut, always
         module.check_placeholder(added, "", path, text),
-        module.check_placeholder(added, text[: len(text) // 3], path, text),
-    ):
-        out.append(None if error is None else (error.code, error.line, error.message))
-    return tuple(out)
+    ]
+    if not _held_in_part_only(added, held, path):
+        checks.append(module.check_placeholder(added, held, path, text))
+    out = [None if error is None else (error.code, error.line, error.message) for error in checks]
+    return tuple(out + [None] * (5 - len(out)))
+
+
+def _held_in_part_only(added: list[tuple[int, str]], held: str, path: str) -> bool:
+    """Whether an added line that looks like a placeholder is in ``held`` only as part of a
+    longer line: fa5b8da counted that as held, and a placeholder beginning a longer line of
+    the file passed (tests/test_attacks_guards4.py); now only a whole line of the file is.
+    (1 of the 2,000 random files here.)"""
+    whole = {line.strip() for line in held.split("\n")}
+    prose = guards.is_prose(path)
+    return any(
+        guards._placeholder(line, prose) is not None
+        and line.strip() in held
+        and line.strip() not in whole
+        for _, line in added
+    )
 
 
 @pytest.mark.parametrize("seed", range(4))

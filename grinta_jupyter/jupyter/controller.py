@@ -836,7 +836,10 @@ def resume(log: str | None, config: Config) -> Session:
             usage=False,
         )
     root = config.workspace if config.origin("root") == "--root" else Path(start.root)
-    _check_root(config, None if config.origin("root") == "--root" else root)
+    try:
+        _check_root(config, None if config.origin("root") == "--root" else root)
+    except MagicUsageError as exc:  # said as every other reason a log cannot be resumed
+        raise MagicUsageError(f"cannot resume {path}: {exc}", usage=exc.usage) from None
     options = _in_kernel(config.session_options(root), root)
     try:
         session = Session.resume(

@@ -247,8 +247,10 @@ def check_placeholder(
 
 
 def _stripped_lines(text: str) -> set[str]:
-    """The lines of ``text`` that may be placeholders, stripped."""
-    return {line.strip() for line in text.splitlines() if line.lstrip()[:1] in _MAY_OPEN}
+    """The lines of ``text`` that may be placeholders, stripped. Lines end at "\n" only, as
+    a diff's added lines do (``splitlines`` also ends one at U+2028, U+0085 or U+001C-U+001E,
+    so a line the file held whole would not be found)."""
+    return {line.strip() for line in text.split("\n") if line.lstrip()[:1] in _MAY_OPEN}
 
 
 def _may_open(added_lines: Sequence[tuple[int, str]]) -> list[tuple[int, str]]:

@@ -561,7 +561,7 @@ def _check_sendable(key: object, provider: str) -> None:
     if not isinstance(key, str) or (key.isascii() and key.isprintable()):
         return
     env_vars = PROVIDER_KEYS.get(provider, ())
-    where = f"{env_vars[0]} (or GRINTA_API_KEY)" if env_vars else "GRINTA_API_KEY"
+    where = f"{env_vars[0]} (or GRINTA_API_KEY)" if env_vars else "the variable GRINTA_API_KEY"
     raise ModelError(
         "AUTH",
         "the API key cannot be sent: it holds a line break, a control character or a "
