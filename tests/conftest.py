@@ -86,6 +86,17 @@ def snapshot(root: Path) -> dict[str, bytes]:
 from tests.openai_server import openai_server_fixture  # noqa: E402,F401  (the `openai_server` fixture)
 
 
+def served_grinta_shell(monkeypatch: pytest.MonkeyPatch, url: str):  # type: ignore[no-untyped-def]
+    """``grinta_shell`` with the model a local OpenAI-compatible server at ``url``, for the
+    ``ip`` fixtures of tests that drive real sessions: ``yield from served_grinta_shell(...)``
+    (after ``monkeypatch.chdir`` where the demo's copy must not land in the checkout)."""
+    monkeypatch.setenv("GRINTA_MODEL", "openai/test-model")
+    monkeypatch.setenv("GRINTA_API_BASE", url)
+    monkeypatch.setenv("GRINTA_API_KEY", "sk-local-test")
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    yield from grinta_shell()
+
+
 def grinta_shell():  # type: ignore[no-untyped-def]
     """IPython's test shell with grinta loaded and no session yet; at the end, the session a
     test left running is stopped and forgotten. For an ``ip`` fixture, after its own

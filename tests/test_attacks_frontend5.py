@@ -13,7 +13,7 @@ import pytest
 
 import grinta_jupyter
 from grinta_jupyter.jupyter import controller
-from tests.conftest import grinta_shell
+from tests.conftest import served_grinta_shell
 from tests.openai_server import OpenAIServer, tool_call, tool_reply
 
 
@@ -28,11 +28,7 @@ def ws(tmp_path: Path) -> Path:
 @pytest.fixture
 def ip(tmp_path, monkeypatch, openai_server: OpenAIServer):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GRINTA_MODEL", "openai/test-model")
-    monkeypatch.setenv("GRINTA_API_BASE", openai_server.url)
-    monkeypatch.setenv("GRINTA_API_KEY", "sk-local-test")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    yield from grinta_shell()
+    yield from served_grinta_shell(monkeypatch, openai_server.url)
 
 
 def magic(ip, line: str) -> None:

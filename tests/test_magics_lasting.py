@@ -16,7 +16,7 @@ import grinta_jupyter
 from grinta_jupyter.events.log import read_events
 from grinta_jupyter.jupyter.magics import split_command
 from grinta_jupyter.jupyter.mime import SESSION_MIME, trace_bundle
-from tests.conftest import grinta_shell
+from tests.conftest import served_grinta_shell
 from tests.openai_server import OpenAIServer, tool_call, tool_reply
 
 
@@ -32,11 +32,7 @@ def ws(tmp_path: Path) -> Path:
 @pytest.fixture
 def ip(tmp_path, monkeypatch, openai_server: OpenAIServer):
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setenv("GRINTA_MODEL", "openai/test-model")
-    monkeypatch.setenv("GRINTA_API_BASE", openai_server.url)
-    monkeypatch.setenv("GRINTA_API_KEY", "sk-local-test")
-    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    yield from grinta_shell()
+    yield from served_grinta_shell(monkeypatch, openai_server.url)
 
 
 def magic(ip, line: str) -> None:
