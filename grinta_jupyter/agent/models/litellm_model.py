@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
+from grinta_jupyter.runtime.secrets import hold
 
 __all__ = [
     "LiteLLMModel",
@@ -98,6 +99,10 @@ class LiteLLMModel:
         # A key pasted with its newline or quotes was sent as is: a refused key, or a
         # retried "HTTP 500: Forbidden control character" that never named the key.
         self.api_key = clean_key(api_key)
+        if self.api_key:
+            # Known to every redaction of this process, not only this model's sessions': the
+            # kernel's later sessions (another model), its tools' views and logs hide it too.
+            hold(self.api_key)
         self.temperature = temperature
         self.max_retries = max_retries
         self.backoff = backoff
