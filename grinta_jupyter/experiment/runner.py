@@ -20,6 +20,7 @@ import re
 import shutil
 import tempfile
 import time
+import uuid
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -149,7 +150,18 @@ def save_result(out: Path, result: dict[str, Any]) -> None:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """``path`` holds ``data`` whole, or is as it was: never a part of it."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """``path`` holds ``data`` whole, or is as it was: never a part of it, when this process
+    dies mid-write or another writes the same file at once (each writes a temporary file of
+    its own, on disk before it takes the name). A ``path`` that is a link is replaced by the
+    file, never written through: a folder received from elsewhere cannot aim a write."""
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:12]}.tmp")
+    handle = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise

@@ -15,6 +15,8 @@ from __future__ import annotations
 import fcntl
 import json
 import math
+import os
+import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
@@ -26,7 +28,7 @@ from grinta_jupyter.events.metrics import SessionMetrics
 from grinta_jupyter.experiment.backends import Backend, LocalBackend
 from grinta_jupyter.experiment.errors import ExperimentUsageError
 from grinta_jupyter.experiment.progress import make_progress
-from grinta_jupyter.experiment.runner import RunSpec
+from grinta_jupyter.experiment.runner import RunSpec, write_atomically
 from grinta_jupyter.experiment.stats import Estimate, bootstrap_difference, bootstrap_mean
 
 # Metrics compared between toolsets (docs/metrics.md); lower is better for all but pass rate.
@@ -45,6 +47,8 @@ METRICS = [
     "tokens",
     "cost",
 ]
+# A result file is a few kilobytes; one much larger is not grinta's, and is not read whole.
+MAX_RESULT_BYTES = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -111,15 +115,32 @@ def read_results(out_dir: Path) -> tuple[dict[str, dict[str, Any]], list[str]]:
     (a "passed" of "false" is a truthy string), or stop the report after every run was done."""
     results, broken = {}, []
     for path in sorted((out_dir / "runs").glob("*.json")):
-        try:
-            data = json.loads(path.read_text())
-        except ValueError:  # not a whole result (a cut copy)
-            data = None
-        if _whole_result(data):
+        data = _read_result_file(path)
+        if _whole_result(data) and data["key"] == path.stem:
             results[data["key"]] = data
         else:
             broken.append(path.name)
     return results, broken
+
+
+def _read_result_file(path: Path) -> Any:
+    """The JSON in ``path``, or None when it is not a result file grinta could have written:
+    not a regular file (a folder, a link, a named pipe, whose read would wait for ever), larger
+    than any result (``MAX_RESULT_BYTES``), not UTF-8, or not JSON."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(handle)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > MAX_RESULT_BYTES:
+            return None
+        with os.fdopen(os.dup(handle), "rb") as file:
+            return json.loads(file.read(MAX_RESULT_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError):  # cut short, or not text
+        return None
+    finally:
+        os.close(handle)
 
 
 def _whole_result(data: Any) -> bool:
@@ -213,12 +234,31 @@ def _only_eval_in(out: Path) -> Iterator[None]:
     deleting the other's log. The lock goes with the file, when this process ends or dies.
     Opened to append, never truncated: a ``.lock`` that is a link (a results folder from
     elsewhere) leaves the file it leads to as it was."""
-    with (out / ".lock").open("a") as lock:
+    with _locked(out / ".lock", wait=False):
+        yield
+
+
+@contextmanager
+def _locked(path: Path, wait: bool) -> Iterator[None]:
+    """Hold the lock file ``path`` (made if missing, never truncated); ``wait`` for it, or
+    raise ``ExperimentUsageError`` at once when another process holds it. A ``path`` that is not
+    a file (a named pipe, whose opening would wait for a reader for ever) is refused."""
+    try:
+        handle = os.open(
+            path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK | os.O_CLOEXEC, 0o666
+        )
+    except OSError as exc:
+        raise ExperimentUsageError(
+            f"cannot use {path} as a lock ({exc.strerror}); move it away"
+        ) from None
+    with os.fdopen(handle, "ab") as lock:
+        if not stat.S_ISREG(os.fstat(handle).st_mode):
+            raise ExperimentUsageError(f"{path} is not a lock file; move it away")
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             raise ExperimentUsageError(
-                f"another eval is running in {out}; wait for it to end, or give another --out"
+                f"another eval is running in {path.parent}; wait for it to end, or give another --out"
             ) from None
         yield
 
@@ -331,8 +371,17 @@ def write_report(results: list[dict[str, Any]], toolsets: list[str], out_dir: st
         return value
 
     # allow_nan=False: Python would write NaN, which no other JSON reader takes.
-    (out / "results.json").write_text(json.dumps(plain(table), indent=1, allow_nan=False))
     text = markdown_table(table)
-    (out / "results.md").write_text(text)
-    (out / "report.html").write_text(html_report(results, toolsets, table), encoding="utf-8")
+    files = {
+        "results.json": json.dumps(plain(table), indent=1, allow_nan=False),
+        "results.md": text,
+        "report.html": html_report(results, toolsets, table),
+    }
+    # All three made before any is written, each written whole (a crash leaves the old one),
+    # and the three under a lock of their own: two evals ending together in one folder leave
+    # one eval's report, not a mix. Not under .lock: that waits for another eval's every run.
+    out.mkdir(parents=True, exist_ok=True)
+    with _locked(out / ".report.lock", wait=True):
+        for name, content in files.items():
+            write_atomically(out / name, content.encode("utf-8"))
     return text

@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, BinaryIO
@@ -59,6 +60,10 @@ TEST_CONFIG_NAMES = (
     "pyproject.toml",
 )
 LINKS_REFUSED = "its package has links that lead out of it, to a folder, or nowhere"
+# The environment variable that marks every process a test run starts (``end_marked``).
+RUN_MARK = "GRINTA_TEST_RUN"
+MARKED_END_SECONDS = 5.0  # at most, to end what a test run left running
+MAX_TEST_TIMEOUT = 86_400.0  # seconds: a task file asking for more (or NaN) is refused
 
 
 class TaskDirError(ExperimentUsageError):
@@ -202,6 +207,12 @@ class BuiltTask:
             raise TaskDirError(f"task {data.get('id')!r}: workspace {workspace!r} is not a name")
         if not _stays_inside(bug.path):
             raise TaskDirError(f"task {data.get('id')!r}: bug path {bug.path!r} leaves the package")
+        timeout = float(tests["timeout"])
+        if not (0 < timeout <= MAX_TEST_TIMEOUT):  # NaN or Infinity: a check that never ends
+            raise TaskDirError(
+                f"task {data.get('id')!r}: test timeout {tests['timeout']!r} is not a number of "
+                f"seconds from 0 to {MAX_TEST_TIMEOUT:g}"
+            )
         return cls(
             id=data["id"],
             package=data["package"],
@@ -210,7 +221,7 @@ class BuiltTask:
             prompt=data["prompt"],
             tests=TestCommand(
                 command=tuple(tests["command"]),
-                timeout=float(tests["timeout"]),
+                timeout=timeout,
                 required=tuple(tests["required"]),
                 protected=dict(tests["protected"]),
             ),
@@ -298,11 +309,14 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
     """Run ``tests.command`` (plus ``extra`` arguments) in ``root``; outcomes from a JUnit report.
 
     Plugin autoloading is off and PYTHONPATH is cleared, so the run sees the
-    workspace and pytest, not the agent's environment. When the command ends,
-    or at the timeout, its whole process group ends too. The output goes to a
-    file and only its end is read back, however much the tests print; and a
-    process that left the group (a daemon) cannot keep the run waiting, as it
-    could by holding a pipe open.
+    workspace and pytest, not the agent's environment; "python" runs with ``-P``
+    (Python 3.11 and later), so a ``pytest.py`` the agent put in the workspace is
+    not the test runner. When the command ends, or at the timeout, or on an
+    interrupt, everything it started ends too: its process group, and every
+    process that carries this run's mark in its environment (``end_marked``), a
+    daemon that left the group included. The output goes to a file and only its
+    end is read back, however much the tests print; and a daemon cannot keep the
+    run waiting, as it could by holding a pipe open.
     """
     env = {
         **os.environ,
@@ -311,7 +325,11 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
     }
     for name in ("PYTEST_ADDOPTS", "PYTHONPATH"):
         env.pop(name, None)
+    env[RUN_MARK] = uuid.uuid4().hex
+    mark = f"{RUN_MARK}={env[RUN_MARK]}"
     command = [sys.executable if part == "python" else part for part in tests.command]
+    if tests.command[:1] == ("python",) and sys.version_info >= (3, 11):
+        command.insert(1, "-P")  # without it, "python -m pytest" imports the workspace's pytest.py
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="grinta-tests-") as scratch:
         report = Path(scratch) / "junit.xml"
@@ -335,6 +353,7 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
                 with contextlib.suppress(ProcessLookupError):  # and whatever it left running
                     os.killpg(child.pid, signal.SIGKILL)
                 child.wait()
+                end_marked(mark)  # a daemon (setsid, a double fork) left the group, not the mark
             if timed_out:
                 return TestRun(
                     None,
@@ -346,6 +365,68 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
             text = _tail(output, MAX_OUTPUT_CHARS)
         outcomes, failures = _junit(report, root) if report.exists() else ({}, ())
     return TestRun(child.returncode, text, outcomes, failures, time.monotonic() - started)
+
+
+def end_marked(mark: str, limit: float = MARKED_END_SECONDS) -> list[int]:
+    """Kill every process whose environment holds ``mark`` (``RUN_MARK=<token>``); return their ids.
+
+    A test command's processes inherit the mark, and keep it when they leave its process group
+    or session (``setsid``, a double fork) and when their parent dies; so the mark, not the
+    process tree, says what the run started. (A subreaper, the other way to keep hold of
+    orphans, is a property of the whole process: it cannot tell apart the orphans of two test
+    runs going at once in one process, as ``grinta tasks build`` runs them, and in a notebook's
+    kernel it would collect every orphan of the kernel.) Processes are listed again until none
+    carries the mark, so one forked while the others were killed ends too, within ``limit``
+    seconds. A process that clears its environment before it execs is not found. Without
+    ``/proc`` (not Linux) nothing is found: only the process group ends there.
+    """
+    needle = mark.encode()
+    ended: list[int] = []
+    deadline = time.monotonic() + limit
+    while True:
+        marked = [pid for pid in _process_ids() if _carries(pid, needle)]
+        if not marked:
+            return ended
+        for pid in marked:
+            _kill(pid, needle)
+            ended.append(pid)
+        if time.monotonic() > deadline:
+            return ended
+        time.sleep(0.005)  # let the killed die before they are listed again
+
+
+def _process_ids() -> list[int]:
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return []
+    return [int(name) for name in names if name.isdigit() and int(name) != os.getpid()]
+
+
+def _carries(pid: int, needle: bytes) -> bool:
+    """Whether process ``pid`` runs with ``needle`` among its environment variables."""
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            return needle in environ.read().split(b"\0")
+    except OSError:  # gone, or another user's
+        return False
+
+
+def _kill(pid: int, needle: bytes) -> None:
+    """SIGKILL ``pid``, through a pidfd where there is one: the id is checked again once held,
+    so an id reused by an unrelated process in between is never killed."""
+    try:
+        if hasattr(os, "pidfd_open"):
+            handle = os.pidfd_open(pid)
+            try:
+                if _carries(pid, needle):
+                    signal.pidfd_send_signal(handle, signal.SIGKILL)
+            finally:
+                os.close(handle)
+        else:
+            os.kill(pid, signal.SIGKILL)
+    except OSError:  # ended in between
+        pass
 
 
 def _tail(file: BinaryIO, chars: int) -> str:
