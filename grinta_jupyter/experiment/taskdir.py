@@ -23,25 +23,21 @@ that is cut short or names a path outside its package, raises
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import sys
 import tempfile
-import time
-import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any
 from xml.etree import ElementTree
 
 from grinta_jupyter.experiment.errors import ExperimentUsageError
 from grinta_jupyter.experiment.mutate import Mutation
+from grinta_jupyter.samples.contained import run_contained
 from grinta_jupyter.samples.core import CheckResult, ToolCall
 
 INDEX = "index.json"
@@ -60,9 +56,6 @@ TEST_CONFIG_NAMES = (
     "pyproject.toml",
 )
 LINKS_REFUSED = "its package has links that lead out of it, to a folder, or nowhere"
-# The environment variable that marks every process a test run starts (``end_marked``).
-RUN_MARK = "GRINTA_TEST_RUN"
-MARKED_END_SECONDS = 5.0  # at most, to end what a test run left running
 MAX_TEST_TIMEOUT = 86_400.0  # seconds: a task file asking for more (or NaN) is refused
 
 
@@ -325,115 +318,24 @@ def run_tests(root: Path, tests: TestCommand, *extra: str) -> TestRun:
     }
     for name in ("PYTEST_ADDOPTS", "PYTHONPATH"):
         env.pop(name, None)
-    env[RUN_MARK] = uuid.uuid4().hex
-    mark = f"{RUN_MARK}={env[RUN_MARK]}"
     command = [sys.executable if part == "python" else part for part in tests.command]
     if tests.command[:1] == ("python",) and sys.version_info >= (3, 11):
         command.insert(1, "-P")  # without it, "python -m pytest" imports the workspace's pytest.py
-    started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="grinta-tests-") as scratch:
         report = Path(scratch) / "junit.xml"
-        with open(Path(scratch) / "output", "w+b") as output:
-            child = subprocess.Popen(
-                [*command, f"--junitxml={report}", *extra],
-                cwd=root,
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=output,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
+        ended = run_contained(
+            [*command, f"--junitxml={report}", *extra],
+            cwd=root,
+            env=env,
+            timeout=tests.timeout,
+            keep_chars=MAX_OUTPUT_CHARS,
+        )
+        if ended.exit_code is None:
+            return TestRun(
+                None, f"the tests did not finish within {tests.timeout:g}s", {}, (), ended.seconds
             )
-            try:
-                child.wait(timeout=tests.timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:  # also on Ctrl-C: the group has a session of its own, the terminal's
-                # interrupt never reaches it, and a mutant that loops would loop on, orphaned
-                with contextlib.suppress(ProcessLookupError):  # and whatever it left running
-                    os.killpg(child.pid, signal.SIGKILL)
-                child.wait()
-                end_marked(mark)  # a daemon (setsid, a double fork) left the group, not the mark
-            if timed_out:
-                return TestRun(
-                    None,
-                    f"the tests did not finish within {tests.timeout:g}s",
-                    {},
-                    (),
-                    time.monotonic() - started,
-                )
-            text = _tail(output, MAX_OUTPUT_CHARS)
         outcomes, failures = _junit(report, root) if report.exists() else ({}, ())
-    return TestRun(child.returncode, text, outcomes, failures, time.monotonic() - started)
-
-
-def end_marked(mark: str, limit: float = MARKED_END_SECONDS) -> list[int]:
-    """Kill every process whose environment holds ``mark`` (``RUN_MARK=<token>``); return their ids.
-
-    A test command's processes inherit the mark, and keep it when they leave its process group
-    or session (``setsid``, a double fork) and when their parent dies; so the mark, not the
-    process tree, says what the run started. (A subreaper, the other way to keep hold of
-    orphans, is a property of the whole process: it cannot tell apart the orphans of two test
-    runs going at once in one process, as ``grinta tasks build`` runs them, and in a notebook's
-    kernel it would collect every orphan of the kernel.) Processes are listed again until none
-    carries the mark, so one forked while the others were killed ends too, within ``limit``
-    seconds. A process that clears its environment before it execs is not found. Without
-    ``/proc`` (not Linux) nothing is found: only the process group ends there.
-    """
-    needle = mark.encode()
-    ended: list[int] = []
-    deadline = time.monotonic() + limit
-    while True:
-        marked = [pid for pid in _process_ids() if _carries(pid, needle)]
-        if not marked:
-            return ended
-        for pid in marked:
-            _kill(pid, needle)
-            ended.append(pid)
-        if time.monotonic() > deadline:
-            return ended
-        time.sleep(0.005)  # let the killed die before they are listed again
-
-
-def _process_ids() -> list[int]:
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return []
-    return [int(name) for name in names if name.isdigit() and int(name) != os.getpid()]
-
-
-def _carries(pid: int, needle: bytes) -> bool:
-    """Whether process ``pid`` runs with ``needle`` among its environment variables."""
-    try:
-        with open(f"/proc/{pid}/environ", "rb") as environ:
-            return needle in environ.read().split(b"\0")
-    except OSError:  # gone, or another user's
-        return False
-
-
-def _kill(pid: int, needle: bytes) -> None:
-    """SIGKILL ``pid``, through a pidfd where there is one: the id is checked again once held,
-    so an id reused by an unrelated process in between is never killed."""
-    try:
-        if hasattr(os, "pidfd_open"):
-            handle = os.pidfd_open(pid)
-            try:
-                if _carries(pid, needle):
-                    signal.pidfd_send_signal(handle, signal.SIGKILL)
-            finally:
-                os.close(handle)
-        else:
-            os.kill(pid, signal.SIGKILL)
-    except OSError:  # ended in between
-        pass
-
-
-def _tail(file: BinaryIO, chars: int) -> str:
-    """The last ``chars`` characters of ``file``, read from its end only."""
-    size = file.seek(0, os.SEEK_END)
-    file.seek(max(0, size - 4 * chars))  # a character is at most four bytes
-    return file.read().decode(errors="replace")[-chars:]
+    return TestRun(ended.exit_code, ended.output, outcomes, failures, ended.seconds)
 
 
 _OUTCOMES = {"failure": "failed", "error": "error", "skipped": "skipped"}

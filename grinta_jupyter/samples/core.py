@@ -26,11 +26,14 @@ from typing import Any, Literal
 from xml.etree import ElementTree
 
 from grinta_jupyter.runtime import pyast
+from grinta_jupyter.samples.contained import run_contained
 
 SAMPLES_DIR = Path(__file__).resolve().parent
 # Caches and grinta's own state are never part of a workspace or its copies.
 IGNORED = ("__pycache__", "*.pyc", ".pytest_cache", ".grinta")
 CHECK_TIMEOUT_S = 120.0
+# The end of a suite's output kept for its verdict (its summary is there), however much it prints.
+MAX_SUITE_OUTPUT_CHARS = 200_000
 
 TaskKind = Literal["bug", "feature", "refactor"]
 # One call of the intent toolset: the tool's name and its arguments.
@@ -128,6 +131,8 @@ def run_suite(root: Path, *args: str, timeout: float = CHECK_TIMEOUT_S) -> Suite
 
     Plugin autoloading is off: the workspaces need only pytest, and plugins of
     the agent's own environment (nbval imports Jupyter) cost seconds per run.
+    Contained (``samples.contained``): whatever the tests start ends with the run,
+    a daemon that left its process group included, and cannot keep it waiting.
     """
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     env.pop("PYTEST_ADDOPTS", None)
@@ -136,14 +141,13 @@ def run_suite(root: Path, *args: str, timeout: float = CHECK_TIMEOUT_S) -> Suite
         report = Path(scratch) / "junit.xml"
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
         command += [f"--junitxml={report}", *args]
-        try:
-            completed = subprocess.run(
-                command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout
-            )
-        except subprocess.TimeoutExpired:
+        ended = run_contained(
+            command, cwd=root, env=env, timeout=timeout, keep_chars=MAX_SUITE_OUTPUT_CHARS
+        )
+        if ended.exit_code is None:
             return SuiteRun(None, f"pytest did not finish within {timeout:g}s", {})
         outcomes = _junit_outcomes(report, root) if report.exists() else {}
-        return SuiteRun(completed.returncode, completed.stdout + completed.stderr, outcomes)
+        return SuiteRun(ended.exit_code, ended.output, outcomes)
 
 
 _JUNIT_OUTCOMES = {"failure": "failed", "error": "error", "skipped": "skipped"}
@@ -194,14 +198,13 @@ def run_node_suite(root: Path, *args: str, timeout: float = CHECK_TIMEOUT_S) -> 
         command = [node, "--test", "--test-reporter=junit"]
         command += [f"--test-reporter-destination={report}"]
         command += ["--test-reporter=spec", "--test-reporter-destination=stdout", *args]
-        try:
-            completed = subprocess.run(
-                command, cwd=root, env=env, capture_output=True, text=True, timeout=timeout
-            )
-        except subprocess.TimeoutExpired:
+        ended = run_contained(
+            command, cwd=root, env=env, timeout=timeout, keep_chars=MAX_SUITE_OUTPUT_CHARS
+        )
+        if ended.exit_code is None:
             return SuiteRun(None, f"node --test did not finish within {timeout:g}s", {})
         outcomes = _node_junit_outcomes(report, root) if report.exists() else {}
-        return SuiteRun(completed.returncode, completed.stdout + completed.stderr, outcomes)
+        return SuiteRun(ended.exit_code, ended.output, outcomes)
 
 
 # When one id is reported more than once (the same names in two files), the worst outcome counts.
