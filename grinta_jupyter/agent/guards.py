@@ -14,13 +14,14 @@ import re
 import shlex
 import time
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
 from grinta_jupyter.agent.shell import segments
 from grinta_jupyter.agent.tasktext import asks_for_change
 from grinta_jupyter.agent.testruns import (
+    SetupChange,
     changes_files,
     code_changes_files,
     covers,
@@ -28,6 +29,11 @@ from grinta_jupyter.agent.testruns import (
     installs_packages,
     judge,
     parse_test_command,
+    selections,
+    setup_change,
+    setup_files_named,
+    setups_of,
+    test_names,
 )
 from grinta_jupyter.config import CondenseMethod, Config
 from grinta_jupyter.runtime.errors import COMMAND_FAILED, COMMAND_TIMEOUT, EXECUTE_FAILED
@@ -491,6 +497,7 @@ class _Run:
     trusted: bool = False  # ... and nothing in it could have forged the runner's output
     passed: bool = False
     reason: str = ""  # the verdict: why it did not pass, or the summary that shows it did
+    advice: str = ""  # what to do instead, when the run passed but is not evidence
 
 
 @dataclass
@@ -527,6 +534,14 @@ class FinishGuard:
     # Tests a run showed failing (pytest and unittest ids) that no passing run has run since:
     # id -> the step that showed it.
     failing: dict[str, int] = field(default_factory=dict)
+    # Each Python file the session wrote: the test names it held before the first write,
+    # and now. A file none of whose tests are ones it had is the session's own.
+    tests_written: dict[str, tuple[frozenset[str], frozenset[str]]] = field(default_factory=dict)
+    # Test setup files (conftest.py, Makefile, package.json ...) the session wrote: their
+    # text before the first write, and the change that makes a run through them no evidence
+    # (with the order and step it was made at).
+    setup_originals: dict[str, str | None] = field(default_factory=dict)
+    setups_changed: dict[str, tuple[int, int, SetupChange]] = field(default_factory=dict)
     _order: int = field(default=0, init=False, repr=False)  # orders changes and runs
 
     def observe(
@@ -540,6 +555,7 @@ class FinishGuard:
             return
         if isinstance(proposal, WriteProposal) and observation.ok:
             self._note_change(f"step {step} edited {_listing(proposal.paths)}", proposal.paths)
+            self._note_written(step, proposal)
         elif proposal.tool == "execute":
             writes = kernel_code_writes(proposal, observation)
             if writes:
@@ -552,6 +568,9 @@ class FinishGuard:
             mutation = changes_files(command) if exit_code == 0 else None
             if mutation:
                 self._note_change(f"step {step} ran `{_short(mutation)}`")
+                for path, affects in setup_files_named(command).items():
+                    what = f"{path} changed by `{_short(mutation, 60)}`"
+                    self.setups_changed[path] = (self._order, step, SetupChange(affects, what))
                 self._order += 1  # a test in the same command ran after the change
             parsed = parse_test_command(command, self.root)
             run = _Run(self._order, step, command)
@@ -561,9 +580,109 @@ class FinishGuard:
                 run = _Run(
                     self._order, step, command, True, trusted, verdict.passed, verdict.reason
                 )
+                if run.passed:
+                    run = self._not_evidence(run) or run
                 self.last_test = run
                 self._note_failing(step, command, observation.output, run)
             self.last_command = run
+
+    def _note_written(self, step: int, proposal: WriteProposal) -> None:
+        """Keep what the guard must know of the files a write changed: the tests a Python
+        file holds, and whether a test setup now differs from how the session found it.
+        (A write replayed from a log holds no texts: nothing to keep.)"""
+        for change in proposal.changes:
+            if change.after is None:
+                continue
+            path = _same_path(change.path)
+            if path.endswith(".py"):
+                first = self.tests_written.get(path, (test_names(change.before or ""),))[0]
+                self.tests_written[path] = (first, test_names(change.after))
+            original = self.setup_originals.setdefault(path, change.before)
+            setup = setup_change(path, original, change.after)
+            if setup is None:
+                self.setups_changed.pop(path, None)  # put back as it was
+            else:
+                self.setups_changed[path] = (self._order, step, setup)
+
+    def _not_evidence(self, run: _Run) -> _Run | None:
+        """``run`` (a pass) as no evidence when it went through a test setup the session
+        changed, or ran only tests the session wrote; None when it is evidence."""
+        through = setups_of(run.command)
+        for order, step, setup in sorted(self.setups_changed.values(), key=lambda c: c[0]):
+            if order < run.order and setup.affects & through:
+                return replace(
+                    run,
+                    passed=False,
+                    reason=(
+                        f"went through a test setup this session changed (step {step}: "
+                        f"{setup.what}), and a pass through a changed setup shows nothing of "
+                        "the project's tests"
+                    ),
+                    advice=(
+                        "put the setup back as it was, or run the tests without it (the runner "
+                        "itself, such as `python -m pytest`, instead of `make test`), then finish."
+                    ),
+                )
+        own = self._own_tests_only(run.command)
+        if own:
+            return replace(
+                run,
+                passed=False,
+                reason=(
+                    f"ran only tests this session wrote ({_listing(own)}), which show nothing of "
+                    "the tests the project had"
+                ),
+                advice=(
+                    "run the project's tests too (with no path, `python -m pytest` runs them "
+                    "all, yours with them), check that they pass, then finish."
+                ),
+            )
+        return None
+
+    def _own_tests_only(self, command: str) -> list[str]:
+        """The targets of ``command``'s test runs when every one names only tests the
+        session wrote (files it made, or made hold none of their old tests; tests it added,
+        by node id or ``-k`` name); else [] (a whole suite, or one old test, counts)."""
+        found = selections(command, self.root)
+        if not found:
+            return []
+        added = {name for first, now in self.tests_written.values() for name in now - first}
+        own: list[str] = []
+        for selection in found:
+            if selection.runner == "unittest":
+                if not selection.targets or not all(map(self._own_module, selection.targets)):
+                    return []
+                own += selection.targets
+                continue
+            by_path = bool(selection.targets) and all(map(self._own_node, selection.targets))
+            by_name = bool(selection.keywords) and all(w in added for w in selection.keywords)
+            if not (by_path or by_name):
+                return []
+            own += selection.targets if by_path else selection.keywords
+        return own
+
+    def _own_node(self, target: str) -> bool:
+        """Whether the pytest target (``tests/t.py`` or a node id) names only the session's
+        own tests."""
+        path, _, node = target.partition("::")
+        first, now = self.tests_written.get(path, (None, None))
+        if first is None or now is None:
+            return False
+        if node:
+            return node.split("::")[-1].split("[")[0] in now - first
+        return bool(now) and not first & now
+
+    def _own_module(self, name: str) -> bool:
+        """Whether the unittest name (``tests.test_x``, ``tests.test_x.T.test_y``) names
+        only the session's own tests."""
+        for path, (first, now) in self.tests_written.items():
+            module = path.removesuffix(".py").replace("/", ".")
+            if name == module:
+                return bool(now) and not first & now
+            if name.startswith(module + "."):
+                rest = name[len(module) + 1 :].split(".")
+                return bool(now) and not first & now or rest[-1] in now - first
+        return False
 
     def _note_failing(self, step: int, command: str, output: str, run: _Run) -> None:
         """Keep the tests this run showed failing; forget those a passing run ran."""
@@ -671,7 +790,9 @@ class FinishGuard:
         )
 
     def _failed(self, test: _Run) -> str:
-        if not test.trusted:
+        if test.advice:
+            advice = test.advice
+        elif not test.trusted:
             advice = "run the test command on its own, then finish."
         elif test.reason.startswith("shows no"):
             advice = "run the tests so that the runner's summary shows, then finish."

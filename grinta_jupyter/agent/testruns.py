@@ -28,7 +28,9 @@ from __future__ import annotations
 import ast
 import contextlib
 import fnmatch
+import json
 import os
+import posixpath
 import re
 import shlex
 from collections.abc import Callable
@@ -466,6 +468,9 @@ def _distrust(
                 f"`{parts[i].text}` leaves tests out ({excluded}), and a test it leaves out may "
                 "be the one that fails; select the tests to run instead"
             )
+    lost = _exit_code_lost(parts, runner_indexes)
+    if lost:
+        return lost
     last = runner_indexes[-1]
     for index, segment in enumerate(parts[:last]):
         if index in runner_indexes or (segment.piped and index + 1 in runner_indexes):
@@ -492,6 +497,24 @@ def _distrust(
             f"the command goes on after the test runner (`{segment.text}`), so its output "
             "and exit code are not the runner's alone"
         )
+    return None
+
+
+def _exit_code_lost(parts: list[Segment], runner_indexes: list[int]) -> str | None:
+    """Why a runner before the last one may have failed unseen: ``pytest a || pytest b``
+    runs b only when a failed, and after ``;`` the next run goes on whatever a did (its
+    output may have gone to ``/dev/null``); only ``&&`` keeps a failure from passing on."""
+    for index in runner_indexes[:-1]:
+        end = index
+        while parts[end].piped and end + 1 < len(parts):
+            end += 1
+        joined = parts[end + 1].joined_by if end + 1 < len(parts) else "&&"
+        if joined in ("||", ";", "\n"):
+            return (
+                f"`{parts[index].text}` is followed by `{joined.strip() or 'a new line'}`, so its "
+                "failure does not stop the runs after it; join the runs with `&&` or name all "
+                "the tests in one run"
+            )
     return None
 
 
@@ -820,6 +843,11 @@ def _drops_failures(words: list[str]) -> str | None:
     base = base_name(words[0])
     if base == "head":
         return "keeps only the start of the output, where a failure may be cut off"
+    if base == "tail" and any(
+        w in ("-c", "--bytes") or w.startswith("--bytes=") or re.match(r"^(?:-c\d+|[-+]\d+c)$", w)
+        for w in words[1:]
+    ):
+        return "keeps only the last bytes of the output, which may cut a failure's count off"
     if base not in ("grep", "egrep", "fgrep", "rg"):
         return None
     flags, patterns, operands = set(), [], []
@@ -1198,3 +1226,348 @@ def installs_packages(command: str) -> bool:
             if rest[:1] and rest[0] in _INSTALLS:
                 return True
     return False
+
+
+# -- tests the session wrote itself, and a test setup it changed --------------------------
+#
+# A passing run is evidence about the project's tests. A run of only tests the model wrote
+# itself (``create tests/test_ok.py`` with ``assert True``, then ``pytest tests/test_ok.py``)
+# is evidence about nothing the user had; nor is a run through a test setup the model
+# changed (a Makefile whose ``test`` target became ``true``, a conftest.py hook that marks
+# failures passed): the old setup passing is what a person wants to know.
+
+_TEST_DEFINITION = re.compile(r"^[^\S\n]*(?:async[^\S\n]+)?def[^\S\n]+(test\w*)", re.MULTILINE)
+
+
+def test_names(text: str) -> frozenset[str]:
+    """The names of the Python test functions and methods ``text`` defines (``def test*``)."""
+    return frozenset(_TEST_DEFINITION.findall(text[:_MAX_CODE_CHARS]))
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one pytest or unittest run in a command names: workspace paths and node ids
+    (``tests/t.py::test_x``) or unittest names (``tests.t.T.test_x``), and ``-k`` words."""
+
+    runner: str  # "pytest" or "unittest"
+    targets: tuple[str, ...]
+    keywords: tuple[str, ...] = ()
+
+
+def selections(command: str, root: str | None = None) -> list[Selection] | None:
+    """The selection of each pytest and unittest run in ``command``, the paths made relative
+    to the workspace root (``cd tests && pytest test_x.py`` names ``tests/test_x.py``); None
+    when a runner runs what cannot be read here (another runner, ``unittest discover``, a
+    folder after ``cd`` to a place not known), which counts as the project's tests."""
+    found: list[Selection] = []
+    folder = ""
+    for segment in segments(command):
+        words = unwrap(segment.words)
+        base = base_name(words[0]) if words else ""
+        if base in ("cd", "pushd"):
+            target = next((w for w in words[1:] if not w.startswith("-")), "")
+            moved = _workspace_relative(posixpath.join(folder, target) if target else "", root)
+            if moved is None:
+                return None
+            folder = moved
+            continue
+        family = runner_of(words)
+        if family is None:
+            continue
+        if family not in ("pytest", "unittest"):
+            return None
+        module, rest = _python_target(words[1:])
+        args = rest if module else words[1:]
+        if family == "unittest":
+            if args[:1] == ["discover"]:
+                return None
+            names = [a for a in args if not a.startswith("-")]
+            found.append(Selection("unittest", tuple(_unittest_target(n, folder) for n in names)))
+            continue
+        targets, keywords = [], []
+        i = 0
+        while i < len(args):
+            name, eq, value = args[i].partition("=")
+            if name in _PYTEST_VALUE_OPTIONS and not eq:
+                value = args[i + 1] if i + 1 < len(args) else ""
+                i += 1
+            if name == "-k":
+                keywords += [w for w in re.findall(r"[\w.\[\]-]+", value) if w not in ("and", "or")]
+            elif not args[i].startswith("-"):
+                path, sep, node = args[i].partition("::")
+                joined = _workspace_relative(posixpath.join(folder, path), root)
+                if joined is not None:
+                    targets.append(joined + sep + node)
+            i += 1
+        found.append(Selection("pytest", tuple(targets), tuple(keywords)))
+    return found
+
+
+def _workspace_relative(path: str, root: str | None) -> str | None:
+    """``path`` (relative to the root, or absolute inside it) as the root-relative path."""
+    if path.startswith("/"):
+        if root is None or not _inside(path, root):
+            return None
+        for folder in (os.path.normpath(root), os.path.realpath(root)):
+            if path == folder or path.startswith(folder.rstrip("/") + "/"):
+                path = path[len(folder) :].lstrip("/")
+                break
+        else:
+            return None
+    if leaves_workspace(path or "."):
+        return None
+    normal = posixpath.normpath(path or ".")
+    return "" if normal == "." else normal
+
+
+def _unittest_target(name: str, folder: str) -> str:
+    """A unittest name as a dotted name from the root (``tests/t.py`` -> ``tests.t``)."""
+    if name.endswith(".py") or "/" in name:
+        name = posixpath.normpath(posixpath.join(folder, name)).removesuffix(".py")
+        return name.replace("/", ".")
+    return f"{folder.replace('/', '.')}.{name}" if folder else name
+
+
+# Files that decide how pytest finds, runs and reports tests, by name.
+_PYTEST_INI_FILES = {"pytest.ini", ".pytest.ini"}
+# Settings of a pytest configuration that change which tests run or what a run reports.
+_PYTEST_SETTINGS = _COLLECTION_SETTINGS | {"addopts", "required_plugins", "xfail_strict"}
+# What a conftest.py can do to hide a failure: a hook (collection, outcome, report, exit
+# status), a plugin, files left uncollected, a skip, xfail or exit.
+_CONFTEST_RISK = re.compile(
+    r"\b(?:def\s+pytest_\w+|pytest_plugins|collect_ignore\w*|hookimpl|hookwrapper|skip\w*|"
+    r"xfail|importorskip|_?exit|deselect\w*|_pytest)\b"
+)
+_MAKEFILES = {"makefile", "gnumakefile", "justfile", "taskfile.yml", "taskfile.yaml"}
+_JS_CONFIG = re.compile(
+    r"^(?:jest|vitest|vite|karma|ava|playwright)\.config\.\w+$|^\.mocharc\.\w+$"
+)
+# package.json keys that are a test setup: the test scripts and the runners' own settings.
+_PACKAGE_TEST_KEYS = {"jest", "mocha", "ava", "vitest", "c8", "nyc"}
+
+
+@dataclass(frozen=True)
+class SetupChange:
+    """A change to a test setup: which runners it affects and what it changed."""
+
+    affects: frozenset[str]  # "pytest", "make", "npm", "tox", "nox"
+    what: str  # "conftest.py adds `def pytest_collection_modifyitems`"
+
+
+def setup_change(path: str, before: str | None, after: str | None) -> SetupChange | None:
+    """What changing ``path`` from ``before`` to ``after`` (None: no file) changes in how
+    tests are found, run or reported, or None when it changes nothing of that."""
+    if before == after:
+        return None
+    name = posixpath.basename(path.replace("\\", "/"))
+    lower = name.lower()
+    old, new = before or "", after or ""
+    if name == "conftest.py":
+        risky = _conftest_risk(old, new)
+        return SetupChange(frozenset({"pytest"}), f"{path} {risky}") if risky else None
+    if lower in _MAKEFILES or lower.endswith(".mk"):
+        return SetupChange(frozenset({"make"}), f"{path} changed")
+    if _JS_CONFIG.match(lower):
+        return SetupChange(frozenset({"npm"}), f"{path} changed")
+    if lower == "package.json":
+        if _package_test_keys(old) == _package_test_keys(new):
+            return None
+        return SetupChange(frozenset({"npm"}), f"{path}'s test scripts changed")
+    if lower == "noxfile.py":
+        return SetupChange(frozenset({"nox"}), f"{path} changed")
+    sections = _ini_sections if lower.endswith((".ini", ".cfg")) else _toml_sections
+    if lower in _PYTEST_INI_FILES | {"tox.ini", "setup.cfg", "pyproject.toml"}:
+        before_sections, after_sections = sections(old), sections(new)
+        changed = {
+            s for s in before_sections.keys() | after_sections.keys()
+            if before_sections.get(s) != after_sections.get(s)
+        }  # fmt: skip
+        affects: set[str] = set()
+        what: list[str] = []
+        for section in sorted(changed):
+            if _is_pytest_section(lower, section):
+                keys = _changed_pytest_settings(
+                    before_sections.get(section, ""), after_sections.get(section, "")
+                )
+                if keys:
+                    affects.add("pytest")
+                    what.append(f"pytest's {', '.join(keys)}")
+            elif lower == "tox.ini" or section == "tool.tox" or section.startswith("tool.tox."):
+                affects.add("tox")
+                what.append(f"[{section}]")
+            elif re.match(r"tool\.(?:hatch\.envs|pdm\.scripts|rye\.scripts|pixi\.tasks)", section):
+                affects.add("script")
+                what.append(f"[{section}]")
+        if affects:
+            return SetupChange(frozenset(affects), f"{path} changed ({'; '.join(what)})")
+    return None
+
+
+def _conftest_risk(before: str, after: str) -> str | None:
+    """What a conftest.py change adds that can hide a failure (``adds `def pytest_...```)."""
+    old = set(before[:_MAX_CODE_CHARS].splitlines())
+    for line in after[:_MAX_CODE_CHARS].splitlines():
+        if line in old:
+            continue
+        code = line.split("#", 1)[0]
+        found = _CONFTEST_RISK.search(code)
+        if found:
+            return f"adds `{found.group()}`"
+    return None
+
+
+def _package_test_keys(text: str) -> object:
+    """The test scripts and test runner settings of a package.json (its text when it does
+    not parse: then any change counts)."""
+    try:
+        data = json.loads(text) if text.strip() else {}
+    except ValueError:
+        return text
+    if not isinstance(data, dict):
+        return text
+    scripts = data.get("scripts")
+    tests = (
+        {k: v for k, v in scripts.items() if "test" in k.lower()}
+        if isinstance(scripts, dict)
+        else scripts
+    )
+    return (tests, {k: data.get(k) for k in _PACKAGE_TEST_KEYS})
+
+
+def _is_pytest_section(file: str, section: str) -> bool:
+    if file in _PYTEST_INI_FILES:
+        return section in ("pytest", "tool:pytest")
+    if file == "tox.ini":
+        return section == "pytest"
+    if file == "setup.cfg":
+        return section == "tool:pytest"
+    return section in ("tool.pytest", "tool.pytest.ini_options")
+
+
+_SECTION = re.compile(r"^[^\S\n]*\[\[?([^\[\]\n]+)\]\]?[^\S\n]*$", re.MULTILINE)
+
+
+def _ini_sections(text: str) -> dict[str, str]:
+    return _split_sections(text)
+
+
+def _toml_sections(text: str) -> dict[str, str]:
+    return {name.strip().strip('"'): body for name, body in _split_sections(text).items()}
+
+
+def _split_sections(text: str) -> dict[str, str]:
+    """Each ``[section]`` of an ini or TOML text and its body (``""``: before the first)."""
+    found: dict[str, str] = {}
+    matches = list(_SECTION.finditer(text[:_MAX_CODE_CHARS]))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(text)
+        name = match.group(1).strip()
+        found[name] = found.get(name, "") + text[match.end() : end]
+    return found
+
+
+_SETTING = re.compile(r"^[^\S\n]*([\w.-]+)[^\S\n]*[=:]", re.MULTILINE)
+
+
+def _changed_pytest_settings(before: str, after: str) -> list[str]:
+    """The pytest settings (of ``_PYTEST_SETTINGS``) whose text differs between two bodies of
+    a pytest section; ``addopts`` only when what it adds changes what runs."""
+    old, new = _settings(before), _settings(after)
+    changed = []
+    for key in sorted(old.keys() | new.keys()):
+        if key not in _PYTEST_SETTINGS or old.get(key) == new.get(key):
+            continue
+        # addopts: only what it adds that may leave tests out (not `-v`, nor what it had).
+        if key == "addopts" and not _addopts_risks(new.get(key, "")) - _addopts_risks(
+            old.get(key, "")
+        ):
+            continue
+        changed.append(key)
+    return changed
+
+
+def _settings(body: str) -> dict[str, str]:
+    """Each setting of an ini or TOML section body and its value text (continuation lines
+    and a TOML list across lines included)."""
+    found: dict[str, str] = {}
+    matches = list(_SETTING.finditer(body))
+    for i, match in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(body)
+        found[match.group(1).strip()] = " ".join(body[match.end() : end].split())
+    return found
+
+
+def _addopts_risks(value: str) -> frozenset[str]:
+    """What the options pytest is given through ``addopts`` do that leaves tests out,
+    changes what it collects or loads code (each option with the one after it), or
+    ``{"unreadable"}``."""
+    text = value.strip()
+    strings = [a or b for a, b in re.findall(r'"((?:[^"\\]|\\.)*)"|\'([^\']*)\'', text)]
+    try:
+        if text.startswith("["):  # a TOML list: each string one option
+            options = strings
+        elif text[:1] in ("'", '"'):  # a TOML string: the options as a command line has them
+            options = shlex.split(" ".join(strings))
+        else:
+            options = shlex.split(text)
+    except ValueError:
+        return frozenset({"unreadable"})
+    found: set[str] = set(_NOT_RUNNING & set(options))
+    for i in range(len(options)):
+        pair = options[i : i + 2]
+        for reason in (excludes_tests(["pytest", *pair]), _pytest_option_change(pair)):
+            if reason:
+                found.add(reason)
+    return frozenset(found)
+
+
+def setups_of(command: str) -> frozenset[str]:
+    """The test setups (``SetupChange.affects``) a command's test runs go through."""
+    found: set[str] = set()
+    for segment in segments(command):
+        words = unwrap(segment.words)
+        family = runner_of(words)
+        if family is None:
+            continue
+        base = base_name(words[0])
+        if family == "pytest":
+            found.add("pytest")
+        elif family in ("jest", "mocha", "node", "bun"):
+            found.add("npm")
+        elif family == ANY:
+            found.add("pytest")  # a wrapper may start pytest
+            if base in ("make", "gmake", "just", "task", "rake"):
+                found.add("make")
+            elif base in ("npm", "yarn", "pnpm", "bun"):
+                found.update({"npm"})
+            elif base in ("tox", "nox"):
+                found.add(base)
+            else:
+                found.update({"script", "tox"})
+    return frozenset(found)
+
+
+def setup_files_named(command: str) -> dict[str, frozenset[str]]:
+    """The test setup files a command that changes files names (``sed -i ... Makefile``,
+    ``> conftest.py``), each with the setups it may have changed: what a command wrote is
+    not known, so any change to such a file counts."""
+    found: dict[str, frozenset[str]] = {}
+    for segment in segments(command):
+        for word in [*segment.words[1:], *segment.writes]:
+            name = posixpath.basename(word.replace("\\", "/")).lower()
+            if name == "conftest.py" or name in _PYTEST_INI_FILES:
+                affects = {"pytest"}
+            elif name in _MAKEFILES or name.endswith(".mk"):
+                affects = {"make"}
+            elif name == "package.json" or _JS_CONFIG.match(name):
+                affects = {"npm"}
+            elif name == "tox.ini":
+                affects = {"tox", "pytest"}
+            elif name == "noxfile.py":
+                affects = {"nox"}
+            elif name in ("pyproject.toml", "setup.cfg"):
+                affects = {"pytest", "tox", "script"}
+            else:
+                continue
+            found[posixpath.normpath(word)] = frozenset(affects)
+    return found

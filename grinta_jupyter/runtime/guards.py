@@ -22,7 +22,13 @@ real edit, so each rule needs a tell that real code does not have.
   placeholder: Python's ``...`` (``def f(): ...``, a line holding only
   ``...``, ``Callable[..., T]``), ``...args``, and comments that mention
   "unchanged" in prose (``# returns the value unchanged``), or that follow
-  code on their line (``pass  # unchanged``).
+  code on their line (``pass  # unchanged``). Besides English, a small vocabulary of
+  whole comments in Chinese, Japanese, Spanish, French, German, Portuguese and Russian
+  (``# 其余代码不变``, ``# resto del código sin cambios``, ``// reste du code inchangé``),
+  and SQL's ``-- ... existing columns ...``.
+- PLACEHOLDER, gutted body: a Python function whose body of two lines of code or more
+  the edit replaces by a stub marked as unwritten (``pass  # TODO``,
+  ``raise NotImplementedError("TODO")``); see ``check_gutted``.
 
 In prose files (Markdown, reST, text) examples legitimately elide code, so
 only the markers that would stand in for the document itself are refused
@@ -32,13 +38,14 @@ newline needs a second escape to count.
 
 from __future__ import annotations
 
+import ast
 import bisect
 import functools
 import io
 import json
 import re
 import tokenize
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
@@ -80,6 +87,14 @@ _HINT_WORDS = (
     "existing", "remaining", "previous", "original", "other", "else", "unmodified", "change",
     "intact", "brevity", "untouched", "identical", "truncated", "skipped", "not shown",
     "before", "above", "below", "more", "similar", "etc", "ditto", "code", "cut", "continued",
+    # The stems of the other languages' placeholders (_FOREIGN_STRONG, _FOREIGN_WEAK) that the
+    # English words do not hold ("resto" holds "rest", "reste du code" holds "code").
+    "codigo", "código", "demás", "cambios", "inchang", "unverändert", "unveraendert", "bisher",
+    "vorher", "alteraç", "alterac", "mudanças", "inalterad", "existente",
+    "остальн", "оставш", "прежн", "существующ", "изменени", "как было", "как раньше",
+    "其余", "其他", "其它", "剩余", "剩下", "其餘", "剩餘", "原有", "现有", "現有", "已有",
+    "省略", "略去", "不变", "不變", "原样", "原樣", "同上", "残り", "既存", "変更", "そのまま",
+    "以下略", "中略",
 )  # fmt: skip
 _HINT_PHRASES = ("as is", "as it was")
 _HINT = re.compile(
@@ -87,8 +102,16 @@ _HINT = re.compile(
     re.IGNORECASE,
 )
 # _HINT for ASCII text: there IGNORECASE matches a letter's other case only, so matching the
-# lowercased text finds the same, four times faster (no case folding on every try).
-_HINT_LOWER = re.compile(_HINT.pattern.lower())
+# lowercased text finds the same, four times faster (no case folding on every try), and the
+# words of other scripts cannot match, so they are left out.
+_HINT_LOWER = re.compile(
+    "|".join(
+        [
+            *(re.escape(w) for w in _HINT_WORDS if w.isascii()),
+            *(rf"\b{re.escape(p)}\b" for p in _HINT_PHRASES),
+        ]
+    ).lower()
+)
 # What to look for in lowered ASCII text to find every line _HINT can match (and a few more).
 _HINT_ASCII = tuple(w for w in (*_HINT_WORDS, *_HINT_PHRASES) if w.isascii())
 
@@ -109,6 +132,10 @@ _NOUNS = (
     r"templates?|scripts?|fixtures|examples|docs|documentation|blocks?|constructor|setup|"
     r"teardown|source|snippet|readme|changes|document|page|query|queries|tables?)"
 )
+# What SQL and data files elide ("-- ... existing columns ..."): counted only next to a
+# qualifier and an ellipsis or a claim, as "-- existing columns" heads a real column list.
+_DATA_NOUNS = r"(?:columns?|constraints|indexes|indices|joins|conditions|clauses|ctes|migrations)"
+_ANY_NOUNS = rf"(?:{_NOUNS}|{_DATA_NOUNS})"
 _CLAIM = (
     r"(?:(?:is|are|was|were|remains?|stays?|kept|left|continues?) )?(?:unchanged|the same|same|"
     r"as is|as before|as above|as below|intact|omitted|elided|not shown|skipped|truncated|"
@@ -125,7 +152,8 @@ _QUALIFIER = (
 _STRONG = re.compile(
     "|".join(
         [
-            rf"(?:the )?(?:rest|remainder) of (?:{_DETERMINER} )?(?:\w+ ){{0,2}}{_NOUNS}(?: {_CLAIM})?",
+            rf"(?:the )?(?:rest|remainder) of (?:{_DETERMINER} )?(?:\w+ ){{0,2}}{_ANY_NOUNS}"
+            rf"(?: {_CLAIM})?",
             rf"(?:the )?(?:rest|remainder)(?: of (?:it|this|that))? {_CLAIM}",
             # "rest of f unchanged", "rest of c f as before", "rest of method body here"
             rf"(?:the )?(?:rest|remainder) of (?:[\w']+ ){{1,3}}(?:{_CLAIM}|(?:goes )?here)",
@@ -135,7 +163,7 @@ _STRONG = re.compile(
             rf"(?:(?:keep|leave) )?(?:{_DETERMINER} )?(?:existing|remaining|unchanged|original) "
             rf"{_NOUNS}(?: (?:goes )?here)?",
             rf"(?:everything|all) else {_CLAIM}",
-            rf"(?:{_DETERMINER} )?{_QUALIFIER} (?:\w+ ){{0,2}}{_NOUNS} {_CLAIM}",
+            rf"(?:{_DETERMINER} )?{_QUALIFIER} (?:\w+ ){{0,2}}{_ANY_NOUNS} {_CLAIM}",
             rf"(?:{_DETERMINER} )?(?:\w+ )?{_NOUNS} {_CLAIM}",
             r"unchanged|(?:the )?same as (?:before|above|below|the original|original|previously|earlier)"
             r"|snip|snipped|snip snip|omitted|omitted for brevity|elided|unmodified"
@@ -147,7 +175,7 @@ _STRONG = re.compile(
 _WEAK = re.compile(
     "|".join(
         [
-            rf"(?:{_DETERMINER} )?{_QUALIFIER} (?:\w+ ){{0,2}}{_NOUNS}",
+            rf"(?:{_DETERMINER} )?{_QUALIFIER} (?:\w+ ){{0,2}}{_ANY_NOUNS}",
             r"(?:the )?(?:rest|remainder)(?: of (?:it|this|that))?",
             r"(?:everything|all) else|no changes?|nothing (?:else )?changed",
             r"as before|as above|as below|etc|and so on|same|as is|ditto|and more|more|similar"
@@ -155,6 +183,99 @@ _WEAK = re.compile(
         ]
     )
 )
+
+# Placeholders in the other languages models write comments in when the user does: Chinese
+# (simplified and traditional), Japanese, Spanish, French, German, Portuguese and Russian.
+# Each is a whole comment body that says code is elsewhere ("其余代码不变", "resto del código
+# sin cambios", "reste du code inchangé", "Rest des Codes unverändert", "остальной код без
+# изменений"); a comment that says more than that is prose and passes. Bodies are lowered,
+# their ellipses and punctuation dropped, spaces kept single (Chinese and Japanese have none).
+_ZH_OTHER = r"(?:其余|其他|其它|剩余|剩下|其餘|剩餘|原有|现有|現有|已有|原来|原來|之前|以前)的?"
+_ZH_NOUN = r"(?:代码|代碼|程式碼|程序|部分|内容|內容|实现|實現|逻辑|邏輯|方法|函数|函數|字段|列)"
+_ZH_CLAIM = (
+    r"(?:保持|维持|維持|均|都|也)?(?:不变|不變|原样|原樣|相同|一样|一樣|省略|略|未变|未變|照旧|照舊"
+    r"|无变化|無變化|没有变化|不动|不動|同上|如上|如前)"
+)
+_JA_OTHER = r"(?:残り|その他|他|既存|元|以前)の?"
+_JA_NOUN = r"(?:コード|部分|処理|実装|内容)"
+_JA_CLAIM = r"(?:変更なし|変更無し|そのまま|同じ|省略|略)"
+_ES_NOUN = (
+    r"(?:c[oó]digo|archivo|fichero|funci[oó]n|clase|m[eé]todo|implementaci[oó]n|contenido|l[oó]gica"
+    r"|consulta|columnas)"
+)
+_ES_CLAIM = (
+    r"(?:sin cambios?|igual(?: que antes)?|se mantiene(?: igual)?|permanece(?: igual)?|queda igual"
+    r"|sigue igual|no cambia|omitid[oa]|intact[oa])"
+)
+_FR_NOUN = (
+    r"(?:code|fichier|fonction|classe|m[eé]thode|impl[eé]mentation|contenu|requ[eê]te|colonnes)"
+)
+_FR_CLAIM = (
+    r"(?:(?:est |reste )?(?:inchang[eé]e?s?|identique)|sans (?:changement|modification)s?|omise?s?"
+    r"|ne change pas)"
+)
+_DE_NOUN = r"(?:codes?|datei|funktion|klasse|methode|implementierung|inhalts?|abfrage)"
+_DE_CLAIM = r"(?:(?:bleibt|ist) )?(?:unver[aä]ndert|unver[aä]endert|gleich|wie bisher|wie vorher)"
+_PT_NOUN = (
+    r"(?:c[oó]digo|arquivo|ficheiro|fun[cç][aã]o|classe|m[eé]todo|implementa[cç][aã]o|conte[uú]do"
+    r"|consulta|colunas)"
+)
+_PT_CLAIM = (
+    r"(?:inalterad[oa]|sem (?:altera[cç](?:[oõ]es|[aã]o)|mudan[cç]as?)|igual|permanece igual"
+    r"|continua igual|omitid[oa])"
+)
+_RU_CLAIM = (
+    r"(?:без изменений|не изменился|не изменилась|не меняется|не изменён|не изменен|опущен[ао]?"
+    r"|оста[её]тся (?:прежним|прежней|без изменений)|как было|как раньше)"
+)
+_FOREIGN_STRONG = re.compile(
+    "|".join(
+        [
+            rf"{_ZH_OTHER} ?{_ZH_NOUN} ?{_ZH_CLAIM}",
+            rf"(?:此处|此處|这里|這裡|以下)?(?:省略|略去)了?(?:{_ZH_OTHER})?{_ZH_NOUN}?",
+            rf"(?:保持|维持|維持)(?:{_ZH_OTHER})?{_ZH_NOUN}?(?:不变|不變|原样|原樣)",
+            rf"{_JA_OTHER}{_JA_NOUN}?(?:は|も)?{_JA_CLAIM}|中略|以下略|以下省略",
+            rf"(?:el )?resto (?:del|de la|de los|de las) {_ES_NOUN}(?: {_ES_CLAIM})?",
+            rf"(?:el |lo )?(?:resto|dem[aá]s) {_ES_CLAIM}|sin cambios",
+            # "existing code" alone, "previous code" with a claim, as in English
+            r"(?:el )?c[oó]digo (?:existente|original|restante)(?: aqu[ií])?",
+            rf"(?:el )?c[oó]digo (?:existente|anterior|original|restante) {_ES_CLAIM}",
+            rf"(?:le )?reste (?:du|de la|des) {_FR_NOUN}(?: {_FR_CLAIM})?",
+            rf"(?:le )?reste {_FR_CLAIM}|inchang[eé]|sans changement",
+            r"(?:le )?code (?:existant|original|inchang[eé])(?: ici)?",
+            rf"(?:le )?code (?:existant|pr[eé]c[eé]dent|original) {_FR_CLAIM}",
+            rf"(?:der )?rest (?:des|der) {_DE_NOUN}(?: {_DE_CLAIM})?",
+            rf"(?:der )?rest {_DE_CLAIM}|alles andere {_DE_CLAIM}|unver[aä]ndert|unveraendert",
+            r"(?:restlicher|übriger|bestehender|vorhandener) code(?: hier)?",
+            rf"(?:restlicher|übriger|bestehender|bisheriger|vorhandener) code {_DE_CLAIM}",
+            rf"(?:o )?(?:resto|restante) (?:do|da|dos|das) {_PT_NOUN}(?: {_PT_CLAIM})?",
+            rf"(?:o )?resto {_PT_CLAIM}|sem altera[cç](?:[oõ]es|[aã]o)|sem mudan[cç]as",
+            r"(?:остальной|оставшийся|существующий) код(?: здесь)?",
+            rf"(?:остальной|оставшийся|прежний|существующий|старый) код {_RU_CLAIM}",
+            rf"(?:остальное|всё остальное|все остальное) {_RU_CLAIM}",
+            rf"(?:остальная|оставшаяся) (?:часть|реализация)(?: кода)?(?: {_RU_CLAIM})?",
+            r"без изменений",
+        ]
+    )
+)
+# Next to an ellipsis only, as _WEAK: "... 现有代码 ...", "// ... código existente ...".
+_FOREIGN_WEAK = re.compile(
+    "|".join(
+        [
+            rf"{_ZH_OTHER}{_ZH_NOUN}|同上",
+            rf"{_JA_OTHER}{_JA_NOUN}",
+            r"(?:el )?resto|(?:lo )?dem[aá]s|(?:le )?reste|(?:der )?rest|(?:o )?restante",
+            r"(?:c[oó]digo|code) (?:existente|existant|anterior|original|restante)",
+            r"(?:restlicher|übriger|bestehender|bisheriger|vorhandener) code|wie bisher|wie vorher",
+            r"(?:остальное|остальной код|существующий код|прежний код|как раньше|как было)",
+        ]
+    )
+)
+
+
+def _foreign_words(body: str) -> str:
+    """``body`` lowered, its ellipses and punctuation gone, for the _FOREIGN patterns."""
+    return " ".join(re.sub(r"[^\w' ]+", " ", _ELLIPSIS.sub(" ", body.lower())).split())
 
 
 def is_placeholder_line(line: str, prose: bool = False) -> bool:
@@ -192,18 +313,19 @@ def _classify(stripped: str, prose: bool) -> str | None:
     body = _TAG.sub("", match.group("body") or "")
     has_ellipsis = bool(_ELLIPSIS.search(body))
     words = " ".join(re.sub(r"[^a-z0-9' ]+", " ", _ELLIPSIS.sub(" ", body.lower())).split())
-    if not words:  # an ellipsis alone: "# ...", "/* ... */", "<!-- ... -->"
+    foreign = words if body.isascii() else _foreign_words(body)
+    if not foreign:  # an ellipsis alone: "# ...", "/* ... */", "<!-- ... -->"
         bare = opener and not opener.startswith("*") and not prose
         if not (bare and _BARE_ELLIPSIS.match(body.replace(" ", ""))):
             return None
         # "#     ..." indented inside the comment is commented-out code when comments surround it.
         return "claim" if stripped[len(opener) :].startswith(("  ", "\t")) else "marked"
-    if _STRONG.fullmatch(words):
+    if _STRONG.fullmatch(words) or _FOREIGN_STRONG.fullmatch(foreign):
         return "marked" if has_ellipsis or bracketed else "claim"
     # Brackets alone are not enough here: [code] and [more] are TOML and INI section headers;
     # brackets inside a comment are ("# (existing code)").
     in_brackets = bool(opener) and bool(_BRACKETED.match(match.group("body") or ""))
-    weak = _WEAK.fullmatch(words)
+    weak = _WEAK.fullmatch(words) or _FOREIGN_WEAK.fullmatch(foreign)
     return "marked" if not prose and (has_ellipsis or in_brackets) and weak else None
 
 
@@ -216,7 +338,8 @@ def check_placeholder(
     inside its comment ("#     ..."), counts when it stands alone; inside a block of comments
     it is prose or commented-out code ("# ... so the contents are the same").
     Given the whole ``new_text`` of a Python file, lines inside its docstrings and other
-    multi-line strings are examples, not code, and are left alone.
+    multi-line strings are examples, not code, and are left alone, and a function body
+    replaced by a TODO stub is refused too (``check_gutted``).
     """
     prose = is_prose(path) if path else False
     added = dict(added_lines)
@@ -243,7 +366,7 @@ def check_placeholder(
             "write out the full code instead of eliding it",
             line=line_no,
         )
-    return None
+    return check_gutted(added_lines, old_text, path, new_text)
 
 
 def _stripped_lines(text: str) -> set[str]:
@@ -305,6 +428,167 @@ def _in_comment_block(added: dict[int, str], line_no: int, line: str) -> bool:
 def _comment_opener(line: str) -> str:
     match = re.match(rf"\s*({_OPENERS})", line)
     return match.group(1)[:2] if match else ""
+
+
+# -- gutted bodies --------------------------------------------------------------------------
+
+# A comment (or NotImplementedError message) that marks code as still to write.
+_TODO_MARK = re.compile(
+    r"\b(?:todo|fixme|tbd)\b|^(?:to (?:be )?)?implement(?:ed|ation)?\b|^implement (?:me|this)\b"
+    r"|\bnot (?:yet )?implemented yet\b|\bnot yet implemented\b"
+    r"|\b(?:your|the|real|actual) (?:code|implementation|logic) (?:goes )?here\b"
+    r"|^(?:add|insert|write|put) (?:the |your )?(?:code|implementation|logic)\b|^fill (?:this )?in\b"
+    r"|^(?:placeholder|stub)\b",
+    re.IGNORECASE,
+)
+# What an added line must hold for the edit to be worth parsing: a comment, or the error.
+_TODO_LINE = re.compile(r"#.*(?:todo|fixme|tbd|implement|here|fill|placeholder|stub)|NotImpl", re.I)
+_GUTTED_SCANNED = 400_000  # characters of each text; parsing more costs too much per edit
+_REAL_BODY_LINES = 2  # a one-line body written out again is cheap, so it is not guarded
+
+
+def check_gutted(
+    added_lines: Sequence[tuple[int, str]], old_text: str, path: str, new_text: str
+) -> ToolError | None:
+    """PLACEHOLDER when a Python edit replaces the code of an existing function with a
+    TODO stub: a body of only ``pass``, ``...``, ``return`` or ``raise NotImplementedError``,
+    marked as unwritten (``# TODO``, ``# implement``, ``NotImplementedError("TODO")``),
+    where the file had a function of that name whose body held two lines of code or more.
+
+    A new stub passes (no function of its name had code), and so does a stub the file
+    already held, a stub without a mark (``raise NotImplementedError`` in an abstract
+    method) and any body that keeps a statement of code. The old text is parsed only
+    when the new one has a marked stub on an added line.
+    """
+    if not old_text or not new_text or not path.lower().endswith(".py"):
+        return None
+    if len(old_text) > _GUTTED_SCANNED or len(new_text) > _GUTTED_SCANNED:
+        return None
+    if not any(_TODO_LINE.search(line) for _, line in added_lines):
+        return None
+    added = {line_no for line_no, _ in added_lines}
+    new_tree = _parse(new_text)
+    if new_tree is None:
+        return None  # the syntax check reports broken code
+    new_lines = new_text.split("\n")
+    new_stubs, new_real = _function_bodies(new_tree)
+    fresh = {
+        name: stub.lineno
+        for name, stubs in new_stubs.items()
+        for stub, lines in stubs
+        if lines & added and _marked(stub, new_lines, lines)
+    }
+    old_tree = _parse(old_text) if fresh else None
+    if old_tree is None:
+        return None
+    old_stubs, old_real = _function_bodies(old_tree)
+    for name, line_no in fresh.items():
+        if len(new_stubs[name]) <= len(old_stubs.get(name, ())):
+            continue  # no stub of this name is new
+        if len(new_real.get(name, ())) >= len(old_real.get(name, ())):
+            continue  # no body of code of this name is gone
+        shown = new_lines[line_no - 1].strip()[:60]
+        return ToolError(
+            PLACEHOLDER,
+            f"the edit replaces the body of {name} ({max(old_real[name])} lines of code) with "
+            f"a TODO stub at line {line_no} ({shown!r}); write out the whole body, keeping the "
+            "code that still applies (to remove the function, delete it)",
+            line=line_no,
+        )
+    return None
+
+
+def _parse(source: str) -> ast.Module | None:
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
+
+
+_Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _function_bodies(
+    tree: ast.Module,
+) -> tuple[dict[str, list[tuple[ast.stmt, set[int]]]], dict[str, list[int]]]:
+    """The stubs and the bodies of code of ``tree``'s functions, by qualified name.
+
+    A stub: (its statement, every line of the function). A body of code: its number of
+    lines (its statements' lines, the docstring left out), when it is two or more."""
+    stubs: dict[str, list[tuple[ast.stmt, set[int]]]] = {}
+    real: dict[str, list[int]] = {}
+    for name, function in _functions(tree.body):
+        body = function.body
+        if body and _is_docstring(body[0]):
+            body = body[1:]
+        if len(body) == 1 and _is_stub(body[0]):
+            lines = set(range(function.lineno, (function.end_lineno or function.lineno) + 1))
+            stubs.setdefault(name, []).append((body[0], lines))
+            continue
+        length = sum((s.end_lineno or s.lineno) - s.lineno + 1 for s in body)
+        if length >= _REAL_BODY_LINES and not all(_is_stub(s) for s in body):
+            real.setdefault(name, []).append(length)
+    return stubs, real
+
+
+def _functions(statements: Sequence[ast.stmt], prefix: str = "") -> Iterator[tuple[str, _Function]]:
+    """Every function among ``statements`` and in their blocks, with its qualified name
+    (``C.m``, ``f.<locals>.g``). Expressions are not entered: a ``def`` is a statement."""
+    for statement in statements:
+        if isinstance(statement, _Function):
+            name = prefix + statement.name
+            yield name, statement
+            yield from _functions(statement.body, name + ".<locals>.")
+        elif isinstance(statement, ast.ClassDef):
+            yield from _functions(statement.body, prefix + statement.name + ".")
+        else:
+            for field in ("body", "orelse", "finalbody", "handlers", "cases"):
+                for child in getattr(statement, field, ()):
+                    # an ``except`` or ``case`` clause holds a block; if/for/with/try hold statements
+                    inner = child if isinstance(child, ast.stmt) else None
+                    yield from _functions([inner] if inner else child.body, prefix)
+
+
+def _is_docstring(statement: ast.stmt) -> bool:
+    return (
+        isinstance(statement, ast.Expr)
+        and isinstance(statement.value, ast.Constant)
+        and isinstance(statement.value.value, str)
+    )
+
+
+def _is_stub(statement: ast.stmt) -> bool:
+    """``pass``, ``...``, a bare ``return`` or ``return None``, ``raise NotImplementedError``."""
+    if isinstance(statement, ast.Pass):
+        return True
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant):
+        return statement.value.value is Ellipsis
+    if isinstance(statement, ast.Return):
+        value = statement.value
+        return value is None or (isinstance(value, ast.Constant) and value.value is None)
+    if isinstance(statement, ast.Raise) and statement.exc is not None:
+        exc = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+        return isinstance(exc, ast.Name) and exc.id == "NotImplementedError"
+    return False
+
+
+def _marked(stub: ast.stmt, source_lines: list[str], lines: set[int]) -> bool:
+    """True when the message of the ``raise NotImplementedError(...)`` ``stub``, or a
+    comment on the function's ``lines`` of ``source_lines``, marks the body as still to
+    write. Only those few lines are tokenized, each stripped of its indent."""
+    exc = stub.exc if isinstance(stub, ast.Raise) else None
+    if isinstance(exc, ast.Call) and exc.args and isinstance(exc.args[0], ast.Constant):
+        message = exc.args[0].value
+        if isinstance(message, str) and _TODO_MARK.search(message.strip()):
+            return True
+    chunk = "\n".join(line.strip() for line in source_lines[min(lines) - 1 : max(lines)])
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(chunk + "\n").readline):
+            if token.type == tokenize.COMMENT and _TODO_MARK.search(token.string[1:].strip()):
+                return True
+    except (tokenize.TokenError, SyntaxError):
+        pass  # what was read before the error is all there is
+    return False
 
 
 # -- serialized payloads --------------------------------------------------------------------
