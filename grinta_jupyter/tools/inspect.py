@@ -37,6 +37,7 @@ from grinta_jupyter.tools.values import (
     is_secret_text,
     library_kind,
     object_detail,
+    one_line,
     plain_array,
     summary,
     type_label,
@@ -86,8 +87,13 @@ def inspect_namespace(namespace: Namespace, name: str | None = None) -> str:
     if name not in values:
         shown = [n for n, v in values.items() if _listed(n, v, hidden)]
         close = difflib.get_close_matches(name, shown, n=5, cutoff=0.6)
-        listed = f"; variables: {', '.join(shown[:20])}" if shown else "; there are none yet"
-        hint = f" Did you mean {', '.join(close)}?" if close else ""
+        # Names as one line each: one set through globals() may hold a line break.
+        listed = (
+            f"; variables: {', '.join(map(one_line, shown[:20]))}"
+            if shown
+            else "; there are none yet"
+        )
+        hint = f" Did you mean {', '.join(map(one_line, close))}?" if close else ""
         raise fail(
             NAME_NOT_FOUND,
             f"no variable named {name!r} in the kernel{listed}.{hint}",

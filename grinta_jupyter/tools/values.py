@@ -49,7 +49,7 @@ import sys
 import types
 from collections.abc import Callable, Iterable, Mapping
 from inspect import CO_VARARGS, CO_VARKEYWORDS, Parameter, signature
-from typing import Any
+from typing import Any, TypeGuard
 
 from grinta_jupyter.runtime.secrets import (
     REDACTED,
@@ -177,9 +177,11 @@ def library_kind(value: Any) -> str:
             return "numpy scalar"
     pandas = loaded_module("pandas")
     if pandas is not None:
-        for kind, name in (("frame", "DataFrame"), ("series", "Series"), ("index", "Index")):
+        for kind, name in (("frame", "DataFrame"), ("series", "Series")):
             if _subclass(cls, pandas, name):
-                return kind
+                return kind if _pandas_axes(value, pandas) else ""
+        if cls in _pandas_indexes(pandas):
+            return "index"
         if cls in _pandas_scalars(pandas):
             return "pandas scalar"
     return ""
@@ -221,11 +223,52 @@ def _pandas_scalars(pandas: dict[str, Any]) -> ExactTypes:
     return _table("pandas", pandas, kinds)
 
 
+_PANDAS_INDEXES = (
+    "Index",
+    "RangeIndex",
+    "CategoricalIndex",
+    "MultiIndex",
+    "IntervalIndex",
+    "DatetimeIndex",
+    "TimedeltaIndex",
+    "PeriodIndex",
+)
+
+
+def _pandas_indexes(pandas: dict[str, Any]) -> ExactTypes:
+    """pandas's own index classes. An index of a subclass of the user's is not one: pandas
+    calls its methods (``__len__``, ``view``, ``dtype``) whenever it reads it, and the user's
+    code there may loop for ever (such an index is shown as any object of the user's)."""
+    return _table("pandas indexes", pandas, lambda: (pandas.get(n) for n in _PANDAS_INDEXES))
+
+
+def _pandas_axes(value: Any, pandas: dict[str, Any]) -> bool:
+    """Whether a frame's or series's axes are all of pandas's own index classes, read from its
+    data manager statically (an axis of the user's class runs its code in every pandas call
+    on the frame, ``.shape`` included: such a frame is shown as any object of the user's).
+    ValueError when it holds no data manager of pandas's (a frame never initialised)."""
+    managers = loaded_module("pandas.core.internals.managers") or {}
+    own = _instance_dict(value) or {}
+    manager: Any = next((v for k, v in list(own.items()) if type(k) is str and k == "_mgr"), None)
+    kinds = (managers.get("BlockManager"), managers.get("SingleBlockManager"))
+    if not any(type(manager) is kind for kind in kinds if kind is not None):
+        raise ValueError("no pandas data manager to read")
+    axes = manager.axes
+    indexes = _pandas_indexes(pandas)
+    return type(axes) is list and all(type(axis) in indexes for axis in axes)
+
+
+def _is_class(kind: object) -> TypeGuard[type]:
+    """Whether ``kind`` is a class (pandas's DatetimeIndex is an ABCMeta one), asked of its type
+    alone: ``isinstance`` may read an object's ``__class__``."""
+    return issubclass(type(kind), type)
+
+
 def _table(key: str, module: object, kinds: Callable[[], Iterable[object]]) -> ExactTypes:
     """The scalar types of ``module``, found once per module object."""
     cached = _scalar_tables.get(key)
     if cached is None or cached[0] is not module:
-        found = (kind for kind in kinds() if type(kind) is type and kind is not NONE_TYPE)
+        found = (kind for kind in kinds() if _is_class(kind) and kind is not NONE_TYPE)
         cached = (module, ExactTypes(found))
         _scalar_tables[key] = cached
     return cached[1]
@@ -294,6 +337,11 @@ def summary(value: Any, name: object = None) -> str:
         return f"shape {tuple(array.shape)}, dtype {array.dtype}"
     if kind:
         return _library_scalar(value)
+    pandas = loaded_module("pandas")
+    if pandas is not None and any(_subclass(cls, pandas, n) for n in ("DataFrame", "Series")):
+        return f"<{type_label(value)} object: an axis of a user-defined index class (not read)>"
+    if pandas is not None and _subclass(cls, pandas, "Index"):
+        return f"<{type_label(value)} object: a user-defined pandas index class (not read)>"
     return f"<{type_label(value)} object>"
 
 
@@ -335,8 +383,12 @@ def dtype_text(dtype: Any) -> str:
 
 
 def label_text(label: Any) -> str:
-    """A row or column label: a string as it is, anything else by its bounded repr."""
-    return label if type(label) is str else bounded_repr(label, room=40)
+    """A row or column label (or an attribute's name): a string as it is when it reads as one
+    plain line, anything else by its bounded repr. A label holding a line break or a terminal
+    code (``"amount\nERROR: ..."``) is quoted, so it cannot pass for a line of the output."""
+    if type(label) is str and _CONTROL.search(label) is None:
+        return label
+    return bounded_repr(label, room=40)
 
 
 # -- bounded reprs of builtin values --------------------------------------------------------
@@ -476,7 +528,7 @@ def object_detail(value: Any, kind: str, room: int, name: object = None) -> list
     own attributes; none for a scalar or a library ``kind`` (its summary says it all)."""
     cls = type(value)
     if cls in _TEXTS or _container(cls):
-        return [bounded_repr(value, room=room, name=name)]
+        return [one_line(bounded_repr(value, room=room, name=name))]
     if issubclass(cls, type) or cls in FUNCTIONS:
         return _doc_and_members(value)
     if cls in _SCALARS or kind:
@@ -512,7 +564,7 @@ def _attributes(value: Any) -> list[str]:
         return ["(no instance attributes)"]
     lines = ["attributes:"] if own else ["(no instance attributes)"]
     for key, attr in itertools.islice(own.items(), MAX_ATTRIBUTES):
-        shown = key if type(key) is str else bounded_repr(key, room=40)
+        shown = label_text(key)
         described = guarded(summary, attr, key)
         lines.append(cut(f"  {shown} ({guarded(type_label, attr)}): {described}"))
     if len(own) > MAX_ATTRIBUTES:
@@ -732,9 +784,24 @@ def counted(number: int, word: str, plural: str = "") -> str:
     return f"{number} {word if number == 1 else plural or word + 's'}"
 
 
+# Line breaks and control characters (terminal codes start with ESC, \x1b): in a line the
+# model reads they would start a line of their own or hide text, so they are written escaped.
+# A tab is kept: it is how a table's columns may be spaced.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def one_line(text: str) -> str:
+    """``text`` as one line: every line break and control character escaped (``\\n``,
+    ``\\x1b``), as ``repr`` writes it."""
+    if _CONTROL.search(text) is None:
+        return text
+    return _CONTROL.sub(lambda found: repr(found.group())[1:-1], text)
+
+
 def cut(text: str, limit: int = LINE_CHARS) -> str:
-    """``text``, cut to ``limit`` characters with ``...`` when longer (redacted first: a cut
-    through a secret keeps no piece of it)."""
+    """``text`` as one line (``one_line``), cut to ``limit`` characters with ``...`` when
+    longer (redacted first: a cut through a secret keeps no piece of it)."""
+    text = one_line(text)
     if len(text) > limit:
         text = before_cut(text)
     return text if len(text) <= limit else text[: limit - 3] + "..."
