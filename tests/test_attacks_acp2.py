@@ -141,12 +141,15 @@ def test_a_cancel_after_a_prompt_waiting_for_a_cancelled_turn_cancels_that_promp
             sid = (await conn.new_session(cwd=str(root))).session_id
             first = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
             await asyncio.wait_for(editor.reading.wait(), WAIT)
-            await conn.cancel(session_id=sid)
+            # Sent back to back: the first turn is still ending when the new prompt and the
+            # second cancel arrive (a cancel now ends the editor's question at once, so no
+            # wait keeps the first turn open for long).
+            cancel = asyncio.ensure_future(conn.cancel(session_id=sid))
             second = asyncio.ensure_future(
                 conn.prompt(session_id=sid, prompt=[text_block("do the other thing")])
             )
-            await asyncio.sleep(0.2)  # the prompt reaches the agent before the cancel
-            assert not first.done()
+            await cancel
+            await asyncio.sleep(0)  # the prompt is written to the agent before the cancel
             await conn.cancel(session_id=sid)
             editor.release.set()
             return [(await asyncio.wait_for(turn, WAIT)).stop_reason for turn in (first, second)]

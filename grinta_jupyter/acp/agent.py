@@ -339,6 +339,8 @@ class GrintaAgent(Agent):
             await self._say(conv, f"grinta: {exc}")
             return PromptResponse(stop_reason="end_turn")
         conv.cancelled = False
+        if conv.documents is not None:
+            conv.documents.ask_again()
         turn = conv.turn = asyncio.ensure_future(self._drive(conv))
         return PromptResponse(stop_reason=await asyncio.shield(turn))
 
@@ -679,10 +681,13 @@ class GrintaAgent(Agent):
             )
 
     def _cancel(self, conv: Conversation, reason: str = CANCELLED) -> None:
-        """Stop the turn: a permission request in flight is dropped, the session stopped."""
+        """Stop the turn: a permission request in flight is dropped, the session stopped, and
+        nothing waits for the client's files any more (a commit that needed them is refused)."""
         conv.cancelled = True
         if conv.asking is not None:
             conv.asking.cancel()
+        if conv.documents is not None:
+            conv.documents.stop_asking()
         if conv.session is not None and not conv.session.done:
             conv.session.stop(reason)
 

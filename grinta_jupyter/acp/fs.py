@@ -34,6 +34,10 @@ most ``timeout`` seconds for all the files. A client that fails to answer,
 or answers with an error for a file that exists, makes ``unsaved`` raise, and
 the runtime then refuses the write (nobody knows what the editor holds).
 Asked on the loop's own thread, where no answer could arrive, it raises too.
+A cancelled turn does not wait for the client: ``stop_asking`` ends the questions in
+flight and refuses new ones (a commit that needed an answer is refused, nothing
+written) until ``ask_again``, when the next turn starts; a client that never answers
+held a cancelled turn for the whole ``timeout``.
 Files are read from disk up to ``MAX_FILE_BYTES`` (the tools' own cap).
 """
 
@@ -67,6 +71,7 @@ class ClientBuffers:
         self._root = root
         self._loop = loop
         self._timeout = timeout
+        self._stopped = asyncio.Event()  # the turn was cancelled: nothing waits for the client
 
     def unsaved(self, paths: Sequence[str]) -> list[str]:
         """Those of ``paths`` (workspace-relative) whose editor text differs from the disk."""
@@ -89,6 +94,15 @@ class ClientBuffers:
             ) from None
         return [path for path in present if normalized(held[path]) != on_disk[path]]
 
+    def stop_asking(self) -> None:
+        """The turn was cancelled: end the questions in flight, ask none until ``ask_again``
+        (each raises ``AskingStopped``). Called on the loop's thread."""
+        self._stopped.set()
+
+    def ask_again(self) -> None:
+        """A new turn starts: the client is asked again. Called on the loop's thread."""
+        self._stopped.clear()
+
     def changed(self, paths: Sequence[str]) -> None:
         """Nothing to send: the tool call's diff and status tell the client (module docstring)."""
 
@@ -98,15 +112,37 @@ class ClientBuffers:
         if text is None:
             return False
         try:
-            held = await asyncio.wait_for(
-                self._read_text(str(self._root / path)), timeout=self._timeout
-            )
+            held = await asyncio.wait_for(self._ask(path), timeout=self._timeout)
         except Exception:  # only a note on a read depends on it
             return False
         return normalized(held) != text
 
     async def _buffers(self, paths: list[str]) -> dict[str, str]:
-        return {path: await self._read_text(str(self._root / path)) for path in paths}
+        return {path: await self._ask(path) for path in paths}
+
+    async def _ask(self, path: str) -> str:
+        """The editor's text of ``path``, unless the turn is cancelled first."""
+        if self._stopped.is_set():
+            raise AskingStopped(path)
+        read = asyncio.ensure_future(self._read_text(str(self._root / path)))
+        stopped = asyncio.ensure_future(self._stopped.wait())
+        try:
+            await asyncio.wait({read, stopped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            answered = read.done()
+            if not answered:
+                read.cancel()  # a late answer is dropped by the SDK
+        if not answered or read.cancelled():
+            raise AskingStopped(path)
+        return read.result()
+
+
+class AskingStopped(RuntimeError):
+    """The turn was cancelled before the client said what it holds of a file."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"the turn was cancelled before the editor said what it holds of {path}")
 
 
 def disk_text(path: Path) -> str | None:

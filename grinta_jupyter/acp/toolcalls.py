@@ -22,7 +22,10 @@ status          ``pending`` when staged, ``in_progress`` once approved,
 A read says what it resolved (the symbol, the candidates, the lines). Every
 text shown passes through the session's secret redaction, and is bounded:
 outputs to ``SHOWN_CHARS``, each side of a diff to ``DIFF_TEXT_CHARS`` (a
-larger file shows its unified diff instead). Titles and texts show control,
+larger file shows its unified diff instead), and all the diffs of a call together to
+``DIFF_BUDGET_CHARS``: past it a diff is cut at a line's end, later files are not sent,
+and a note names every file the write changes and how much of it was shown, so nothing
+Approve commits is hidden. Titles and texts show control,
 bidirectional and invisible characters escaped (``runtime/display.visible``),
 as every other front end does; a diff's old and new text stay exact (they are
 what the client compares and shows as the change), as does the raw input.
@@ -62,11 +65,16 @@ from acp.schema import (
 
 from grinta_jupyter.agent.step import Step
 from grinta_jupyter.runtime.display import visible
-from grinta_jupyter.runtime.proposal import Proposal
+from grinta_jupyter.runtime.proposal import FileChange, Proposal
 
 SHOWN_CHARS = 8_000  # of an output or a message shown in a tool call
 DIFF_TEXT_CHARS = 1_000_000  # of each side of a file's diff sent as old/new text
+# Of all the diffs of one tool call together (old and new texts, unified diffs): a write to
+# many large files sent them all, three times (staged, asked, observed), in single lines a
+# client reads whole (the ACP SDK's reader stops at 50 MB, ending the connection).
+DIFF_BUDGET_CHARS = 2_000_000
 RAW_INPUT_CHARS = 2_000  # of each string argument echoed as the call's raw input
+TARGET_CHARS = 300  # of a target the model named, quoted in how it resolved
 MAX_LINE = 2**32 - 1  # the largest line a location may name (ACP: uint32)
 
 Content = ContentToolCallContent | FileEditToolCallContent | TerminalToolCallContent
@@ -200,7 +208,7 @@ def staged_content(
     content.extend(diffs(root, proposal, redact))
     if proposal.command:
         content.append(_text(fenced(proposal.command, "sh"), redact))
-    content.extend(_text(line, redact) for line in resolved(proposal))
+    content.extend(_text(line, redact) for line in resolved(proposal, redact))
     if proposal.error is not None:
         content.append(
             _text(f"**Refused ({proposal.error.code}):** {proposal.error.message}", redact)
@@ -209,33 +217,91 @@ def staged_content(
     return content
 
 
-def diffs(root: Path, proposal: Proposal, redact: Redact) -> list[Content]:
-    """One ACP diff per staged file: its old and new text (a very large file: its unified diff)."""
+def diffs(
+    root: Path, proposal: Proposal, redact: Redact, *, deciding: bool = True
+) -> list[Content]:
+    """One ACP diff per staged file: its old and new text (a very large file: its unified diff),
+    all of them within ``DIFF_BUDGET_CHARS``.
+
+    Past the budget, a file's unified diff is cut short at a line's end and the files after
+    it are not sent; a note then names every file the write changes, with its line counts
+    and whether the diffs above show it whole, cut short or not at all, so what Approve
+    commits is never hidden. ``deciding``: the step waits for its decision (the note says to
+    read the rest before approving).
+    """
     content: list[Content] = []
+    left = DIFF_BUDGET_CHARS
+    shown: list[tuple[FileChange, str]] = []  # each file, and how much of it was sent
     for change in proposal.changes:
         before, after = change.before, change.after or ""
-        if len(before or "") > DIFF_TEXT_CHARS or len(after) > DIFF_TEXT_CHARS:
-            content.append(_text(fenced(change.diff, "diff"), redact))
-            continue
-        content.append(
-            tool_diff_content(
-                redact(str(root / change.path)),
-                redact(after),
-                redact(before) if before is not None else None,
+        sides = len(before or "") + len(after)
+        small = len(before or "") <= DIFF_TEXT_CHARS and len(after) <= DIFF_TEXT_CHARS
+        if small and sides <= left:
+            content.append(
+                tool_diff_content(
+                    redact(str(root / change.path)),
+                    redact(after),
+                    redact(before) if before is not None else None,
+                )
             )
-        )
+            left -= sides
+            shown.append((change, "shown above"))
+            continue
+        diff = redact(change.diff) if left > 0 else ""  # redacted whole, then cut
+        if diff and len(diff) <= left:
+            content.append(_text(fenced(diff, "diff"), redact))
+            left -= len(diff)
+            shown.append((change, "shown above"))
+            continue
+        kept = diff[: diff.rfind("\n", 0, left) + 1]  # whole lines: a row keeps its role
+        if kept:
+            content.append(_text(fenced(kept, "diff"), redact))
+            left = 0
+            shown.append((change, "cut short above"))
+        else:
+            left = 0
+            shown.append((change, "not shown above"))
+    if any(how != "shown above" for _, how in shown):
+        content.append(_text(_cut_note(shown, deciding), redact))
     return content
 
 
-def resolved(proposal: Proposal) -> list[str]:
+def _cut_note(shown: Sequence[tuple[FileChange, str]], deciding: bool) -> str:
+    """What a diff cut to the budget leaves out: every file of the write, and how it shows."""
+    head = (
+        "**The diff above is cut:** it is too large to send whole, and the write changes all "
+        "of it, the rest too; the session log holds it whole"
+    )
+    if deciding:
+        head += " (read the rest there before you approve)"
+    files = [
+        f"- {_code(visible(change.path, keep_newlines=False))} "
+        f"(+{change.added_lines:,} -{change.removed_lines:,}): {how}"
+        for change, how in shown
+    ]
+    return "\n".join([head + ". The files it changes:", *files])
+
+
+def _code(text: str) -> str:
+    """``text`` as Markdown inline code that no backtick in it can close early."""
+    longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
+    fence = "`" * (longest + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
+def resolved(proposal: Proposal, redact: Redact) -> list[str]:
     """How the targets the model named were resolved, one line each."""
     lines = []
     for r in proposal.resolutions:
+        # The target is the model's text: a megabyte of it went out in every update of the
+        # call. Redacted before it is cut, so the cut leaves no piece of a secret.
+        target = _code(_cut(redact(r.target), TARGET_CHARS))
         if r.chosen:
-            lines.append(f"Resolved `{r.target}` to {r.chosen} ({r.reason}).")
+            lines.append(f"Resolved {target} to {r.chosen} ({r.reason}).")
         else:
             more = f" Candidates: {', '.join(r.candidates[:10])}." if r.candidates else ""
-            lines.append(f"Could not resolve `{r.target}`: {r.reason}.{more}")
+            lines.append(f"Could not resolve {target}: {r.reason}.{more}")
     return lines
 
 
@@ -276,10 +342,10 @@ def observed(
     """
     proposal, obs = step.proposal, step.observation
     ok = obs is not None and obs.ok
-    content = diffs(root, proposal, redact)
+    content = diffs(root, proposal, redact, deciding=False)
     if proposal.command:
         content.append(_text(fenced(proposal.command, "sh"), redact))
-    content.extend(_text(line, redact) for line in resolved(proposal))
+    content.extend(_text(line, redact) for line in resolved(proposal, redact))
     if step.decision == "veto":
         content.append(_text(f"**Vetoed:** {step.reason or 'no reason given'}", redact))
     elif obs is not None:  # (a command's output starts with its exit code)
@@ -293,7 +359,7 @@ def observed(
     # Clients that show a call's raw output and not its content (Jupyter AI's chat) still
     # show what a read resolved and what a command printed.
     shown = (
-        [*resolved(proposal), bounded(obs.output)]
+        [*resolved(proposal, redact), bounded(obs.output)]
         if obs is not None and (proposal.kind in ("read", "command") or not ok)
         else []
     )
