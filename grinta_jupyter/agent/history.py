@@ -39,6 +39,10 @@ from grinta_jupyter.runtime.proposal import (
 from grinta_jupyter.runtime.secrets import Secrets
 
 NOT_RUN = "(not run: {why})"
+# How a write approved before an interruption is summed up when, at the resume, its files
+# already held its change though no commit of the session made it (typed by hand): no
+# commit is logged, and a rewind leaves those bytes as they are (``kept_changes``).
+KEPT_CHANGE = "already in place, not written by this session"
 
 
 class ContextFeed:
@@ -139,13 +143,43 @@ def next_task_text(task: str) -> str:
 
 
 def rewind_text(event: ev.Rewound) -> str:
-    text = (
-        f"(The user rewound the session to step {event.to_step}: the changes made after it were "
-        f"undone, and the files are as they were after step {event.to_step}."
-    )
-    if event.not_undone:
-        text += " Commands that ran after it could not be undone: " + "; ".join(event.not_undone)
+    kept = [x for x in event.not_undone if KEPT_CHANGE in x]
+    ran = [x for x in event.not_undone if KEPT_CHANGE not in x]
+    if kept:  # the files are not all as they were then: say which are not, and why
+        text = (
+            f"(The user rewound the session to step {event.to_step}: the changes the session "
+            "made after it were undone. Changes it found in place and did not write were left "
+            "as they are: " + "; ".join(kept) + "."
+        )
+    else:
+        text = (
+            f"(The user rewound the session to step {event.to_step}: the changes made after it "
+            f"were undone, and the files are as they were after step {event.to_step}."
+        )
+    if ran:
+        text += " Commands that ran after it could not be undone: " + "; ".join(ran)
     return text + ")"
+
+
+def kept_changes(path: Sequence[ev.Event], after: int) -> list[str]:
+    """The writes of steps after ``after`` on ``path`` whose change was found in place at a
+    resume and not written by the session (an ok ``observation`` of a write with no
+    ``commit``): a rewind leaves their files as they are, and says so with these lines."""
+    writes = {
+        (e.step, e.call_id) for e in path if isinstance(e, ev.ToolProposed) and e.kind == "write"
+    }
+    committed = {(e.step, e.call_id) for e in path if isinstance(e, ev.Committed)}
+    paths = {(e.step, e.call_id): e.paths for e in path if isinstance(e, ev.DiffStaged)}
+    return [
+        f"step {e.step}: {', '.join(paths.get((e.step, e.call_id), [])) or e.tool} "
+        f"({KEPT_CHANGE}): left as it is"
+        for e in path
+        if isinstance(e, ev.Observed)
+        and e.ok
+        and e.step > after
+        and (e.step, e.call_id) in writes
+        and (e.step, e.call_id) not in committed
+    ]
 
 
 def data_of(event: ev.Observed) -> str:
@@ -182,15 +216,30 @@ def branch_events(events: Sequence[ev.Event], branch: int) -> list[ev.Event]:
     made = branches(events)
     if branch not in made:
         raise LogError(f"the log has no branch {branch} (it has {sorted(made)})")
-    rewind = made[branch]
-    if rewind is None:
-        return [e for e in events if e.branch == 0]
-    before = [
-        e
-        for e in branch_events(events, rewind.parent)
-        if e.seq < rewind.seq and e.step <= rewind.to_step
-    ]
-    return [*before, *(e for e in events if e.branch == branch)]
+    # The chain of branches from 0 to ``branch``, each with the bounds the rewinds after it
+    # put on its events: before the first of them, and no later than the lowest step they
+    # went back to. One pass per branch, not one per ancestor: a session rewound a thousand
+    # times is a chain a thousand deep (recursing would overflow the stack).
+    bounds: dict[int, tuple[int, int]] = {}  # branch -> (events before this seq, up to step)
+    seq, step = -1, -1
+    current: int | None = branch
+    while current is not None:
+        bounds[current] = (seq, step)
+        rewind = made[current]
+        if rewind is None:
+            current = None
+        else:
+            seq = rewind.seq if seq < 0 else min(seq, rewind.seq)
+            step = rewind.to_step if step < 0 else min(step, rewind.to_step)
+            current = rewind.parent
+    own: dict[int, list[ev.Event]] = {b: [] for b in bounds}
+    for event in events:
+        limit = bounds.get(event.branch)
+        if limit is None:
+            continue
+        if limit[0] < 0 or (event.seq < limit[0] and event.step <= limit[1]):
+            own[event.branch].append(event)
+    return [e for b in sorted(bounds) for e in own[b]]
 
 
 # -- rebuilding a session's state -------------------------------------------------------------

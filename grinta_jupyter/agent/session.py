@@ -37,11 +37,13 @@ from grinta_jupyter.agent.condense import condense_with_model, request_budget, t
 from grinta_jupyter.agent.context import Context, one_line
 from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
 from grinta_jupyter.agent.history import (
+    KEPT_CHANGE,
     ContextFeed,
     Rebuilt,
     branch_events,
     branches,
     check_sequence,
+    kept_changes,
     limits_from,
     rebuild,
     recorded_proposal,
@@ -538,12 +540,12 @@ class Session:
             and e.commit_id not in undone
             and e.call_id in staged_here
         ]
-        if any(not e.commit_id for e in later):
-            nameless = next(e for e in later if not e.commit_id)
-            raise RewindError(
-                f"nothing was rewound: the log cannot name the commit of step {nameless.step} "
-                "(it was written by an older version or edited), so it cannot be undone"
-            )
+        nameless = next((e for e in later if not e.commit_id), None)
+        if nameless is not None:
+            raise RewindError(f"nothing was rewound: {_unnamed(nameless, path)}")
+        foreign = self._not_this_sessions(later)
+        if foreign is not None:
+            raise RewindError(f"nothing was rewound: {foreign}")
         commits = [e.commit_id for e in later if e.commit_id]
         ran = {e.call_id: e for e in path if isinstance(e, ev.ToolProposed)}
         not_undone = [
@@ -555,6 +557,8 @@ class Session:
             and ran[e.call_id].kind == "command"
             and e.exit_code is not None
         ]
+        # Changes found in place at a resume, not written by the session: left, and said.
+        not_undone += kept_changes(path, step)
         # The state to go on from, before any file changes: a history that cannot be
         # rebuilt (an edited log) refuses the rewind with every file as it was.
         try:
@@ -572,8 +576,37 @@ class Session:
             obs = self.runtime.undo_commits(commits)
             if not obs.ok and not self._rewound_already(later, path, obs):
                 assert obs.error is not None
-                raise RewindError(f"nothing was rewound: {obs.error.message}")
+                advice = ""
+                if obs.error.code == STALE_FILE:
+                    advice = (
+                        ": keep that change elsewhere and put the file back as the session "
+                        "left it, or rewind to a step after the last commit that wrote it"
+                    )
+                raise RewindError(f"nothing was rewound: {obs.error.message}{advice}")
             return self._rewound(step, state, commits, not_undone)
+
+    def _not_this_sessions(self, later: list[ev.Committed]) -> str | None:
+        """Why one of ``later`` is not a commit this session made, if one is not: its kept
+        undo record names another session or call as its maker (or, made by an older version
+        that names none, other files). A log edited to name another's commit must not make a
+        rewind undo that work."""
+        kept = {record.id: record for record in self.runtime.journal.history()}
+        for commit in later:
+            record = kept.get(commit.commit_id or "")
+            if record is None:
+                continue  # gone: the undo refuses it (COMMIT_GONE), or it was rewound already
+            if record.owner is None:
+                if sorted(record.files) == sorted(commit.paths):
+                    continue
+            elif record.owner == self._owner(ToolCall(commit.call_id, "", "")):
+                continue
+            return (
+                f"the log names commit {commit.commit_id} for step {commit.step}, but that "
+                f"commit was made by {record.owner or 'another call'} ({record.label}): the "
+                "log was edited or mixed with another's, so it cannot be trusted to say what to "
+                "undo; undo the session's changes by hand"
+            )
+        return None
 
     def _rewound_already(
         self, later: list[ev.Committed], path: list[ev.Event], obs: Observation
@@ -688,8 +721,13 @@ class Session:
                     and self._landed(staged)
                     and not self._made_by_another(call, staged)
                 ):
-                    self._recover(call, staged)
-                    recovered.append(call.id)
+                    if self._commit_logged(call) or self.runtime.find_commit(
+                        staged.base, staged.after, self._owner(call)
+                    ):
+                        self._recover(call, staged)
+                        recovered.append(call.id)
+                    else:  # the bytes are there, but no commit of this session wrote them
+                        self._found_in_place(call, staged)
                     continue
                 part = (
                     self._landed_hunks(call, staged, partly[call.id])
@@ -826,15 +864,7 @@ class Session:
         # Named, so that a rewind undoes it like any other (its undo record says which);
         # once only: a commit logged before the interruption (its observation was not) is
         # already in the log, and a rewind would undo it twice.
-        # (Models reuse call ids across replies: only what follows this call's proposal.)
-        path = branch_events(self.log.events, self.branch)
-        start = max(
-            i for i, e in enumerate(path) if isinstance(e, ev.ToolProposed) and e.call_id == call.id
-        )
-        logged = any(
-            isinstance(e, ev.Committed) and e.ok and e.call_id == call.id for e in path[start:]
-        )
-        if not logged:
+        if not self._commit_logged(call):
             commit_id = self.runtime.find_commit(staged.base, staged.after, self._owner(call))
             self._emit(
                 ev.Committed(call_id=call.id, ok=True, commit_id=commit_id, paths=staged.paths),
@@ -849,6 +879,54 @@ class Session:
                 target=target_of(step.proposal),
                 summary=f"{call.name} -> committed before the interruption",
                 notes=notes,
+                fenced=False,
+            ),
+            step.number,
+        )
+        self.guards.after(step.number, step.proposal, step.observation, False)
+
+    def _commit_logged(self, call: ToolCall) -> bool:
+        """Whether the log holds a commit of ``call`` after its last proposal (models reuse
+        call ids across replies: only what follows this call's proposal is its own)."""
+        path = branch_events(self.log.events, self.branch)
+        start = max(
+            i for i, e in enumerate(path) if isinstance(e, ev.ToolProposed) and e.call_id == call.id
+        )
+        return any(
+            isinstance(e, ev.Committed) and e.ok and e.call_id == call.id for e in path[start:]
+        )
+
+    def _found_in_place(self, call: ToolCall, staged: ev.DiffStaged) -> None:
+        """Record an approved write whose change the files already held at the resume, though
+        no commit of this session made it (the same fix typed by hand after the commit was
+        interrupted, or a commit whose undo record is gone): done, as the user approved it,
+        but with no ``commit`` event, so a rewind leaves those bytes alone and says so
+        (``history.kept_changes``) instead of restoring what the session never wrote."""
+        proposed = next(
+            e
+            for e in reversed(self.log.events)
+            if isinstance(e, ev.ToolProposed) and e.call_id == call.id
+        )
+        step = Step(len(self.steps) + 1, call, recorded_proposal(proposed, staged))
+        step.decision = "approve"
+        self.steps.append(step)
+        paths = ", ".join(staged.paths)
+        text = (
+            f"{call.name} was not applied: when the session resumed, {paths} already held "
+            "exactly what it would write, and no commit of this session the workspace keeps "
+            "wrote it (a change made outside the session, such as the same edit typed by "
+            "hand, or a commit whose undo record is gone); nothing was written, and a rewind "
+            "leaves it as it is"
+        )
+        step.observation = Observation(True, text)
+        self._emit(
+            ev.Observed(
+                call_id=call.id,
+                tool=call.name,
+                ok=True,
+                output=text,
+                target=target_of(step.proposal),
+                summary=f"{call.name} -> {KEPT_CHANGE}",
                 fenced=False,
             ),
             step.number,
@@ -1606,6 +1684,33 @@ def _redacted_arguments(call: ToolCall) -> str | None:
     )
 
 
+def _unnamed(commit: ev.Committed, path: Sequence[ev.Event]) -> str:
+    """Why a rewind cannot undo ``commit``, a commit the log records without its id."""
+    observed = next(
+        (
+            e
+            for e in path
+            if isinstance(e, ev.Observed) and e.step == commit.step and e.call_id == commit.call_id
+        ),
+        None,
+    )
+    files = ", ".join(commit.paths) or "its files"
+    if observed is not None and observed.summary.endswith("-> committed before the interruption"):
+        # Written so by a version that logged a change found in place at a resume as a commit.
+        return (
+            f"the commit of step {commit.step} was recorded, without an id, when the session "
+            f"resumed and found its change already in {files} (an older version recorded so a "
+            "change no commit of the session had made, such as the same edit typed by hand), "
+            "so the rewind cannot tell what to restore: rewind to "
+            f"step {commit.step} or later, or put {files} back by hand"
+        )
+    return (
+        f"the log cannot name the commit of step {commit.step} (it was written by an older "
+        f"version or edited), so it cannot be undone: rewind to step {commit.step} or later, "
+        f"or put {files} back by hand"
+    )
+
+
 def _stale(recorded: ev.DiffStaged | None, proposal: Proposal) -> str | None:
     """What changed since a resumed call was first staged, if anything did."""
     if recorded is None:
@@ -1618,7 +1723,9 @@ def _stale(recorded: ev.DiffStaged | None, proposal: Proposal) -> str | None:
     ]
     if not changed and proposal.diff == recorded.diff:
         return None
-    where = ", ".join(changed) if changed else ", ".join(proposal.paths) or "the target"
+    # A call that no longer stages (its file deleted, its text gone) names the files it
+    # was staged on.
+    where = ", ".join(changed or proposal.paths or recorded.paths) or "the target"
     return (
         f"{where} changed since this call was first staged: the diff is staged again "
         "against the files as they are now"
