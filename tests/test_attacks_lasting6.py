@@ -219,3 +219,22 @@ def test_a_waiting_write_whose_file_was_deleted_names_it_as_stale(ws: Path) -> N
     first = resumed.steps[0]
     assert first.stale is not None and first.stale.startswith("pkg/core.py changed"), first.stale
     assert not (ws / "pkg" / "core.py").exists()
+
+
+def test_the_rewind_line_and_timeline_tell_a_change_left_as_found_from_a_command_that_ran() -> None:
+    """A change found in place and left by a rewind is not a command that ran: the notebook's
+    rewind line and the timeline said "(not undone, they ran: ...)" / "it ran, it cannot be
+    undone" of both."""
+    from grinta_jupyter.agent.history import KEPT_CHANGE
+    from grinta_jupyter.agent.updates import Rewound as RewoundUpdate
+    from grinta_jupyter.events import models as ev
+    from grinta_jupyter.jupyter.controller import rewind_line
+    from grinta_jupyter.jupyter.timeline import rewind_text
+
+    kept = f"step 3: calc.py ({KEPT_CHANGE}): left as it is"
+    ran = "step 4: `python -m pytest`"
+    line = rewind_line(RewoundUpdate(2, 1, ("c1",), (kept, ran)))
+    assert f"(not undone, they ran: {ran})" in line and f"(left as found: {kept})" in line
+    text = rewind_text(ev.Rewound(to_step=2, parent=0, undone=["c1"], not_undone=[kept, ran]))
+    assert f"it cannot be undone): {ran}" in text and f"left as found: {kept}" in text
+    assert "it cannot be undone): " + kept not in text

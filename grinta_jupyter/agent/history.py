@@ -142,9 +142,15 @@ def next_task_text(task: str) -> str:
     return NEXT_TASK + task
 
 
+def split_not_undone(not_undone: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A rewind's ``not_undone`` as (changes found in place and left as they are, commands
+    that ran): each surface words the two differently."""
+    kept = [x for x in not_undone if KEPT_CHANGE in x]
+    return kept, [x for x in not_undone if KEPT_CHANGE not in x]
+
+
 def rewind_text(event: ev.Rewound) -> str:
-    kept = [x for x in event.not_undone if KEPT_CHANGE in x]
-    ran = [x for x in event.not_undone if KEPT_CHANGE not in x]
+    kept, ran = split_not_undone(event.not_undone)
     if kept:  # the files are not all as they were then: say which are not, and why
         text = (
             f"(The user rewound the session to step {event.to_step}: the changes the session "

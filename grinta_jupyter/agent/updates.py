@@ -156,7 +156,7 @@ class Rewound:
     to_step: int
     branch: int
     undone: tuple[str, ...]  # commit ids restored, newest first
-    not_undone: tuple[str, ...]  # what ran after ``to_step`` and could not be undone
+    not_undone: tuple[str, ...]  # commands that ran after ``to_step``; changes left as found
 
 
 @dataclass(frozen=True)

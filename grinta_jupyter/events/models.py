@@ -237,7 +237,9 @@ class Rewound(Event):
     to_step: int
     parent: int  # the branch rewound
     undone: list[str] = []  # commit ids restored, newest first
-    not_undone: list[str] = []  # what ran after to_step and cannot be undone (commands)
+    # What a rewind past to_step did not undo: commands that ran, and changes the session
+    # found in place at a resume and did not write (``agent.history.KEPT_CHANGE``).
+    not_undone: list[str] = []
 
 
 class Condensed(Event):

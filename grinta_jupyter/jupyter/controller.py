@@ -794,8 +794,13 @@ def rewind_line(update: Rewound) -> str:
         f"rewound to step {update.to_step}: {undone} commit{'' if undone == 1 else 's'} "
         f"undone; the session goes on from there as branch {update.branch}"
     )
-    if update.not_undone:
-        line += f" (not undone, they ran: {'; '.join(update.not_undone)})"
+    from grinta_jupyter.agent.history import split_not_undone  # with the session, not at load
+
+    kept, ran = split_not_undone(update.not_undone)
+    if ran:
+        line += f" (not undone, they ran: {'; '.join(ran)})"
+    if kept:
+        line += f" (left as found: {'; '.join(kept)})"
     return line
 
 

@@ -25,7 +25,7 @@ from collections.abc import Sequence, Set
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from grinta_jupyter.agent.history import branch_events, recorded_proposal
+from grinta_jupyter.agent.history import branch_events, recorded_proposal, split_not_undone
 from grinta_jupyter.agent.models.base import ToolCall
 from grinta_jupyter.agent.step import DecisionKind, Step
 from grinta_jupyter.events import models as ev
@@ -190,8 +190,11 @@ def rewind_text(event: ev.Rewound) -> str:
         else "no commit to undo",
         f"the session goes on from step {event.to_step} as branch {event.branch}",
     ]
-    if event.not_undone:
-        parts.append("not undone (it ran, it cannot be undone): " + "; ".join(event.not_undone))
+    kept, ran = split_not_undone(event.not_undone)
+    if ran:
+        parts.append("not undone (it ran, it cannot be undone): " + "; ".join(ran))
+    if kept:
+        parts.append("left as found: " + "; ".join(kept))
     return "; ".join(parts)
 
 
