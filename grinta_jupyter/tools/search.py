@@ -1,7 +1,11 @@
 """search: text or regex over the workspace, plus definitions whose name matches.
 
-Respects .gitignore; results are bounded and say how many were left out.
-In a notebook only cell sources are matched (never its JSON), and a hit is
+Respects .gitignore and never looks in .git or .grinta (a ``path`` there is
+PATH_FORBIDDEN). Results are bounded, in rows (``Settings.search_max_results``)
+and in characters (``Settings.read_max_chars``, whatever the paths' length),
+and say how many were left out and why; every path they name is quoted as
+diffs quote it. Plain text may span lines (a row is the line it starts on); a
+regex is matched line by line. In a notebook only cell sources are matched (never its JSON), and a hit is
 located by cell: ``nb.ipynb::cell:<id>:<line in the cell>: text``.
 Matching is smart-case: a query without capital letters ignores case. Lines
 are the lines ``read`` numbers: split at "\n" only, without a CRLF's "\r" (so
@@ -46,6 +50,7 @@ import re
 import sys
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import regex
@@ -55,6 +60,7 @@ from grinta_jupyter.runtime.diffs import quote_path
 from grinta_jupyter.runtime.errors import (
     FILE_TOO_LARGE,
     INVALID_ARGS,
+    PATH_FORBIDDEN,
     SEARCH_TIMEOUT,
     Candidate,
     ToolFailure,
@@ -64,7 +70,7 @@ from grinta_jupyter.runtime.files import FileRefused, read_regular
 from grinta_jupyter.runtime.notebook import Notebook, is_notebook
 from grinta_jupyter.runtime.secrets import process_secrets
 from grinta_jupyter.runtime.textfile import split_lines
-from grinta_jupyter.runtime.workspace import Skipped, skipped_note
+from grinta_jupyter.runtime.workspace import FORBIDDEN_DIRS, Skipped, skipped_note
 from grinta_jupyter.tools.base import Args, ReadResult, ToolContext, ToolSpec
 
 # The stdlib's regex parser, only to measure a pattern before compiling it.
@@ -133,16 +139,12 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
     if len(args.query) > MAX_QUERY_CHARS:
         raise fail(INVALID_ARGS, f"query is over {MAX_QUERY_CHARS} characters; search a part")
     pattern = _compile(args.query, args.regex)
-    under = ctx.workspace.resolve(args.path).rel if args.path else ""
+    under = _searched_path(args.path, ctx) if args.path else ""
     settings = ctx.settings
     clock = _Clock(settings.search_timeout, ctx.cancel)
-    limit = settings.search_max_results
-    sections = []
     definitions = _definitions(args, ctx, under)
-    if definitions:
-        sections.append("definitions:\n" + "\n".join(definitions))
 
-    shown = _Rows(limit)
+    shown = _Rows(settings.search_max_results)
     total = files_with_hits = skips = 0
     skipped: list[Skipped] = []
     try:
@@ -169,20 +171,90 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
         if expired.slow:
             raise _too_slow(expired.where, shown) from None
         raise _timeout(args, settings.search_timeout, expired.where, shown) from None
-    skip_line = f"skipped {skipped_note(skipped, skips)}" if skips else ""
+    budget = _Budget(settings.read_max_chars)
+    skip_line = f"skipped {_skip_note(skipped, skips, budget)}" if skips else ""
     if not shown and not definitions:
         where = f" in {quote_path(under)}" if under else ""
-        return "\n".join(filter(None, [f"no matches for {args.query!r}{where}", skip_line]))
+        note = _NO_LINE_BREAKS if args.regex and _LINE_BREAK.search(args.query) else ""
+        return "\n".join(filter(None, [f"no matches for {args.query!r}{where}{note}", skip_line]))
+    sections = []
+    if definitions:
+        kept = budget.take(definitions)
+        left_out = (
+            f" ({len(definitions) - len(kept)} not shown: {budget.why})" if budget.why else ""
+        )
+        sections.append(f"definitions{left_out}:\n" + "\n".join(kept))
     if shown:
-        head = f"{total} matching line{'s' if total != 1 else ''} in {files_with_hits} file{'s' if files_with_hits != 1 else ''}"
-        if total > len(shown):
-            head += f" ({total - len(shown)} not shown; narrow the query or path)"
         # A name holding a newline would forge rows: such names are quoted, as diffs quote them.
-        rows = [f"{quote_path(rel)}:{number}: {line}" for rel, number, line in shown]
+        rows = budget.take(f"{quote_path(rel)}:{number}: {line}" for rel, number, line in shown)
+        head = f"{total} matching line{'s' if total != 1 else ''} in {files_with_hits} file{'s' if files_with_hits != 1 else ''}"
+        if total > len(rows):
+            why = f": {budget.why}" if len(rows) < len(shown) else ""
+            head += f" ({total - len(rows)} not shown{why}; narrow the query or path)"
         sections.append(head + ":\n" + "\n".join(rows))
     if skip_line:
         sections.append(skip_line)
     return "\n\n".join(sections)
+
+
+# A regex is matched line by line, so one that names a line break never matches.
+_LINE_BREAK = re.compile(r"\n|\\n|\r|\\r")
+_NO_LINE_BREAKS = (
+    " (a regex is matched one line at a time, so a line break in it never matches: "
+    "search for one of its lines, or search the plain text, which may span lines)"
+)
+
+
+def _searched_path(path: str, ctx: ToolContext) -> str:
+    """The folder or file ``path`` names, if search may look there: never in git's or
+    grinta's own state (.git, .grinta: undo records, session logs), which the walk of the
+    whole workspace leaves out too."""
+    rel = ctx.workspace.resolve(path).rel
+    if any(part.casefold() in FORBIDDEN_DIRS for part in rel.split("/")):
+        raise fail(
+            PATH_FORBIDDEN,
+            f"{path!r} is inside .git or .grinta: search never looks in git's or grinta's own "
+            "state; search the project's files",
+        )
+    return rel
+
+
+class _Budget:
+    """What is left of ``Settings.read_max_chars`` for a search's rows: the result is read
+    whole by the model, and one path can be 4,096 bytes (24 KB once quoted), so 50 rows
+    could be over a megabyte. ``HEADS`` is kept for the section heads and notes."""
+
+    HEADS = 600
+
+    def __init__(self, chars: int) -> None:
+        self.chars = chars
+        self.left = max(chars - self.HEADS, 0)
+        self.why = ""
+
+    def take(self, rows: Iterable[str]) -> list[str]:
+        """The first ``rows`` that fit; past the first that does not, none."""
+        kept: list[str] = []
+        for row in rows:
+            if len(row) + 1 > self.left:
+                self.why = f"the rows would pass the {self.chars:,}-character limit of a result"
+                break
+            kept.append(row)
+            self.left -= len(row) + 1
+        return kept
+
+
+def _skip_note(skipped: list[Skipped], count: int, budget: _Budget) -> str:
+    """The files passed over, quoted as rows quote them, naming as many as fit a quarter of
+    the budget (the rows come first)."""
+    named = [Skipped(quote_path(item.rel), item.reason) for item in skipped]
+    note = skipped_note(named, count)
+    while named and len(note) > budget.left // 4:
+        named.pop()
+        note = skipped_note(named, count)
+    if not named:
+        note = f"{count} file{'s' if count != 1 else ''} (their names are too long to list)"
+    budget.left -= len(note)
+    return note
 
 
 def _compile(query: str, is_regex: bool) -> regex.Pattern[str]:
@@ -190,7 +262,10 @@ def _compile(query: str, is_regex: bool) -> regex.Pattern[str]:
     ignore_case = not any(c.isupper() for c in query)
     flags = regex.IGNORECASE if ignore_case else 0
     if not is_regex:  # a literal cannot backtrack, and this engine finds it in linear time
-        return regex.compile(regex.escape(query), flags, cache_pattern=False)
+        # Its line breaks match a Windows file's too (a line is compared without its "\r").
+        lines = query.replace("\r\n", "\n").split("\n")
+        literal = r"\r?\n".join(regex.escape(line) for line in lines)
+        return regex.compile(literal, flags, cache_pattern=False)
     units = _expanded_size(query)
     if _FULLCASE_FLAG.search(query):
         units *= FULLCASE_UNIT_COST
@@ -296,11 +371,11 @@ def _scan(
 
     Lines are the lines ``read`` numbers: a CRLF line's "\r" is no part of it (``;$``
     found nothing in a Windows file), and a final newline starts no line (``^$`` hit one
-    past the end). A literal that holds no line break cannot reach past its line, so it is
-    looked for in the whole text, once per line it occurs on; a regex may (``a\\s+b``,
-    ``^``, lookarounds), so it is matched line by line.
+    past the end). Plain text is looked for in the whole text, once per line an occurrence
+    starts on (so text holding line breaks is found too); a regex is matched line by line
+    (``a\\s+b``, ``^`` and lookarounds would otherwise read across lines).
     """
-    if literal and "\n" not in pattern.pattern and "\r" not in pattern.pattern:
+    if literal and "\r" not in pattern.pattern:  # a lone "\r" is looked for within lines
         return _scan_literal(rel, text, pattern, clock, shown)
     hits = 0
     for number, line in enumerate(split_lines(text), 1):
@@ -317,7 +392,8 @@ def _scan_literal(
     clock: _Clock,
     shown: _Rows,
 ) -> int:
-    """``_scan`` for a literal without a line break: one pass over the text per hit line."""
+    """``_scan`` for plain text: one pass over the text per hit line. An occurrence spanning
+    lines is shown by its first line, and the next is looked for from the line after."""
     hits = 0
     number, counted = 1, 0  # the line number at offset ``counted``
     at = 0
@@ -326,7 +402,7 @@ def _scan_literal(
         if found is None:
             return hits
         start = text.rfind("\n", 0, found.start()) + 1
-        end = text.find("\n", found.end())
+        end = text.find("\n", found.start())
         end = len(text) if end < 0 else end
         number += text.count("\n", counted, start)
         counted = start
@@ -429,7 +505,7 @@ def _definitions(args: SearchArgs, ctx: ToolContext, under: str) -> list[str]:
     except RuntimeError:  # a runtime without a symbol index
         return []
     rows = [
-        f"{s.location}:{s.def_line}: {s.kind} {s.qualname}"
+        f"{quote_path(s.location)}:{s.def_line}: {s.kind} {s.qualname}"
         for s in symbols
         if not under or s.path == under or s.path.startswith(under.rstrip("/") + "/")
     ]
