@@ -115,3 +115,18 @@ def test_search_never_looks_in_git_or_grinta_state(root: Path, path: str) -> Non
     assert "made.py" not in proposal.error.message
     # The whole workspace's search finds the project's file and nothing of the state.
     assert _output(runtime, {"query": "made.py"}) == "no matches for 'made.py'"
+
+
+@pytest.mark.parametrize("path", [".grinta", ".grinta/undo", "sub/.git/config", "state", ".GRINTA"])
+def test_read_never_looks_in_git_or_grinta_state(root: Path, path: str) -> None:
+    """As search: ``read {"path": ".grinta"}`` listed the undo records, and a record's
+    manifest or ``sub/.git/config`` (a remote's credentials) read whole, also through a link."""
+    runtime = Runtime(root, "intent", Settings())
+    runtime.call("create", {"path": "made.py", "content": "value = 1\n"})  # an undo record
+    (root / "sub" / ".git").mkdir(parents=True)
+    (root / "sub" / ".git" / "config").write_text("url = https://made.py@example.com\n")
+    os.symlink(".grinta", root / "state")
+    proposal = runtime.propose("read", {"path": path})
+    assert proposal.error is not None and proposal.error.code == PATH_FORBIDDEN
+    assert "run git" in proposal.error.message
+    assert runtime.propose("read", {"path": "made.py"}).error is None

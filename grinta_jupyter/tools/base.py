@@ -25,6 +25,7 @@ from grinta_jupyter.runtime.errors import (
     FILE_TOO_LARGE,
     INVALID_ARGS,
     NOTEBOOK_INVALID,
+    PATH_FORBIDDEN,
     READ_ONLY_FILE,
     ToolFailure,
     fail,
@@ -34,7 +35,7 @@ from grinta_jupyter.runtime.notebook import decode_file
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation, ToolKind
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import TextFile
-from grinta_jupyter.runtime.workspace import Workspace, WorkspacePath
+from grinta_jupyter.runtime.workspace import FORBIDDEN_DIRS, Workspace, WorkspacePath
 
 if TYPE_CHECKING:
     from grinta_jupyter.code.index import SymbolIndex
@@ -121,6 +122,19 @@ class ToolContext:
         if self._symbols is None:
             raise RuntimeError("this runtime has no symbol index")
         return self._symbols()
+
+    def resolve_readable(self, path: str) -> WorkspacePath:
+        """``path`` resolved for a read or a search: never in git's or grinta's own state
+        (.git, .grinta: undo records, session logs, a remote's credentials), which the walk
+        of the whole workspace leaves out too; git's state is read through ``git``."""
+        where = self.workspace.resolve(path)
+        if any(part.casefold() in FORBIDDEN_DIRS for part in where.rel.split("/")):
+            raise fail(
+                PATH_FORBIDDEN,
+                f"{path!r} is inside .git or .grinta: reads and searches never look in git's or "
+                "grinta's own state; read the project's files (git's state: run git)",
+            )
+        return where
 
     def read_file(self, path: str) -> tuple[WorkspacePath, TextFile]:
         """Resolve and decode an existing file for reading (a notebook as its cells; one

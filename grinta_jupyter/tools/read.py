@@ -50,7 +50,7 @@ def stage(args: ReadArgs, ctx: ToolContext) -> ReadResult:
         return _read_symbol(args, ctx)
     if not args.path:
         raise fail(INVALID_ARGS, "give a path, or a symbol")
-    where = ctx.workspace.resolve(args.path)
+    where = ctx.resolve_readable(args.path)
     if _is_folder(where.abs):
         return ReadResult(_listing(where.rel, ctx))
     where, textfile = ctx.read_file(args.path)

@@ -60,7 +60,6 @@ from grinta_jupyter.runtime.diffs import quote_path
 from grinta_jupyter.runtime.errors import (
     FILE_TOO_LARGE,
     INVALID_ARGS,
-    PATH_FORBIDDEN,
     SEARCH_TIMEOUT,
     Candidate,
     ToolFailure,
@@ -70,7 +69,7 @@ from grinta_jupyter.runtime.files import FileRefused, read_regular
 from grinta_jupyter.runtime.notebook import Notebook, is_notebook
 from grinta_jupyter.runtime.secrets import process_secrets
 from grinta_jupyter.runtime.textfile import split_lines
-from grinta_jupyter.runtime.workspace import FORBIDDEN_DIRS, Skipped, skipped_note
+from grinta_jupyter.runtime.workspace import Skipped, skipped_note
 from grinta_jupyter.tools.base import Args, ReadResult, ToolContext, ToolSpec
 
 # The stdlib's regex parser, only to measure a pattern before compiling it.
@@ -139,7 +138,7 @@ def _search(args: SearchArgs, ctx: ToolContext) -> str:
     if len(args.query) > MAX_QUERY_CHARS:
         raise fail(INVALID_ARGS, f"query is over {MAX_QUERY_CHARS} characters; search a part")
     pattern = _compile(args.query, args.regex)
-    under = _searched_path(args.path, ctx) if args.path else ""
+    under = ctx.resolve_readable(args.path).rel if args.path else ""
     settings = ctx.settings
     clock = _Clock(settings.search_timeout, ctx.cancel)
     definitions = _definitions(args, ctx, under)
@@ -203,20 +202,6 @@ _NO_LINE_BREAKS = (
     " (a regex is matched one line at a time, so a line break in it never matches: "
     "search for one of its lines, or search the plain text, which may span lines)"
 )
-
-
-def _searched_path(path: str, ctx: ToolContext) -> str:
-    """The folder or file ``path`` names, if search may look there: never in git's or
-    grinta's own state (.git, .grinta: undo records, session logs), which the walk of the
-    whole workspace leaves out too."""
-    rel = ctx.workspace.resolve(path).rel
-    if any(part.casefold() in FORBIDDEN_DIRS for part in rel.split("/")):
-        raise fail(
-            PATH_FORBIDDEN,
-            f"{path!r} is inside .git or .grinta: search never looks in git's or grinta's own "
-            "state; search the project's files",
-        )
-    return rel
 
 
 class _Budget:
