@@ -48,7 +48,8 @@ manifest names the undo records it consumes (``undoes``; a rewind's several:
 by the recovery that finishes it, so no crash leaves a record that would
 restore again what is already restored; a record gone by the decision (undone
 meanwhile by another process) makes the undo a StaleError. A temp file takes
-its target's owner and group (where the OS allows), and a forked child closes
+its target's owner, group and extended attributes (where the OS allows; a new
+file gets 0666 less the umask), and a forked child closes
 its copies of the lock descriptors (a flock is shared across ``fork``).
 
 Targets are reached only through folder descriptors opened one component at a
@@ -376,7 +377,7 @@ class Journal:
         with _faults("the workspace folder"):
             tree = Tree(self.root)  # checks and stages through these folder descriptors
         try:
-            modes = [self._check(tree, write).mode for write in writes]
+            modes = [self._mode(tree, write) for write in writes]
             manifest = self._manifest(txid, label, writes, modes, tree, keep_undo, undoes)
             manifest = replace(manifest, consumes=consumes, owner=owner)
             own_lock = self._begin(txid)
@@ -412,6 +413,7 @@ class Journal:
                     with _faults(write.path):
                         staged[i] = stage(tree, write.path, write.new, entry.tmp, entry.mode)
                         _take_owner(staged[i][0], write.path, entry.tmp, entry.mode)
+                        _keep_xattrs(staged[i][0], write.path, entry.tmp)
                 step(f"staged-{i}")
             with _faults("the workspace folder"):
                 for parent in {fd for fd, _, _ in staged.values()}:
@@ -476,6 +478,30 @@ class Journal:
         if found.locked:
             raise ReadOnlyError(write.path, found.locked)
         return found
+
+    def _mode(self, tree: Tree, write: FileWrite) -> int | None:
+        """The mode for ``write``'s temp file: its target's; for a file it creates, the one any
+        program's new file gets (0666 less the umask), unless a default ACL of its folder
+        decides that (None: the temp file's own default, which the ACL then filters)."""
+        found = self._check(tree, write)
+        if found.mode is not None or write.new is None:
+            return found.mode
+        umask = _umask()
+        if umask is None or not hasattr(os, "getxattr"):  # not Linux: as before
+            return None
+        parent_rel, _ = split(write.path)
+        missing = tree.missing(parent_rel)
+        existing = split(missing[0])[0] if missing else parent_rel  # inherits its default ACL
+        try:
+            os.getxattr(tree.folder(existing), _DEFAULT_ACL)
+        except StaleError:
+            return None  # the last check says so
+        except OSError as exc:
+            if exc.errno not in (errno.ENODATA, errno.EOPNOTSUPP, errno.ENOTSUP):
+                return None
+        else:
+            return None
+        return 0o666 & ~umask
 
     def _check_again(
         self,
@@ -766,6 +792,8 @@ class Journal:
         for name in names:
             folder = self.undo_dir / name
             try:
+                if not stat.S_ISDIR(os.lstat(folder).st_mode):
+                    continue  # a link planted among the records: never read or undone through
                 manifest = _load_manifest(folder)
             except (OSError, DamagedJournal):
                 continue
@@ -1002,17 +1030,33 @@ def _remove(folder: Path, *, manifest_first: bool) -> None:
 
     A journal keeps its manifest to the end (recovery reads it and finishes the
     job); an undo record loses it first (it is no longer listed, not damaged).
+
+    The folder is opened without following a link and emptied through that descriptor: a
+    repository can ship ``.grinta/undo/<old id>`` as a link to a folder elsewhere, and
+    pruning it by name deleted every file in that folder. A link or file planted where a
+    record should be is removed itself, never what it points to.
     """
-    manifest = folder / MANIFEST
-    with contextlib.suppress(OSError):
-        if manifest_first:
-            manifest.unlink(missing_ok=True)
-        for name in os.listdir(folder):
-            if name != MANIFEST:
-                (folder / name).unlink()
-        manifest.unlink(missing_ok=True)
-        folder.rmdir()
-    shutil.rmtree(folder, ignore_errors=True)  # whatever a fault left
+    try:
+        fd = os.open(folder, _STATE_DIR)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # not a folder of ours: drop the name
+            with contextlib.suppress(OSError):
+                os.unlink(folder)
+        return
+    try:
+        with contextlib.suppress(OSError):
+            if manifest_first:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(MANIFEST, dir_fd=fd)
+            for name in os.listdir(fd):
+                if name != MANIFEST:
+                    os.unlink(name, dir_fd=fd)
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(MANIFEST, dir_fd=fd)
+            folder.rmdir()
+    finally:
+        os.close(fd)
+    shutil.rmtree(folder, ignore_errors=True)  # whatever a fault left (never follows a link)
 
 
 def _names(manifest: Manifest, most: int = 5) -> str:
@@ -1103,6 +1147,58 @@ def _take_owner(parent: int, path: str, tmp: str, mode: int | None) -> None:
         os.chown(tmp, target.st_uid, target.st_gid, dir_fd=parent, follow_symlinks=False)
         if mode is not None:
             chmod_temp(parent, tmp, mode)  # chown drops set-user-ID and set-group-ID bits
+
+
+# Extended attributes a rewrite must not carry to new bytes: file capabilities (a write
+# clears them) and integrity hashes of the old bytes.
+_XATTRS_NOT_KEPT = frozenset({"security.capability", "security.ima", "security.evm"})
+_DEFAULT_ACL = "system.posix_acl_default"
+
+
+def _keep_xattrs(parent: int, path: str, tmp: str) -> None:
+    """Give the temp file ``tmp`` the extended attributes of its target ``path``, if it has one:
+    its POSIX ACL (``system.posix_acl_access``), ``user.*`` tags, its SELinux label.
+
+    The rename puts the temp file in the target's place: without this, a colleague whom an
+    ACL let edit the file lost that right at the agent's first edit. An attribute the OS
+    refuses to set (another user's label, not root) is left out; nothing else changes.
+    """
+    if not hasattr(os, "listxattr"):  # Linux only
+        return
+    try:
+        source = os.open(split(path)[1], READ, dir_fd=parent)
+    except OSError:
+        return  # a new file (or one gone or replaced since: the last check says so)
+    try:
+        if not stat.S_ISREG(os.fstat(source).st_mode):
+            return
+        names = [name for name in os.listxattr(source) if name not in _XATTRS_NOT_KEPT]
+        if not names:
+            return
+        target = os.open(tmp, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=parent)
+        try:
+            for name in names:
+                with contextlib.suppress(OSError):
+                    os.setxattr(target, name, os.getxattr(source, name))
+        finally:
+            os.close(target)
+    except OSError:
+        return  # a file system without extended attributes
+    finally:
+        os.close(source)
+
+
+def _umask() -> int | None:
+    """This process's umask, read without changing it (``os.umask`` sets it, and a file
+    another thread creates meanwhile would get mode 0666); None where it cannot be read."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _fsync_dir(directory: Path) -> None:
