@@ -130,3 +130,22 @@ def test_read_never_looks_in_git_or_grinta_state(root: Path, path: str) -> None:
     assert proposal.error is not None and proposal.error.code == PATH_FORBIDDEN
     assert "run git" in proposal.error.message
     assert runtime.propose("read", {"path": "made.py"}).error is None
+
+
+def test_a_notebook_made_large_by_its_outputs_is_still_searched(root: Path) -> None:
+    """A notebook with a few images passed search's 2 MB limit on its whole file and was
+    skipped ("b2.ipynb (5.0 MB, over the 2.0 MB limit for search)"), though search reads only
+    its cells' sources; it is held to the limit of a file to read or edit instead."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    cell = nbformat.v4.new_code_cell("plot(needle_series)\n")
+    cell.outputs = [
+        nbformat.v4.new_output("display_data", data={"image/png": "iVBORw0KGgo" + "A" * 5_000_000})
+    ]
+    notebook.cells = [cell]
+    nbformat.write(notebook, str(root / "b2.ipynb"))
+    (root / "big.txt").write_text("needle_series\n" + "x" * 3_000_000)
+    output = _output(Runtime(root, "intent", Settings()), {"query": "needle_series"})
+    assert output.splitlines()[1].startswith("b2.ipynb::cell:"), output
+    assert "big.txt (" in output  # a plain file that large is still skipped, and named

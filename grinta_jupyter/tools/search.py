@@ -303,9 +303,14 @@ def _weight(items: Any) -> int:
 
 
 def _text(rel: str, ctx: ToolContext) -> str | Skipped:
-    """The file's text, or why it is skipped."""
+    """The file's text, or why it is skipped. A notebook is held to the limit of a file to
+    read or edit, not of a file to search: its outputs (images, tables) make most of its
+    size, and search looks only at its cells' sources."""
+    limit = ctx.settings.search_max_file_bytes
+    if is_notebook(rel):
+        limit = max(limit, ctx.settings.max_file_bytes)
     try:
-        data, _ = read_regular(ctx.workspace.root / rel, rel, ctx.settings.search_max_file_bytes)
+        data, _ = read_regular(ctx.workspace.root / rel, rel, limit)
     except FileRefused as refused:
         limit = " for search" if refused.error.code == FILE_TOO_LARGE else ""
         return Skipped(rel, refused.reason + limit)
