@@ -100,15 +100,23 @@ class OutputBuffer:
         self.total = 0
 
     def feed(self, chunk: bytes) -> None:
+        """Keep what ``chunk`` adds to the head and the tail. Costs memory in proportion to
+        the limit, not to ``chunk``: executed code writes a whole string at once (``print``
+        of 400 MB), and copying it here would raise the kernel's peak by twice its size."""
         self.total += len(chunk)
+        rest = memoryview(chunk)  # slices of a view copy nothing
         room = self.head_limit - len(self._head)
         if room > 0:
-            self._head += chunk[:room]
-            chunk = chunk[room:]
-        if chunk and self.tail_limit:
-            self._tail += chunk
-            if len(self._tail) > 2 * self.tail_limit:  # trimmed now and then: linear overall
-                del self._tail[: -self.tail_limit]
+            self._head += rest[:room]
+            rest = rest[room:]
+        if not rest or not self.tail_limit:
+            return
+        if len(rest) >= self.tail_limit:  # the chunk alone fills the tail
+            self._tail[:] = rest[len(rest) - self.tail_limit :]
+            return
+        self._tail += rest
+        if len(self._tail) > 2 * self.tail_limit:  # trimmed now and then: linear overall
+            del self._tail[: -self.tail_limit]
 
     @property
     def head(self) -> bytes:

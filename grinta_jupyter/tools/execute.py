@@ -60,13 +60,15 @@ Output capture (tools/capture.py): while code runs, ``sys.stdout`` and
 ``sys.stderr`` are stand-ins that route each write by thread; only the
 executing thread's writes are captured, the kernel's and other threads' go
 where they went before. Threads the code starts, and writes straight to file
-descriptors, are not captured.
+descriptors, are not captured. Input (``_NoInput``): the executing thread finds stdin
+closed, as a ``run`` command does (``input()`` and ``getpass`` raise EOFError).
 """
 
 from __future__ import annotations
 
 import ast
 import base64
+import builtins
 import collections
 import ctypes
 import dataclasses
@@ -102,7 +104,7 @@ from grinta_jupyter.runtime.secrets import Secrets
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools.base import Args, CommandResult, Settings, ToolContext, ToolSpec
 from grinta_jupyter.tools.capture import ROUTER
-from grinta_jupyter.tools.run import bound_output, render_output
+from grinta_jupyter.tools.run import bound_output, render_output, strip_ansi
 from grinta_jupyter.tools.values import kernel_secrets, loaded_module, own_entry
 
 if TYPE_CHECKING:
@@ -241,11 +243,13 @@ def run_code(
     run = _Run(code, namespace, settings.run_capture_bytes)
     started = time.monotonic()
     ROUTER.install()
+    NO_INPUT.install()
     try:
         thread = threading.Thread(target=_work, args=(run,), name="grinta-execute", daemon=True)
         thread.start()
         why = _wait(run, thread, timeout, cancel, grace)
     finally:
+        NO_INPUT.uninstall()
         ROUTER.uninstall()
     return run.observation(why, timeout, time.monotonic() - started, settings, proposal_id)
 
@@ -290,6 +294,110 @@ class _SwitchInterval:
 
 
 SWITCHING = _SwitchInterval()
+
+
+_NO_INPUT = "code run by the agent gets no input: its stdin is closed"
+
+
+class _NoInput:
+    """While any execution runs, an executing thread that asks for input finds stdin closed,
+    as a ``run`` command does: ``input()`` and ``getpass.getpass()`` write their prompt to the
+    captured output and raise EOFError, and ``sys.stdin`` reads as empty.
+
+    Without this, ``input()`` in a kernel sent the front end an input request under whatever
+    cell was running (a box the user might type a password into, thinking their cell asked)
+    and waited to the time limit; outside one (``grinta replay`` in a terminal) it read the
+    terminal, and ``getpass`` opened ``/dev/tty``: a read no interrupt ends, left waiting
+    for the user's next line after the step gave up on it.
+
+    Every other thread gets the functions and stream that were replaced. Each is put back
+    after the last run unless someone replaced it meanwhile (ipykernel swaps ``input`` and
+    ``getpass`` at each cell and puts back what it found, which may be these: they stay,
+    answering as the originals everywhere but in executing threads).
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._runs = 0
+        self.input: Any = builtins.input
+        self.getpass: Any = None
+        self.stdin: Any = None
+
+    def install(self) -> None:
+        import getpass  # imported here: a session that never executes code never needs it
+
+        with self._lock:
+            self._runs += 1
+            if self._runs > 1:
+                return
+            if builtins.input is not _closed_input:
+                self.input, builtins.input = builtins.input, _closed_input
+            if getpass.getpass is not _closed_getpass:
+                self.getpass, getpass.getpass = getpass.getpass, _closed_getpass
+            if sys.stdin is not None and not isinstance(sys.stdin, _ClosedStdin):
+                self.stdin = sys.stdin
+                sys.stdin = _ClosedStdin(sys.stdin)
+
+    def uninstall(self) -> None:
+        import getpass
+
+        with self._lock:
+            self._runs -= 1
+            if self._runs:
+                return
+            if builtins.input is _closed_input:
+                builtins.input = self.input
+            if getpass.getpass is _closed_getpass:
+                getpass.getpass = self.getpass
+            if isinstance(sys.stdin, _ClosedStdin):
+                sys.stdin = sys.stdin.original
+
+
+NO_INPUT = _NoInput()
+
+
+def _closed_input(prompt: object = "") -> str:
+    if not ROUTER.capturing():
+        answer: str = NO_INPUT.input(prompt)
+        return answer
+    sys.stdout.write(str(prompt))
+    raise EOFError(f"EOF when reading a line ({_NO_INPUT})")
+
+
+def _closed_getpass(prompt: str = "Password: ", stream: Any = None) -> str:
+    if not ROUTER.capturing():
+        answer: str = NO_INPUT.getpass(prompt, stream)
+        return answer
+    sys.stdout.write(prompt)
+    raise EOFError(f"getpass ({_NO_INPUT})")
+
+
+class _EmptyInput(io.StringIO):
+    """A stdin at its end: reads give ``''`` (``b''`` from ``buffer``); no file descriptor."""
+
+    @property
+    def buffer(self) -> io.BytesIO:
+        return io.BytesIO()
+
+
+class _ClosedStdin:
+    """A stand-in for ``sys.stdin``: empty in an executing thread, ``original`` elsewhere."""
+
+    def __init__(self, original: Any) -> None:
+        self.original = original
+
+    def _stream(self) -> Any:
+        return _EmptyInput() if ROUTER.capturing() else self.original
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream(), name)
+
+    def __iter__(self) -> Any:
+        return iter(self._stream())
+
+    def __next__(self) -> str:
+        line: str = next(self._stream())
+        return line
 
 
 def _set_switch_interval(seconds: float) -> None:
@@ -446,8 +554,8 @@ class _Run:
             text = render_output(buffer, limit // 2).rstrip("\n")
             if text:
                 sections.append(f"[{label}]\n{text}")
-        if self.value is not None:
-            sections.append(f"[value]\n{bound_output(self.value, limit // 3)}")
+        if self.value is not None:  # a repr is the code's text: no terminal codes either
+            sections.append(f"[value]\n{bound_output(strip_ansi(self.value), limit // 3)}")
         sections.extend(output["text/plain"] for output in self.outputs)
         if self.dropped:
             sections.append(f"[... {self.dropped} more outputs not kept]")
@@ -705,9 +813,11 @@ def _describe(exc: BaseException, filename: str) -> tuple[ToolError, str]:
     first = next((i for i, f in enumerate(frames) if f.filename == filename), len(frames))
     ours = [f for f in frames[first:] if f.filename == filename]
     line = f" (line {ours[-1].lineno})" if ours else ""
-    only = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    # The message is the code's text (a library's coloured error, ``raise ValueError(text)``
+    # of what a file held): terminal codes in it must not reach the model, as in ``run``.
+    only = strip_ansi("".join(traceback.format_exception_only(type(exc), exc)).strip())
     shown = frames[first:][-TRACEBACK_FRAMES:]
-    trace = "".join(traceback.format_list(shown)).rstrip("\n")
+    trace = strip_ansi("".join(traceback.format_list(shown)).rstrip("\n"))
     if trace:
         trace = "Traceback (most recent call last):\n" + trace
     return ToolError(EXECUTE_FAILED, f"{only}{line}"), trace
