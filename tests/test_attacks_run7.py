@@ -168,3 +168,64 @@ def test_the_buffer_keeps_the_same_head_and_tail_however_the_output_is_cut() -> 
             assert buffer.head == data[:head_limit]
             assert buffer.tail == (data[head_limit:][-tail_limit:] if tail_limit else b"")
             assert buffer.omitted == len(data) - len(buffer.head) - len(buffer.tail)
+
+
+def _run_cell(kc, code: str, seconds: float = 30) -> tuple[str, list[dict]]:  # type: ignore[no-untyped-def]
+    """Run ``code`` as JupyterLab does (input allowed); what it printed, and the input
+    requests the kernel sent meanwhile."""
+    content = {
+        "code": code,
+        "silent": False,
+        "store_history": False,
+        "user_expressions": {},
+        "allow_stdin": True,
+        "stop_on_error": True,
+    }
+    request = kc.session.msg("execute_request", content)
+    kc.shell_channel.send(request)
+    printed, asked = "", []
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        while kc.stdin_channel.msg_ready():
+            asked.append(kc.get_stdin_msg(timeout=1)["content"])
+        try:
+            msg = kc.get_iopub_msg(timeout=0.1)
+        except Exception:  # queue.Empty: nothing yet
+            continue
+        if msg["parent_header"].get("msg_id") != request["header"]["msg_id"]:
+            continue
+        if msg["msg_type"] == "stream":
+            printed += msg["content"]["text"]
+        if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+            break
+    while kc.stdin_channel.msg_ready():
+        asked.append(kc.get_stdin_msg(timeout=1)["content"])
+    return printed, asked
+
+
+def test_a_cell_started_while_executed_code_runs_hands_it_no_input(tmp_path: Path) -> None:
+    """Attack: the agent's code waits, then calls ``input()`` and ``getpass()``; meanwhile the
+    user runs a cell (ipykernel makes its own ``input`` and ``getpass`` the builtins for that
+    cell). The code reached ipykernel's: the front end was sent an input request under the
+    user's cell, and the code waited to its time limit."""
+    start = (
+        "import threading, time\n"
+        "from grinta_jupyter.jupyter.kernel import current_namespace\n"
+        "from grinta_jupyter.tools.execute import run_code\n"
+        "from grinta_jupyter.tools.base import Settings\n"
+        "_out = []\n"
+        "_code = 'import time, getpass\\ntime.sleep(1.5)\\n"
+        'try:\\n    input("name? ")\\nexcept EOFError as e:\\n    print("EOF1", e)\\n'
+        "getpass.getpass()'\n"
+        "_t = threading.Thread(target=lambda: _out.append("
+        "run_code(current_namespace().namespace(), _code, 20, Settings()).output))\n"
+        "_t.start()\n"
+    )
+    env = {"PYTHONPATH": str(ROOT)}
+    with running_kernel(tmp_path, env) as kc:
+        _run_cell(kc, start)
+        _, asked = _run_cell(kc, "time.sleep(4)")  # the user's cell, while the code asks
+        printed, more = _run_cell(kc, "_t.join(20); print(_out[0])")
+    assert asked == [] and more == []
+    assert "EOF1" in printed and "EXECUTE_FAILED: EOFError" in printed, printed
+    assert "timed out" not in printed

@@ -37,6 +37,13 @@ class IPythonNamespace:
         self.shell = shell
         if not isinstance(shell.ask_exit, _ContainedExit):
             shell.ask_exit = _ContainedExit(shell.ask_exit)
+        # ipykernel makes its own input() and getpass the builtins while a cell runs: a cell
+        # started while the agent's code runs would hand that code a front end to ask.
+        kernel = getattr(shell, "kernel", None)
+        for name in ("raw_input", "getpass"):
+            found = getattr(kernel, name, None) if kernel is not None else None
+            if callable(found) and not isinstance(found, _NoInputInExecutedCode):
+                setattr(kernel, name, _NoInputInExecutedCode(found, name))
 
     def namespace(self) -> dict[str, Any]:
         user_ns: dict[str, Any] = self.shell.user_ns
@@ -64,6 +71,25 @@ class _ContainedExit:
         if not _kernel_thread():
             raise SystemExit("exit() in this thread ends the thread, not the kernel")
         self.original()
+
+
+class _NoInputInExecutedCode:
+    """The kernel's ``raw_input`` or ``getpass`` (what ipykernel makes ``input()`` and
+    ``getpass.getpass`` while a cell runs), but stdin closed in the thread of code the
+    ``execute`` tool runs, as everywhere else for that code (tools/execute.py, ``_NoInput``):
+    the front end is never sent an input request for the agent's code."""
+
+    def __init__(self, original: Callable[..., str], name: str) -> None:
+        self.original = original
+        self.name = name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> str:
+        from grinta_jupyter.tools.execute import closed_getpass, closed_input, in_executed_code
+
+        if in_executed_code():
+            closed = closed_getpass if self.name == "getpass" else closed_input
+            return closed(*args, **kwargs)
+        return self.original(*args, **kwargs)
 
 
 def _kernel_thread() -> bool:

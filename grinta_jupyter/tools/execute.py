@@ -330,10 +330,10 @@ class _NoInput:
             self._runs += 1
             if self._runs > 1:
                 return
-            if builtins.input is not _closed_input:
-                self.input, builtins.input = builtins.input, _closed_input
-            if getpass.getpass is not _closed_getpass:
-                self.getpass, getpass.getpass = getpass.getpass, _closed_getpass
+            if builtins.input is not closed_input:
+                self.input, builtins.input = builtins.input, closed_input
+            if getpass.getpass is not closed_getpass:
+                self.getpass, getpass.getpass = getpass.getpass, closed_getpass
             if sys.stdin is not None and not isinstance(sys.stdin, _ClosedStdin):
                 self.stdin = sys.stdin
                 sys.stdin = _ClosedStdin(sys.stdin)
@@ -345,9 +345,9 @@ class _NoInput:
             self._runs -= 1
             if self._runs:
                 return
-            if builtins.input is _closed_input:
+            if builtins.input is closed_input:
                 builtins.input = self.input
-            if getpass.getpass is _closed_getpass:
+            if getpass.getpass is closed_getpass:
                 getpass.getpass = self.getpass
             if isinstance(sys.stdin, _ClosedStdin):
                 sys.stdin = sys.stdin.original
@@ -356,7 +356,9 @@ class _NoInput:
 NO_INPUT = _NoInput()
 
 
-def _closed_input(prompt: object = "") -> str:
+def closed_input(prompt: object = "") -> str:
+    """``input()`` with stdin closed in an executing thread (its prompt shown, then EOFError);
+    the replaced ``input`` anywhere else."""
     if not ROUTER.capturing():
         answer: str = NO_INPUT.input(prompt)
         return answer
@@ -364,7 +366,8 @@ def _closed_input(prompt: object = "") -> str:
     raise EOFError(f"EOF when reading a line ({_NO_INPUT})")
 
 
-def _closed_getpass(prompt: str = "Password: ", stream: Any = None) -> str:
+def closed_getpass(prompt: str = "Password: ", stream: Any = None) -> str:
+    """``getpass.getpass`` as ``closed_input`` is ``input()``."""
     if not ROUTER.capturing():
         answer: str = NO_INPUT.getpass(prompt, stream)
         return answer

@@ -312,8 +312,8 @@ def _text(rel: str, ctx: ToolContext) -> str | Skipped:
     try:
         data, _ = read_regular(ctx.workspace.root / rel, rel, limit)
     except FileRefused as refused:
-        limit = " for search" if refused.error.code == FILE_TOO_LARGE else ""
-        return Skipped(rel, refused.reason + limit)
+        which = " for search" if refused.error.code == FILE_TOO_LARGE else ""
+        return Skipped(rel, refused.reason + which)
     if b"\x00" in data[:_SNIFF]:
         return Skipped(rel, "binary")
     return data.decode("utf-8", errors="replace")
