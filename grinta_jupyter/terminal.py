@@ -18,7 +18,9 @@ accepted ones are re-validated and committed (``ApproveHunks``). End of input
 (Ctrl-D, a closed pipe) vetoes the pending proposal and stops the session:
 stdin will not answer again, and stopping costs nothing while another model
 turn costs tokens. Ctrl-C stops the session wherever it lands (the prompt, a
-model call).
+model call). At a terminal, an Enter typed before the question appeared (pressed
+while the model thought, the end of a pasted block) does not approve: it and the rest
+typed ahead are dropped and the question asked again (``_read_answer``).
 
 Everything shown that came from the model, the files or a command passes
 through ``runtime.display.visible``, so no escape sequence in it reaches the
@@ -31,6 +33,7 @@ import asyncio
 import contextlib
 import json
 import os
+import select
 import shlex
 import signal
 import subprocess
@@ -215,7 +218,7 @@ def _decide(session: Session, console: Console) -> bool:
     assert step is not None
     while True:
         several = step.proposal.ok and len(hunks(step.proposal)) > 1
-        answer = _read_line(HUNKS_PROMPT if several else PROMPT)
+        answer = _read_answer(HUNKS_PROMPT if several else PROMPT, console)
         if answer is None:
             session.decide(Veto("no answer: standard input closed"))
             return False
@@ -460,7 +463,9 @@ class Console:
 
     def hunk(self, hunk: Hunk, total: int) -> None:
         """One hunk of a pending write, for choosing hunk by hunk."""
-        where = visible(self._clean(hunk.path), keep_newlines=False)
+        from grinta_jupyter.runtime.diffs import quote_path
+
+        where = visible(quote_path(self._clean(hunk.path), ascii_only=True), keep_newlines=False)
         made = " (a new file: this hunk creates it)" if hunk.new_file else ""
         lines = [f"--- hunk {hunk.index + 1} of {total} in {where}{made}"]
         lines.extend("    " + line for line in hunk_lines(hunk, self.color, self._clean))
@@ -536,6 +541,8 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
     Rows are read by their hunk's counts (``parse_unified``), never by their first
     character, and only our own colour codes are added (when ``color``). Whitespace a
     change may be all about is escaped as the cards draw it (``display.row_spaces``).
+    A file name is C-quoted as git shows it, every character past ASCII escaped, so a
+    look-alike letter from another script never reads as the file it imitates.
     """
     from grinta_jupyter.runtime.diffs import parse_unified, quote_path
 
@@ -544,7 +551,9 @@ def diff_lines(diff: str, color: bool = False) -> list[str]:
 
     def path(name: str | None, prefix: str) -> str:
         return (
-            "/dev/null" if name is None else visible(quote_path(prefix + name), keep_newlines=False)
+            "/dev/null"
+            if name is None
+            else visible(quote_path(prefix + name, ascii_only=True), keep_newlines=False)
         )
 
     out: list[str] = []
@@ -619,6 +628,52 @@ def _read_line(prompt: str) -> str | None:
     if prompt and (not line or not _isatty(sys.stdin)):
         print()  # nothing was echoed: end the prompt's line
     return line.removesuffix("\n") if line else None
+
+
+TYPED_AHEAD = (
+    "(an Enter typed before this question appeared does not approve it; what else was typed "
+    "ahead was dropped: answer now)"
+)
+
+
+def _read_answer(prompt: str, console: Console) -> str | None:
+    """``_read_line`` for the question Enter answers with an approval.
+
+    At a terminal, an empty line that was typed before the question appeared (an Enter
+    pressed while the model was thinking, the last line of a pasted block) is no answer:
+    nobody had read the proposal yet. It and whatever else was typed ahead are dropped,
+    the person is told, and the question is asked again. A word typed ahead (``n``,
+    ``y``) still answers: it was meant as one. Piped answers are a script written for
+    these questions and are read as they come.
+    """
+    while True:
+        ahead = _typed_ahead()
+        answer = _read_line(prompt)
+        if not ahead or answer is None or _word(answer) != "":
+            return answer
+        _drop_typed_ahead()
+        console.say(TYPED_AHEAD)
+
+
+def _typed_ahead() -> bool:
+    """Whether a terminal on stdin holds input nobody has read yet (never for a pipe)."""
+    if not _isatty(sys.stdin):
+        return False
+    try:
+        waiting, _, _ = select.select([sys.stdin.fileno()], [], [], 0)
+    except (OSError, ValueError):
+        return False
+    return bool(waiting)
+
+
+def _drop_typed_ahead() -> None:
+    """Discard the input a terminal on stdin holds unread (POSIX; elsewhere nothing)."""
+    try:
+        import termios
+
+        termios.tcflush(sys.stdin.fileno(), termios.TCIFLUSH)
+    except (ImportError, OSError, ValueError):
+        pass
 
 
 def _isatty(stream: TextIO | None) -> bool:

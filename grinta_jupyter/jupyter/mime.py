@@ -27,7 +27,7 @@ import json
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from grinta_jupyter.runtime.diffs import DiffFile, DiffHunk, parse_unified
+from grinta_jupyter.runtime.diffs import DiffFile, DiffHunk, parse_unified, quote_path
 from grinta_jupyter.runtime.display import (
     ESCAPE_MARKS_NOTE,
     RowSpaces,
@@ -389,7 +389,16 @@ def _row_spaces(hunk: DiffHunk, files: list[DiffFile], diff: str) -> list[RowSpa
 
 
 def _side(path: str | None, prefix: str) -> str:
-    return "/dev/null" if path is None else prefix + line_text(path)
+    """A file header's path, escaped. A name holding a letter past ASCII is C-quoted with every
+    such character escaped, as git shows it (``"b/c\\u043enfig.py"``): a look-alike letter
+    from another script never reads as the file it imitates."""
+    if path is None:
+        return "/dev/null"
+    return (
+        prefix + shown
+        if (shown := line_text(path)).isascii()
+        else quote_path(prefix + path, ascii_only=True)
+    )
 
 
 def _cut_files(payload: dict[str, Any]) -> list[tuple[str, str]]:
@@ -605,8 +614,14 @@ def _file_rows(file: DiffFile, files: list[DiffFile], diff: str) -> list[tuple[i
     items: list[tuple[int, str]] = []
     if file.old_path is not None or file.new_path is not None:
         status = "new file" if file.old_path is None else "deleted" if file.new_path is None else ""
-        if status:
-            status = f' <span style="font-weight:normal;color:#57606a">({status})</span>'
+        notes = [status] if status else []
+        if not visible(file.path).isascii():  # a Cyrillic "о": cоnfig.py is not config.py
+            notes.append(quote_path(file.path, ascii_only=True))
+        status = (
+            f' <span style="font-weight:normal;color:#57606a">({html.escape(", ".join(notes))})</span>'
+            if notes
+            else ""
+        )
         items.append(
             (
                 2,

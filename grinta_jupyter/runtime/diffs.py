@@ -307,12 +307,28 @@ _NEEDS_QUOTING = re.compile(
 _C_ESCAPES = {"\n": "\\n", "\t": "\\t", "\r": "\\r", '"': '\\"', "\\": "\\\\"}
 
 
-def quote_path(path: str) -> str:
-    """``path`` as a diff header shows it: C-quoted when it holds anything unsafe."""
-    if not _NEEDS_QUOTING.search(path):
+_PAST_ASCII = re.compile(r'[\x00-\x1f\x7f"\\]|[^\x00-\x7f]')
+
+
+def quote_path(path: str, *, ascii_only: bool = False) -> str:
+    """``path`` as a diff header shows it: C-quoted when it holds anything unsafe.
+
+    ``ascii_only``: every character past ASCII is unsafe too, as git shows names by
+    default (``core.quotePath``). For the headers a person reads: ``cоnfig.py`` with a
+    Cyrillic ``о`` is another file than ``config.py``, and reads ``"b/c\\u043enfig.py"``.
+    """
+    unsafe = _PAST_ASCII if ascii_only else _NEEDS_QUOTING
+    if not unsafe.search(path):
         return path
-    body = _NEEDS_QUOTING.sub(lambda m: _C_ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), path)
-    return f'"{body}"'
+    return f'"{unsafe.sub(_c_escape, path)}"'
+
+
+def _c_escape(match: re.Match[str]) -> str:
+    char = match.group()
+    named = _C_ESCAPES.get(char)
+    if named is not None:
+        return named
+    return f"\\u{ord(char):04x}" if ord(char) < 0x10000 else f"\\U{ord(char):08x}"
 
 
 def unquote_path(text: str) -> str:
@@ -321,10 +337,10 @@ def unquote_path(text: str) -> str:
         return text
     table = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
     return re.sub(
-        r"\\(u[0-9a-fA-F]{4}|.)",
+        r"\\(u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)",
         lambda m: (
             chr(int(m.group(1)[1:], 16))
-            if len(m.group(1)) == 5
+            if len(m.group(1)) > 1
             else table.get(m.group(1), m.group(1))
         ),
         text[1:-1],
