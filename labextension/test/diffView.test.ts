@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { isCellHeader, renderDiff, rowSpaces } from '../src/render/diffView';
+import { isCellHeader, quotePathAscii, renderDiff, rowSpaces } from '../src/render/diffView';
 import { byClass, FakeElement, installFakeDom } from './fakeDom';
 import { fixture, RowCase } from './shared';
 
@@ -86,4 +86,30 @@ describe('rowSpaces', () => {
       assert.deepEqual(rowSpaces(rows), c.spaces);
     });
   }
+});
+
+describe('a file name with a letter past ASCII', () => {
+  // The same answers as runtime/diffs.py's quote_path(path, ascii_only=True).
+  const cases: [string, string][] = [
+    ['c\u043enfig.py', '"c\\u043enfig.py"'],
+    ['caf\u00e9/men\u00fa.py', '"caf\\u00e9/men\\u00fa.py"'],
+    ['emoji\u{1F600}.py', '"emoji\\U0001f600.py"'],
+    ['a"b\\c\tx\u00e9.py', '"a\\"b\\\\c\\tx\\u00e9.py"'],
+    ['plain.py', 'plain.py']
+  ];
+  for (const [path, quoted] of cases) {
+    it(`is quoted as git quotes it: ${JSON.stringify(path)}`, () => {
+      assert.equal(quotePathAscii(path), quoted);
+    });
+  }
+
+  it('is shown beside its escaped form on the card, so cоnfig.py never passes for config.py', () => {
+    const diff = ['--- a/c\u043enfig.py', '+++ b/c\u043enfig.py', '@@ -1 +1 @@', '-DEBUG = False', '+DEBUG = True', ''];
+    const card = render(diff.join('\n'));
+    const escaped = byClass(card, 'grinta-diff-escaped');
+    assert.equal(escaped.length, 1);
+    assert.equal(escaped[0].textContent, '"c\\u043enfig.py"');
+    const plain = render(diff.join('\n').replace(/c\u043enfig/g, 'config'));
+    assert.equal(byClass(plain, 'grinta-diff-escaped').length, 0);
+  });
 });

@@ -32,6 +32,31 @@ const MARKS = { context: ' ', add: '+', del: '-', note: '\\' } as const;
 // `#%%`, optionally more `%`, then ` cell `: the runtime's cell header (runtime/notebook.py).
 const CELL_HEADER = /^#%%+ cell /;
 
+const C_ESCAPES: Record<string, string> = { '\n': '\\n', '\t': '\\t', '\r': '\\r', '"': '\\"', '\\': '\\\\' };
+
+/**
+ * `path` C-quoted with every character past ASCII escaped, as git shows names and as the
+ * runtime's `quote_path(path, ascii_only=True)` does (runtime/diffs.py): `"c\u043enfig.py"`.
+ */
+export function quotePathAscii(path: string): string {
+  // eslint-disable-next-line no-control-regex
+  const unsafe = /[\x00-\x1f\x7f"\\]|[^\x00-\x7f]/gu;
+  if (!path.match(unsafe)) {
+    return path;
+  }
+  const escaped = path.replace(unsafe, char => {
+    const named = C_ESCAPES[char];
+    if (named !== undefined) {
+      return named;
+    }
+    const code = char.codePointAt(0) ?? 0;
+    return code < 0x10000
+      ? `\\u${code.toString(16).padStart(4, '0')}`
+      : `\\U${code.toString(16).padStart(8, '0')}`;
+  });
+  return `"${escaped}"`;
+}
+
 /** Whether a diff row of the file at `path` is a notebook cell's header line. */
 export function isCellHeader(path: string, text: string): boolean {
   return /\.ipynb$/i.test(path) && CELL_HEADER.test(text);
@@ -131,6 +156,9 @@ function renderFile(
     { class: 'grinta-diff-file' },
     h('span', { class: 'grinta-diff-path' }, oneLine(file.path || '(unnamed)')),
     status && h('span', { class: 'grinta-diff-status' }, status),
+    // A letter past ASCII beside its escaped form: cоnfig.py (Cyrillic о) is not config.py.
+    !/^[\x00-\x7f]*$/.test(file.path) &&
+      h('span', { class: 'grinta-diff-status grinta-diff-escaped' }, quotePathAscii(file.path)),
     h('span', { class: 'grinta-diff-added' }, `+${added}`),
     h('span', { class: 'grinta-diff-removed' }, `−${removed}`)
   );
