@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
+from grinta_jupyter.code.queries import declared_names
 from grinta_jupyter.code.symbols import Symbol, locate_nodes
 from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.errors import ErrorCode
@@ -64,6 +65,15 @@ def replace_symbol(source: str, symbol: Symbol, new_source: str) -> str:
     text = _Text(source, symbol.language, symbol.path)
     target = _locate(text, symbol)
     new = _model_text(new_source, symbol.language)
+    others = _declared_with(text, target)
+    missing = [name for name in others if not _mentions(new, name)]
+    if missing:
+        raise SymbolEditError(
+            ErrorCode.INVALID_ARGS,
+            f"{symbol.qualname} is declared in one statement with {', '.join(missing)} "
+            f"(line {target.symbol.def_line}); a replace rewrites the whole statement, so "
+            "new_source must declare them too (as read shows it), or they would be deleted",
+        )
     region = text.widened(text.region(target), new)
     old = text.source[region.start : region.end]
     body = reindent(new, region.indent, lambda: text.unit, like=old)
@@ -79,6 +89,14 @@ def delete_symbol(source: str, symbol: Symbol) -> str:
     """``source`` without ``symbol`` and one of the blank-line runs around it."""
     text = _Text(source, symbol.language, symbol.path)
     target = _locate(text, symbol)
+    others = _declared_with(text, target)
+    if others:
+        raise SymbolEditError(
+            ErrorCode.NOT_SUPPORTED,
+            f"{symbol.qualname} is declared in one statement with {', '.join(others)} "
+            f"(line {target.symbol.def_line}); deleting it would delete them too: replace "
+            f"{symbol.qualname} with the statement written without it",
+        )
     region = text.region(target, trailing_comment=True)
     if not (region.full_start and region.full_end):
         end = region.end
@@ -416,6 +434,9 @@ def _top_level(node: tree_sitter.Node | None) -> tree_sitter.Node | None:
 # --- the text being edited ------------------------------------------------------------
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
 @dataclass
 class _Region:
     start: int  # str index
@@ -437,6 +458,17 @@ class _Text:
     """The file's text plus what edits need: newline style, indent unit, offset conversion."""
 
     def __init__(self, source: str, language: str, path: str) -> None:
+        # Python and JavaScript end a line at a lone CR (classic Mac files); tree-sitter,
+        # the index and these edits count lines by LF, so every definition of such a file
+        # sits on "line 1" and an insert after one would land after the last.
+        lone_cr = _LONE_CR.search(source) if "\r" in source else None
+        if lone_cr is not None:
+            line = source.count("\n", 0, lone_cr.start()) + 1
+            raise SymbolEditError(
+                ErrorCode.NOT_SUPPORTED,
+                f"{path or 'the file'} ends a line with a lone CR (\\r without \\n, line "
+                f"{line}), which symbol edits do not handle; edit it with replace_string",
+            )
         self.source = source
         self.language = language
         self.path = path
@@ -598,7 +630,22 @@ def _locate(text: _Text, symbol: Symbol) -> _Target:
     found, node = exact[0]
     if symbol.language == "python" and not text.clean:
         _check_python_location(text, found, len(same))
+        _check_python_extent(text, found, node)
     return _Target(found, node, fresh, located)
+
+
+def _declared_with(text: _Text, target: _Target) -> list[str]:
+    """The other names the statement holding ``target`` declares (``const a = 1, b = 2;``):
+    its span is that whole statement, so replacing or deleting its text changes them too."""
+    if target.node is None:
+        return []
+    names = declared_names(target.node, text.encoded) or []
+    return [name for name in names if name != target.symbol.name]
+
+
+def _mentions(text: str, name: str) -> bool:
+    """Whether ``name`` occurs in ``text`` as a whole identifier."""
+    return re.search(rf"(?<![\w$]){re.escape(name)}(?![\w$])", text) is not None
 
 
 def _alone_in_block(target: _Target) -> bool:
@@ -898,6 +945,36 @@ def _check_python_location(text: _Text, symbol: Symbol, count: int) -> None:
             f"{symbol.qualname}: Python finds {found} definition(s) where tree-sitter "
             f"finds {count}; read the file and edit it with replace_string",
         )
+
+
+_DEFINITION_START = re.compile(r"(?:async[ \t]+def|def|class)[ \t]|@")
+
+
+def _check_python_extent(text: _Text, symbol: Symbol, node: tree_sitter.Node | None) -> None:
+    """Refuse a definition whose span a syntax error inside it ran on into the next one.
+
+    Recovering from an unclosed bracket, tree-sitter may end ``def f`` after the
+    ``def g`` below it (or take ``g`` into its error node): replacing or deleting
+    ``f`` would then take ``g`` along. Python ends a block where the indentation
+    does, so a ``def``, ``class`` or decorator inside the span, indented no deeper
+    than the definition itself, shows the span is wrong.
+    """
+    if node is None or not node.has_error:
+        return
+    start = text.line_start(text.char(symbol.start_byte))
+    lines = text.source[start : text.char(symbol.end_byte)].split("\n")
+    own = lines[symbol.def_line - symbol.start_line]
+    depth = len(_leading(own).expandtabs(8))
+    for offset, line in enumerate(lines[symbol.def_line - symbol.start_line + 1 :], 1):
+        margin = _leading(line)
+        if _DEFINITION_START.match(line, len(margin)) and len(margin.expandtabs(8)) <= depth:
+            at = symbol.def_line + offset
+            raise SymbolEditError(
+                ErrorCode.SYNTAX_ERROR,
+                f"{symbol.qualname} has a syntax error that runs it on into line {at} "
+                f"({line.strip()[:60]!r}), so where it ends is not known; fix the error "
+                "with replace_string first",
+            )
 
 
 def _count_definitions(node: ast.AST, parts: tuple[str, ...], qualname: str) -> int:

@@ -425,6 +425,50 @@ def _cpp_postprocess(entries: list[_Entry]) -> list[_Entry]:
     return entries
 
 
+def declared_names(core: tree_sitter.Node, source: bytes) -> list[str] | None:
+    """Every name the statement holding definition ``core`` declares, when it declares
+    more than one thing (None: it declares only its definition).
+
+    ``const a = () => 1, b = 2;``, Go's ``const A, B = 1, 2``, C's ``typedef int I, J;``
+    and ``struct S {...} s1, s2;``, Python's ``A = B = 1``: the definition's span is the
+    whole statement, so an edit of its text changes the other names too.
+    """
+    names: list[tree_sitter.Node] = []
+    parent = core.parent
+    if core.type in ("lexical_declaration", "variable_declaration"):
+        for declarator in core.named_children:
+            if declarator.type == "variable_declarator":
+                name = declarator.child_by_field_name("name")
+                names.extend([name] if name is not None else [])
+    elif core.type == "const_spec":
+        names = [name for name in core.children_by_field_name("name") if name.is_named]
+    elif core.type == "type_definition" or (
+        core.type in _C_SPECIFIERS
+        and parent is not None
+        and parent.type in ("declaration", "field_declaration", "type_definition")
+        and parent.child_by_field_name("type") == core
+    ):
+        holder = core if core.type == "type_definition" else parent
+        assert holder is not None
+        # `typedef struct M {...} M_t;` declares the tag M as well as M_t.
+        specifier = holder.child_by_field_name("type")
+        own = None
+        if specifier is not None and specifier.type in _C_SPECIFIERS:
+            own = specifier.child_by_field_name("name")
+        declarators = [
+            _declarator_name(d) for d in holder.children_by_field_name("declarator") if d.is_named
+        ]
+        names = [*([own] if own is not None else []), *(d for d in declarators if d is not None)]
+    elif core.type == "assignment":  # Python: `A = B = 1`
+        node: tree_sitter.Node | None = core
+        while node is not None and node.type == "assignment":
+            left = node.child_by_field_name("left")
+            names.extend([left] if left is not None else [])
+            node = node.child_by_field_name("right")
+    distinct = list(dict.fromkeys(_text(name, source) for name in names))
+    return distinct if len(distinct) > 1 else None
+
+
 # --- Ruby ---------------------------------------------------------------------
 
 _RUBY = """
