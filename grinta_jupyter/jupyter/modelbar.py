@@ -342,9 +342,18 @@ def _probe_in_background(where: tuple[str, str | None]) -> None:
             ollama = Probe(ollama_url, "error", repr(exc)[:200])
         if not api_base:
             return ollama, None
-        config = _environment_config(dict(os.environ))
+        environ = dict(os.environ)
+        config = _environment_config(environ)
         provider = guess_provider((config.model if config else None) or "") or "openai"
-        key = (config.api_key if config else None) or HELD.get(provider)
+        # The key a session sends there (catalog.apply_choice, then litellm): the one typed
+        # in the field, else GRINTA_API_KEY, else the provider's variable; cleaned as a
+        # request cleans it. The raw GRINTA_API_KEY (quoted, with a newline) was refused,
+        # and a key only in OPENAI_API_KEY never sent: the server's models were missing.
+        key = (
+            HELD.get(provider)
+            or clean_key(config.api_key if config else None)
+            or catalog.environment_key(provider, environ)
+        )
         try:
             return ollama, catalog.probe_models(api_base, key, prefix=provider)
         except Exception as exc:

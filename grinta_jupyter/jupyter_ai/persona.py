@@ -65,12 +65,17 @@ class GrintaPersona(BaseAcpPersona):  # type: ignore[misc]
         a message to the model (``Session.say``), so it is sent straight to the agent. One
         that crosses the task's end is its next task. A message with attachments still
         waits for the end, where the client resolves them.
+
+        The mode the sender's picker shows rides on the message (its metadata) and applies
+        first, as for any message: a person who switches to *Ask before every step* and says
+        so while grinta runs without asking must not see the next writes go through unasked.
         """
         if not self.processing or message.attachments:
             self._forget_a_stopped_agent()
             await super().on_message(message)
             return
         try:
+            await self.apply_specs_in_message(message)
             client = await self.get_client()
             connection = await client.get_connection()
             await connection.prompt(

@@ -66,6 +66,7 @@ __all__ = [
     "apply_choice",
     "check_provider",
     "choices",
+    "environment_key",
     "featured_models",
     "main",
     "ollama_base",
@@ -89,6 +90,7 @@ HOSTED_TIMEOUT = 5.0  # seconds for a hosted provider's list of models (--check)
 FEATURED_PER_PROVIDER = 5
 MAX_SERVER_MODELS = 50  # a local server's models listed, at most
 MAX_BODY = 2_000_000  # bytes read from any answer
+MAX_NAME_CHARS = 256  # of a model name a server lists; a longer one is left out
 
 # Where a choice comes from: the configuration, a provider key, a local server, the demo,
 # or a provider whose key is not set yet (one entry each, so the key field can take it).
@@ -333,7 +335,8 @@ def _set_variable(variables: tuple[str, ...], environ: Mapping[str, str]) -> str
     return next((v for v in variables if clean_key(environ.get(v))), None)
 
 
-def _key_of(provider: str | None, environ: Mapping[str, str]) -> str | None:
+def environment_key(provider: str | None, environ: Mapping[str, str]) -> str | None:
+    """The key ``provider``'s own variable holds in ``environ``, as a request sends it."""
     variable = _set_variable(PROVIDER_KEYS.get(provider or "", ()), environ)
     return clean_key(environ[variable]) if variable else None
 
@@ -364,9 +367,7 @@ def probe_ollama(base: str = OLLAMA_DEFAULT, timeout: float = LOCAL_TIMEOUT) -> 
     names = (
         [m.get("name") for m in listed if isinstance(m, dict)] if isinstance(listed, list) else []
     )
-    models = tuple(f"ollama_chat/{n}" for n in names if isinstance(n, str) and n.strip())
-    detail = f"{len(models)} model{'' if len(models) == 1 else 's'}"
-    return replace(probe, models=models[:MAX_SERVER_MODELS], detail=detail)
+    return _listed(probe, "ollama_chat", names)
 
 
 def probe_models(
@@ -383,9 +384,34 @@ def probe_models(
         return probe
     listed = data.get("data") if isinstance(data, dict) else None
     ids = [m.get("id") for m in listed if isinstance(m, dict)] if isinstance(listed, list) else []
-    models = tuple(f"{prefix}/{i}" for i in ids if isinstance(i, str) and i.strip())
+    return _listed(probe, prefix, ids)
+
+
+def _listed(probe: Probe, prefix: str, names: list[Any]) -> Probe:
+    """``probe`` with the ``PREFIX/NAME`` of each listed name a session can use.
+
+    A server's list is its text: a name with a space, a line break, a control or
+    bidirectional character, or thousands of characters is no model string a session
+    takes (the picked model failed every ``%grinta TASK`` with a traceback until another
+    was picked), and could pass for another model in the picker. Such names are left out,
+    and the detail says how many.
+    """
+    usable = [n for n in names if isinstance(n, str) and _usable_name(n)]
+    models = tuple(f"{prefix}/{n}" for n in usable)
     detail = f"{len(models)} model{'' if len(models) == 1 else 's'}"
+    unusable = sum(1 for n in names if isinstance(n, str) and n.strip()) - len(usable)
+    if unusable:
+        detail += f"; {unusable} with a name no model string can hold left out"
     return replace(probe, models=models[:MAX_SERVER_MODELS], detail=detail)
+
+
+def _usable_name(name: str) -> bool:
+    """Whether a listed name can be a model string: short, printable, no whitespace."""
+    return (
+        0 < len(name) <= MAX_NAME_CHARS
+        and name.isprintable()
+        and not any(c.isspace() for c in name)
+    )
 
 
 def check_provider(
@@ -429,6 +455,7 @@ def _get_json(url: str, headers: dict[str, str], timeout: float) -> tuple[int | 
     handlers: list[urllib.request.BaseHandler] = [
         _DeadlineHTTPHandler(deadline),
         _DeadlineHTTPSHandler(deadline),
+        _SameServerRedirects(),
     ]
     if _is_local(url):  # a proxy from the environment must not stand between us and localhost
         handlers.append(urllib.request.ProxyHandler({}))
@@ -438,6 +465,7 @@ def _get_json(url: str, headers: dict[str, str], timeout: float) -> tuple[int | 
             body = response.read(MAX_BODY + 1)
             status = int(response.status)
     except urllib.error.HTTPError as exc:
+        exc.close()
         return exc.code, None, _reason(exc.reason)
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = exc.reason if isinstance(exc, urllib.error.URLError) else exc
@@ -448,6 +476,49 @@ def _get_json(url: str, headers: dict[str, str], timeout: float) -> tuple[int | 
         return status, json.loads(body), ""
     except ValueError:
         return status, None, "not JSON"
+
+
+class _SameServerRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow a redirect only within the server asked (or from http to https on its host).
+
+    urllib sends every header of a request on to wherever a redirect points, so a server
+    (or whoever answers at its address) redirecting to another host got the key meant for
+    it: ``GRINTA_API_KEY`` or a key typed in the panel from the picker's probe, a
+    provider's key from ``grinta models --check``. A redirect elsewhere is an error
+    naming where it pointed; nothing is sent there.
+    """
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if not _same_server(req.full_url, newurl):
+            where = urllib.parse.urlparse(newurl).netloc.rpartition("@")[2] or newurl
+            raise urllib.error.HTTPError(
+                req.full_url,
+                code,
+                f"redirected to another server ({where[:100]}); not followed, nothing sent there",
+                headers,
+                fp,
+            )
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def _same_server(url: str, target: str) -> bool:
+    """Whether ``target`` is on the server of ``url``: same scheme, host and port, or the
+    same host reached over https instead of http."""
+    old, new = urllib.parse.urlparse(url), urllib.parse.urlparse(target)
+    try:
+        same = (old.scheme, old.hostname, old.port) == (new.scheme, new.hostname, new.port)
+    except ValueError:  # a port that is not a number
+        return False
+    upgrade = old.scheme == "http" and new.scheme == "https" and old.hostname == new.hostname
+    return bool(new.hostname) and (same or upgrade)
 
 
 class _DeadlineReader(io.RawIOBase):
@@ -669,7 +740,7 @@ def survey(
     ollama = probe_ollama(ollama_base(environ))
     server = None
     if config.api_base:
-        server_key = clean_key(config.api_key) or _key_of(provider, environ)
+        server_key = clean_key(config.api_key) or environment_key(provider, environ)
         server = probe_models(config.api_base, server_key, prefix=provider or "openai")
     hosted = _Hosted(check, endpoints)
     lines: list[ModelLine] = []
