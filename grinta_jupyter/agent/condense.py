@@ -101,6 +101,8 @@ latest test results, and what remains to do. Name files and symbols exactly."""
 _COMMITTED = re.compile(r"\. Committed: (.+)\.$")
 _CHANGE = re.compile(r"(.+?) \(\+\d+ -\d+\)(?:, |$)")
 _EXIT = re.compile(r"^exit code (-?\d+)\b")
+# How the session tells the model of a veto (session.py, ``_apply_decision``).
+_VETOED = re.compile(r"The user vetoed this \S+ call; nothing was done\. Reason: (.*)", re.DOTALL)
 
 
 @dataclass(frozen=True)
@@ -159,12 +161,14 @@ class Record:
                 calls += 1
                 name = str(call["function"]["name"])
                 tools[name] = tools.get(name, 0) + 1
+                result = results.get(call["id"])
                 summary = summaries.get(call["id"]) or f"{name} (no result)"
-                line = f"{calls}. {summary}"
+                if result is not None and _veto_reason(result, boundary) is not None:
+                    summary = f"{_call_text(call)} vetoed by the user (their reason is quoted)"
+                line = f"{calls}. {' '.join(summary.split())}"
                 if index == 0 and quote:
                     line += f' [the model: "{quote}"]'
                 lines.append(_cut(line, LINE_CHARS))
-                result = results.get(call["id"])
                 content = str(result.get("content") or "") if result else ""
                 if not content.startswith(f"[{boundary} from "):
                     continue  # no result, or not the tool's data (a veto's words, a note)
@@ -481,8 +485,48 @@ def _carried(
         room -= size
     chosen = {id(m) for m in kept}
     carried = [m for m in users if id(m) in chosen or m is task]
-    older = [m for m in users if id(m) not in chosen and m is not task]
-    return carried, [str(m.get("content") or "") for m in older]
+    # The rest of the user's words, in order: their older messages and their vetoes' reasons
+    # (a veto's reason is a tool result, which cannot be carried without its call).
+    asked = {
+        c["id"]: c
+        for m in replaced
+        if m.get("role") == "assistant"
+        for c in m.get("tool_calls") or []
+    }
+    said: list[str] = []
+    said_by_user = {id(m) for m in users}
+    for message in replaced:
+        reason = _veto_reason(message, context.boundary)
+        if reason is not None:
+            call = asked.get(message.get("tool_call_id"))
+            vetoed = _call_text(call) if call else str(message.get("name"))
+            said.append(f"(vetoing {vetoed}) {reason}")
+        elif id(message) in said_by_user and id(message) not in chosen and message is not task:
+            said.append(str(message.get("content") or ""))
+    return carried, said
+
+
+def _call_text(call: dict[str, Any]) -> str:
+    """``tool target`` for a call as the model asked it (``read a.py``)."""
+    name = str(call["function"]["name"])
+    try:
+        args = json.loads(call["function"]["arguments"])
+    except (ValueError, TypeError, RecursionError):
+        return name
+    if not isinstance(args, dict):
+        return name
+    target = next((args[k] for k in ("path", "symbol", "command", "query") if args.get(k)), "")
+    return f"{name} {_cut(' '.join(str(target).split()), 80)}".rstrip()
+
+
+def _veto_reason(message: dict[str, Any], boundary: str) -> str | None:
+    """The user's reason when ``message`` is the result of a call they vetoed (the session
+    writes it outside any fence, so no file or command output can pass for one)."""
+    content = str(message.get("content") or "")
+    if message.get("role") != "tool" or content.startswith(f"[{boundary} from "):
+        return None
+    vetoed = _VETOED.match(content)
+    return vetoed.group(1) if vetoed else None
 
 
 def _current_task(context: Context) -> dict[str, Any] | None:

@@ -161,6 +161,11 @@ class Context:
 
         ``notes`` are grinta's own words about the result (guard warnings): they
         follow the fence, where no file or command output can put text.
+
+        A result that is not ``data`` (a veto's reason, a finish verdict, a call not run)
+        is the user's or grinta's own words (a veto's reason is at most 20,000 characters):
+        once masked it shows whole, not cut to ``summary``'s one line (a veto's reason came
+        to its first 30 characters).
         """
         if call_id in self.summaries:  # an earlier result's masked summary changes
             self._renderer = None
@@ -171,7 +176,8 @@ class Context:
         self.history.append(
             {"role": "tool", "tool_call_id": call_id, "name": name, "content": content}
         )
-        self.summaries[call_id] = self.secrets.redact(summary).replace(self.boundary, "")
+        kept = self.secrets.redact(summary) if data else f"{name}: {body}"
+        self.summaries[call_id] = kept.replace(self.boundary, "")
 
     def add_user(self, text: str) -> None:
         self.history.append({"role": "user", "content": text})

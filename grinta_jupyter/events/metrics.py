@@ -189,10 +189,19 @@ def measure(source: Source) -> SessionMetrics:
 
 def _in_order(events: list[ev.Event]) -> list[ev.Event]:
     """Events in the order the session made them: by sequence number when every event has
-    one (lines of a log moved by hand), else as given."""
-    if events and all(e.seq > 0 for e in events):
-        return sorted(events, key=lambda e: e.seq)
-    return events
+    one (lines of a log moved by hand), else as given. A line found twice (a log appended
+    to itself, lines copied back by a sync tool: the same number and the same event) is
+    one event; two different events under one number are both measured."""
+    if not events or not all(e.seq > 0 for e in events):
+        return events
+    seen: dict[int, list[ev.Event]] = {}
+    ordered = []
+    for event in sorted(events, key=lambda e: e.seq):
+        same_number = seen.setdefault(event.seq, [])
+        if event not in same_number:
+            same_number.append(event)
+            ordered.append(event)
+    return ordered
 
 
 def _is_time(t: float) -> bool:
