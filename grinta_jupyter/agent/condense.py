@@ -49,7 +49,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from grinta_jupyter.agent.context import NEXT_TASK, fence, message_tokens, unfence
+from grinta_jupyter.agent.context import NEXT_TASK, fence, message_tokens, unfence, veto_reason
 from grinta_jupyter.agent.models.base import ModelError, Usage
 from grinta_jupyter.agent.testruns import judge, parse_test_command
 from grinta_jupyter.tools.tokens import count_tokens, counted_in_request
@@ -101,10 +101,9 @@ latest test results, and what remains to do. Name files and symbols exactly."""
 _COMMITTED = re.compile(r"\. Committed: (.+)\.$")
 _CHANGE = re.compile(r"(.+?) \(\+\d+ -\d+\)(?:, |$)")
 _EXIT = re.compile(r"^exit code (-?\d+)\b")
+
+
 # How the session tells the model of a veto (session.py, ``_apply_decision``).
-_VETOED = re.compile(r"The user vetoed this \S+ call; nothing was done\. Reason: (.*)", re.DOTALL)
-
-
 @dataclass(frozen=True)
 class Condensation:
     """A planned condensation: replace ``history[:upto]`` by ``text`` (``Context.condense``)."""
@@ -525,8 +524,7 @@ def _veto_reason(message: dict[str, Any], boundary: str) -> str | None:
     content = str(message.get("content") or "")
     if message.get("role") != "tool" or content.startswith(f"[{boundary} from "):
         return None
-    vetoed = _VETOED.match(content)
-    return vetoed.group(1) if vetoed else None
+    return veto_reason(content)
 
 
 def _current_task(context: Context) -> dict[str, Any] | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import secrets as _random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -43,6 +44,21 @@ MASK_NOTE = "[older result masked to save context: {summary}]"
 # How a next task reaches the model (a user message, ``history.next_task_text``): condensation
 # carries the newest one over whole, as the first task always stays (agent/condense.py).
 NEXT_TASK = "Next task (the previous one has ended; the workspace is as it left it): "
+
+
+def veto_text(tool: str, reason: str) -> str:
+    """What the model reads of a veto (the result of the call it refused). Condensing finds
+    the reason in it again (``veto_reason``): the two are kept together here."""
+    return f"The user vetoed this {tool} call; nothing was done. Reason: {reason}"
+
+
+_VETOED = re.compile(r"The user vetoed this \S+ call; nothing was done\. Reason: (.*)", re.DOTALL)
+
+
+def veto_reason(text: str) -> str | None:
+    """The user's reason in a result ``veto_text`` wrote, or None for any other text."""
+    vetoed = _VETOED.match(text)
+    return vetoed.group(1) if vetoed else None
 
 
 def new_boundary() -> str:

@@ -34,7 +34,7 @@ from typing import IO, Any
 
 from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.condense import condense_with_model, request_budget, tokens_after
-from grinta_jupyter.agent.context import Context, one_line
+from grinta_jupyter.agent.context import Context, one_line, veto_text
 from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
 from grinta_jupyter.agent.history import (
     KEPT_CHANGE,
@@ -1240,10 +1240,7 @@ class Session:
                 ev.UserDecision(call_id=step.call.id, decision="veto", reason=decision.reason),
                 step.number,
             )
-            text = (
-                f"The user vetoed this {step.call.name} call; nothing was done. "
-                f"Reason: {decision.reason}"
-            )
+            text = veto_text(step.call.name, decision.reason)
             await self._observe(step, Observation(False, text, None, step.proposal.id), vetoed=True)
             return
         if isinstance(decision, _Selected):
