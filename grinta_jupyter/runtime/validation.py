@@ -2,7 +2,9 @@
 
 An edit is refused when it introduces a parse error the file did not have.
 A file that was already broken may still be edited, as long as the edit does
-not add errors (counted with tree-sitter where a grammar exists).
+not add errors (counted with tree-sitter where a grammar exists), and, for
+JSON, does not break it for a more lenient reader that read it (Python's
+``json.loads`` reads the NaN that makes a file invalid JSON).
 
 Python is checked with ``compile()``; JSON, TOML and YAML with their own
 parsers; every other language with a tree-sitter grammar by its ERROR and
@@ -409,11 +411,47 @@ def added_error(
     if old_text is None:
         return new_error
     old_error = _old_error(path, old_text, language)
-    if old_error is not None and error_count(path, new_text, language) <= error_count(
-        path, old_text or "", language
-    ):
+    if old_error is None:
+        return new_error
+    broken_for_a_reader = _breaks_a_reader(language, old_text, new_text)
+    if broken_for_a_reader is not None:
+        return broken_for_a_reader
+    if error_count(path, new_text, language) <= error_count(path, old_text, language):
         return None  # already broken, and not worse
     return new_error
+
+
+def _lenient_json(text: str) -> object:
+    return json.loads(text)  # NaN, Infinity and repeated keys, as Python's json reads them
+
+
+def _commented_json(text: str) -> object:
+    return json.loads(without_comments(text))  # comments and trailing commas too
+
+
+# Readers more lenient than the check, by language: a file one of them reads is not broken
+# for it, and an edit that breaks it there adds an error whatever tree-sitter counts (it
+# sees a NaN as two errors, and a trailing comma after it as none more).
+_LENIENT_READERS: dict[str, tuple[Callable[[str], object], ...]] = {
+    "json": (_lenient_json, _commented_json),
+}
+
+
+def _breaks_a_reader(language: str | None, old_text: str, new_text: str) -> FirstError:
+    """The error a lenient reader of ``language`` finds in ``new_text`` when it read
+    ``old_text`` (a JSON file with a NaN in it, as Python writes them), else None."""
+    for read in _LENIENT_READERS.get(language or "", ()):
+        try:
+            read(old_text)
+        except (ValueError, RecursionError):
+            continue
+        try:
+            read(new_text)
+        except json.JSONDecodeError as exc:
+            return exc.lineno, exc.msg
+        except (ValueError, RecursionError) as exc:
+            return 1, str(exc) or type(exc).__name__
+    return None
 
 
 def _old_error(path: str, old_text: str, language: str | None = None) -> FirstError:
@@ -433,9 +471,9 @@ def check_syntax(path: str, old_text: str | None, new_text: str) -> ToolError | 
     line, message = new_error
     old_broken = old_text is not None and _old_error(path, old_text) is not None
     kind = PurePosixPath(path).suffix or "file"
-    verb = "adds errors to" if old_broken else "makes"
+    what = f"adds errors to {path}" if old_broken else f"makes {path} invalid"
     return ToolError(
         SYNTAX_ERROR,
-        f"the edit {verb} {path} invalid ({kind}): line {line}: {message}; nothing was written",
+        f"the edit {what} ({kind}): line {line}: {message}; nothing was written",
         line=line,
     )

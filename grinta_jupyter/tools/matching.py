@@ -19,6 +19,7 @@ import difflib
 import heapq
 import re
 import time
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -89,20 +90,12 @@ def replace_in(
 
         return replace_in_cells(staged, old, new, replace_all, max_chars, naming)
     text = staged.text
+    if "\n" in old and _mixed_endings(text):
+        return _replace_in_mixed(staged, old, new, replace_all, max_chars, naming)
     conventions = staged.conventions
     needle, replacement = conventions.adapt(old), conventions.adapt(new)
     count = text.count(needle)  # non-overlapping, as str.replace counts them
-    if not count and needle != old:  # a file with mixed line endings
-        needle, replacement = old, new
-        count = text.count(needle)
-    if not count:
-        found, partial = near_misses(staged, old)
-        note = (
-            f" (near misses were looked for in part of the file only: {partial})" if partial else ""
-        )
-        raise fail(NOT_FOUND, f"{naming.old} was not found in {staged.rel}{note}", found)
-    if count > 1 and not replace_all:
-        raise _ambiguous(staged.rel, text, needle, count, naming)
+    _check_target(staged, text, old, needle, count, replace_all, naming)
     if replace_all and max_chars is not None:
         size = len(text) + count * (len(replacement) - len(needle))
         if size > max_chars:
@@ -115,19 +108,126 @@ def replace_in(
     return count
 
 
-def _ambiguous(rel: str, text: str, needle: str, count: int, naming: Naming) -> ToolFailure:
-    """AMBIGUOUS_MATCH naming the first occurrences (with context) and counting the rest."""
-    offsets = list(first_offsets(text, needle, MAX_LISTED))
+def _check_target(
+    staged: StagedFile,
+    text: str,
+    old: str,
+    needle: str,
+    count: int,
+    replace_all: bool,
+    naming: Naming,
+) -> None:
+    """Refuse a ``needle`` that occurs nowhere, or (without ``replace_all``) more than once.
+
+    Occurrences that overlap count apart: ``aa`` occurs twice in ``aaa``, and which one
+    the model meant is a guess (``str.count`` counts one). ``replace_all`` replaces left
+    to right without overlap, as ``str.replace`` does.
+    """
+    if not count:
+        found, partial = near_misses(staged, old)
+        note = (
+            f" (near misses were looked for in part of the file only: {partial})" if partial else ""
+        )
+        raise fail(NOT_FOUND, f"{naming.old} was not found in {staged.rel}{note}", found)
+    if replace_all:
+        return
+    if count > 1:
+        raise _ambiguous(staged.rel, text, needle, count, naming)
+    first = text.find(needle)
+    second = text.find(needle, first + 1)
+    if second != -1:  # starts inside the first: the two overlap
+        raise _ambiguous(staged.rel, text, needle, 2, naming, (first, second))
+
+
+def _mixed_endings(text: str) -> bool:
+    """Whether ``text`` ends some lines with CRLF and others with a bare LF."""
+    crlf = text.count("\r\n")
+    return 0 < crlf < text.count("\n")
+
+
+def _replace_in_mixed(
+    staged: StagedFile,
+    old: str,
+    new: str,
+    replace_all: bool,
+    max_chars: int | None,
+    naming: Naming,
+) -> int:
+    """``replace_in`` for a file whose lines end some with CRLF, some with LF.
+
+    The model reads lines, not their endings, so ``old`` is matched against the text with
+    every CRLF read as LF: a match may span lines of both kinds, and two places that read
+    the same are two matches whatever their endings. Each match is replaced in the bytes
+    on disk (every other line keeps its ending); the new lines take the ending of the
+    first line the match spans.
+    """
+    text = staged.text
+    view = text.replace("\r\n", "\n")
+    needle, replacement = old.replace("\r\n", "\n"), new.replace("\r\n", "\n")
+    count = view.count(needle)
+    _check_target(staged, view, old, needle, count, replace_all, naming)
+    wanted = count if replace_all else 1
+    pieces: list[str] = []
+    size = 0
+    copied, at_view, at_text = 0, 0, 0  # text[:copied] is in pieces; at_view <-> at_text
+    for start_view in first_offsets(view, needle, wanted):
+        start = _text_offset(text, at_view, at_text, start_view)
+        end = _text_offset(text, start_view, start, start_view + len(needle))
+        line_end = text.find("\n", start, end)
+        ending = "\r\n" if line_end > 0 and text[line_end - 1] == "\r" else "\n"
+        adapted = replacement.replace("\n", ending) if ending != "\n" else replacement
+        pieces += (text[copied:start], adapted)
+        size += start - copied + len(adapted)
+        if max_chars is not None and size > max_chars:
+            raise fail(
+                FILE_TOO_LARGE,
+                f"replacing all {count} occurrences would make {staged.rel} over the "
+                f"{size_text(max_chars)} limit; nothing was changed",
+            )
+        copied, at_view, at_text = end, start_view + len(needle), end
+    pieces.append(text[copied:])
+    staged.text = "".join(pieces)
+    return count
+
+
+def _text_offset(text: str, from_view: int, from_text: int, view_offset: int) -> int:
+    """The offset in ``text`` of ``view_offset`` in its CRLF-as-LF view, counting on from a
+    pair of offsets known to match (``from_view`` in the view is ``from_text`` in the text,
+    not inside a CRLF). Linear in the distance, in a few passes of ``str.count``."""
+    distance = view_offset - from_view
+    at = from_text + distance
+    while True:  # each CRLF met on the way is one character more in the text
+        further = from_text + distance + text.count("\r\n", from_text, at)
+        if further == at:
+            break
+        at = further
+    if 0 < at < len(text) and text[at - 1] == "\r" and text[at] == "\n":
+        at += 1  # the view's LF here stands for the whole CRLF, which lies before the offset
+    return at
+
+
+def _ambiguous(
+    rel: str,
+    text: str,
+    needle: str,
+    count: int,
+    naming: Naming,
+    overlapping: tuple[int, int] | None = None,
+) -> ToolFailure:
+    """AMBIGUOUS_MATCH naming the first occurrences (with context) and counting the rest;
+    ``overlapping``: the two offsets of a needle that occurs twice, the second inside the first."""
+    offsets = list(overlapping or first_offsets(text, needle, MAX_LISTED))
     lines = line_numbers(text, offsets)
     candidates = [
         Candidate(rel, line, _snippet_at(text, offset, line) if i < MAX_SNIPPETS else "")
         for i, (offset, line) in enumerate(zip(offsets, lines, strict=True))
     ]
     listed = ", ".join(map(str, lines)) + (", ..." if count > len(lines) else "")
+    how = ", overlapping" if overlapping else ""
     return ToolFailure(
         ToolError(
             AMBIGUOUS_MATCH,
-            f"{naming.old} occurs {count} times in {rel} (lines {listed}); {naming.unique}",
+            f"{naming.old} occurs {count} times in {rel} (lines {listed}{how}); {naming.unique}",
             tuple(candidates),
             more=count - len(candidates),
         )
@@ -378,8 +478,29 @@ def _similarity(found: list[str], wanted: list[str]) -> float:
 def _first_difference(found: list[str], wanted: list[str], score: float) -> str:
     for k, (have, want) in enumerate(zip(found, wanted, strict=False)):
         if have != want:
+            why = _unseen_difference(have, want)
+            show = ascii if why else repr  # escaped, what differs can be seen
             return (
                 f"{score:.0%} similar; line {k + 1} of old_string differs: "
-                f"file has {have.strip()[:80]!r}, old_string has {want.strip()[:80]!r}"
+                f"file has {show(have.strip()[:80])}, old_string has {show(want.strip()[:80])}"
+                f"{why}"
             )
     return f"{score:.0%} similar; old_string has {len(wanted)} lines, the file region {len(found)}"
+
+
+def _unseen_difference(have: str, want: str) -> str:
+    """Why two lines that print alike differ: another Unicode form of the same letters, or
+    invisible characters (zero-width, BOM, direction marks); "" when the difference shows."""
+    if unicodedata.normalize("NFC", have) == unicodedata.normalize("NFC", want):
+        return (
+            " (the same letters in another Unicode form, NFC versus NFD: matching is exact, "
+            "copy the text from the file)"
+        )
+    if _visible(have) == _visible(want):
+        extra = sorted({f"U+{ord(c):04X}" for c in have + want if unicodedata.category(c) == "Cf"})
+        return f" (invisible characters differ: {', '.join(extra[:5])}; matching is exact)"
+    return ""
+
+
+def _visible(line: str) -> str:
+    return "".join(c for c in line if unicodedata.category(c) != "Cf")
