@@ -130,3 +130,24 @@ def test_near_miss_names_an_invisible_character(rt, ws):
     p = propose_replace(rt, "z.py", "val\u200bue = 1", "value = 3")
     assert p.error is not None and p.error.code == "NOT_FOUND"
     assert "invisible characters differ: U+200B" in p.error.candidates[0].note
+
+
+def test_an_overlapping_occurrence_in_a_notebook_cell_is_ambiguous(rt, ws):
+    """As in any file: ``}\\n}`` at the inner and the outer closing brace of one cell are two
+    places; the notebook path counted them with ``str.count`` (one) and edited the first."""
+    import nbformat
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell("if a:\n    x = {\n  1: {\n  }\n}\n}\n")]
+    nbformat.write(notebook, str(ws / "n.ipynb"))
+    data = (ws / "n.ipynb").read_bytes()
+    p = propose_replace(rt, "n.ipynb", "}\n}", "}\n}\nfoo()")
+    assert p.error is not None and p.error.code == "AMBIGUOUS_MATCH", p.error
+    assert (ws / "n.ipynb").read_bytes() == data
+    assert (
+        rt.propose(
+            "replace_string",
+            {"path": "n.ipynb", "old_string": "}\n}", "new_string": "]", "replace_all": True},
+        ).error
+        is None
+    )

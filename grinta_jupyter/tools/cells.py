@@ -349,6 +349,14 @@ def replace_in_cells(
             "one cell's source",
             [c for c in located if c is not None],
         )
+    if count == 1 and not replace_all:
+        # ``str.count`` counts no overlap: ``aa`` occurs twice in ``aaa``, and which one the
+        # model meant would be a guess (as in any other file: tools/matching.py).
+        at = counts.index(1)
+        source = cells[at][2]
+        styled = _in_style(needle, source)
+        if source.find(styled, source.find(styled) + 1) != -1:
+            counts[at] = count = 2
     if count > 1 and not replace_all:
         places = [
             (key, kind, source, n)
