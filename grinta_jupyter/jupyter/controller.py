@@ -647,7 +647,7 @@ def command(name: str, rest: str) -> Any:
         print(status_line(session))
         return None
     if name == "undo":
-        print(visible(session.undo().output))
+        undo(session)
         return None
     if name == "step":
         if not view.manual:
@@ -679,6 +679,24 @@ def command(name: str, rest: str) -> Any:
         view.advance()
         _show_steps(session, [step.number])
     return None
+
+
+def undo(session: Session) -> None:
+    """``%grinta undo``: the session's last commit restored, or why not, in one line.
+
+    A log that cannot take the undo (another session object holds it: the session resumed
+    in another kernel; a log that failed) refuses it with nothing restored: said as the
+    refusal it is, not as a traceback.
+    """
+    from grinta_jupyter.events.log import LogError
+
+    try:
+        obs = session.undo()
+    except LogError as exc:
+        raise MagicUsageError(
+            visible(f"not undone: {exc}", keep_newlines=False), usage=False
+        ) from None
+    print(visible(obs.output))
 
 
 def _decide(session: Session, name: str, rest: str) -> Proposal | None:

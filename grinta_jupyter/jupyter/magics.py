@@ -18,7 +18,9 @@ They are ``Config`` fields (config.py): an option given wins over the
 Options go before or after the task; the task is its words as typed (quotes, apostrophes and
 backslashes inside it are the task's, not shell syntax; one quoted word alone is unquoted).
 A task that starts with a subcommand word, or holds words that look like options, is given
-after ``--``: ``%grinta --auto -- fix the --manual flag``.
+after ``--``: ``%grinta --auto -- fix the --manual flag`` (after options, such a word is
+refused, not started as a task: ``%grinta --root proj resume`` means ``resume --root proj``).
+Options are spelt out in full (``--a`` is not ``--auto``).
 
 Loading the extension in a kernel also registers the comm target of the saved
 trace's box (``jupyter/sessionlink.py``), so a finished session's card can take
@@ -89,7 +91,11 @@ class MagicUsageError(ValueError):
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse that reports every mistake as a MagicUsageError (never prints, never exits)."""
+    """argparse that reports every mistake as a MagicUsageError (never prints, never exits).
+
+    Options are matched whole, never abbreviated: in ``explain --a``, ``--a`` is refused as
+    an unknown option, not taken for ``--auto`` (which approves everything).
+    """
 
     def error(self, message: str) -> NoReturn:
         raise MagicUsageError(message)
@@ -101,9 +107,16 @@ def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[st
     A bad option raises MagicUsageError with the usage line; a bad GRINTA_*
     value raises it without (the fix is not in this line).
     """
+    task, config, _ = _parse(line, environ)
+    return task, config
+
+
+def _parse(line: str, environ: Mapping[str, str] | None) -> tuple[str, Config, str | None]:
+    """``parse_start``, and the task's first word as typed (quotes kept); None when the task
+    came after ``--`` or is empty."""
     from grinta_jupyter.config import Config, ConfigError, positive_int
 
-    parser = _Parser(prog="%grinta", add_help=False, exit_on_error=False)
+    parser = _Parser(prog="%grinta", add_help=False, exit_on_error=False, allow_abbrev=False)
     # Every option is a Config field; None (not given) leaves the environment's value.
     parser.add_argument("--model")
     parser.add_argument("--root")
@@ -138,16 +151,21 @@ def parse_start(line: str, environ: Mapping[str, str] | None = None) -> tuple[st
     if ends < len(words):
         if given:
             raise MagicUsageError("the task goes after --, with nothing before it but options")
-        task = _as_typed(line, words[ends + 1 :])
+        task, typed = _as_typed(line, words[ends + 1 :]), None
     else:
         first = _run_of(names, given)
         task = _as_typed(line, words[first : first + len(given)])
+        typed = (
+            line[words[first][1] : words[first][2]].strip()
+            if given and first < len(words)
+            else None
+        )
     try:
         config = Config.from_env(os.environ if environ is None else environ)
     except ConfigError as exc:
         raise MagicUsageError(str(exc), usage=False) from None
     try:
-        return task, config.with_options(**options)
+        return task, config.with_options(**options), typed
     except ConfigError as exc:
         raise MagicUsageError(str(exc)) from None
 
@@ -239,9 +257,10 @@ class GrintaMagics(Magics):
                     f"{word!r}, write %grinta -- {word})"
                 )
             if command is None:
-                task, config = parse_start(line)  # a leading "--" is its to take
+                task, config, first_word = _parse(line, None)  # a leading "--" is its to take
                 if not task:
                     raise MagicUsageError("give a task, e.g. %grinta fix the failing test")
+                _refuse_subcommand(first_word)
                 controller.start(task, config)
                 return None  # no Out[n] echo: grinta_jupyter.current() is the session
             if command == "resume":
@@ -265,6 +284,25 @@ class GrintaMagics(Magics):
         except MagicUsageError as exc:
             show_usage_error(exc)
             return None
+
+
+def _refuse_subcommand(word: str | None) -> None:
+    """MagicUsageError when the task's first word, as typed, is a subcommand's: options came
+    before it (``%grinta --root proj resume``, ``%grinta --manual step``), and taken as a
+    task it would start a session on the task "resume" and stop the running one. Such a
+    task goes after ``--`` (or in quotes, which say it is meant)."""
+    if word is None or word.lower() not in SUBCOMMANDS:
+        return
+    command = word.lower()
+    how = (
+        "resume takes its options after it: %grinta resume [options] [LOG]"
+        if command == "resume"
+        else f"{command} is a subcommand and takes no options: %grinta {command}"
+    )
+    raise MagicUsageError(
+        f"nothing was started: {how}; a task that starts with {word!r} goes after --: "
+        f"%grinta [options] -- {word} ..."
+    )
 
 
 def show_usage_error(exc: MagicUsageError) -> None:
