@@ -106,3 +106,59 @@ def test_the_running_cell_is_protected_and_the_kernel_tools_are_offered(tmp_path
     text = host.read_text()
     start = text.index('"id": "setup"')
     assert text[:start] == before.decode()[:start]  # bytes before the edited cell, unchanged
+
+
+def test_the_cell_a_next_task_is_given_in_is_protected_too(tmp_path: Path) -> None:
+    """``%grinta continue TASK`` shows the panel in its own cell and the session runs there
+    now; only the first ``%grinta`` cell was protected, so the agent could rewrite the cell
+    holding the live panel (found by a helper; fixed in controller.py ``_protect_this_cell``)."""
+    host = tmp_path / "host.ipynb"
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("%grinta --auto look around"),
+        nbformat.v4.new_code_cell("%grinta continue tidy the notebook"),
+        nbformat.v4.new_code_cell("data = [1, 2, 3]"),
+    ]
+    nb.cells[0].id, nb.cells[1].id, nb.cells[2].id = "first", "next", "data"
+    nbformat.write(nb, host)
+    server = OpenAIServer()
+    server.queue(
+        tool_reply(tool_call("finish", {"summary": "looked"})),
+        text_reply("done"),
+        tool_reply(
+            tool_call(
+                "replace_string",
+                {"path": "host.ipynb", "old_string": "continue tidy", "new_string": "stop"},
+            )
+        ),
+        tool_reply(tool_call("finish", {"summary": "tidied"})),
+        text_reply("done"),
+    )
+    with server:
+        env = {
+            "PATH": os.environ["PATH"],
+            "GRINTA_MODEL": "openai/test-model",
+            "GRINTA_API_BASE": server.url,
+            "GRINTA_API_KEY": "sk-local",
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "JPY_SESSION_NAME": str(host),
+        }
+        with running_kernel(tmp_path, env) as kc:
+            execute(kc, "%load_ext grinta_jupyter\nimport grinta_jupyter")
+            execute(kc, f"%grinta --auto --root {tmp_path} look around", "first")
+            wait_for(kc, "grinta_jupyter.current().done", TIMEOUT)
+            execute(kc, "%grinta continue tidy the notebook", "next")
+            wait_for(
+                kc,
+                "grinta_jupyter.current().done and len(grinta_jupyter.current().steps) > 1",
+                TIMEOUT,
+            )
+            codes = execute(
+                kc,
+                "import json; s = grinta_jupyter.current(); print(json.dumps([(st.call.name, "
+                "st.observation.error.code if st.observation and st.observation.error else None) "
+                "for st in s.steps]))",
+            )
+    steps = json.loads(codes.strip().splitlines()[-1])
+    assert ["replace_string", "CELL_PROTECTED"] in steps, steps
+    assert nbformat.read(host, 4).cells[1].source == "%grinta continue tidy the notebook"

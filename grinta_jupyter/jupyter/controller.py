@@ -587,9 +587,8 @@ def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:
     """
     from IPython import get_ipython
 
-    from grinta_jupyter.jupyter.documents import host_cell, kernel_documents
+    from grinta_jupyter.jupyter.documents import kernel_documents
     from grinta_jupyter.jupyter.kernel import IPythonNamespace
-    from grinta_jupyter.runtime.notebook_checks import source_digest
     from grinta_jupyter.tools.kernel import kernel_toolset
 
     result: dict[str, Any] = dict(options)
@@ -599,17 +598,44 @@ def _in_kernel(options: SessionOptions, root: Path) -> dict[str, Any]:
     if options["toolset"] == "intent":
         result["toolset"] = kernel_toolset(IPythonNamespace(shell))
     result["documents"] = kernel_documents(root)
-    host = host_cell()
-    if host.notebook is not None and host.cell_id is not None:
-        try:
-            rel = host.notebook.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:  # the host notebook is outside the workspace
-            return result
-        cells = [f"{rel}::cell:{host.cell_id}"]
-        if host.code is not None:  # a notebook saved without ids knows the cell by its source
-            cells.append(f"{rel}::code:{source_digest(host.code)}")
-        result["settings"] = replace(options["settings"], protected_cells=tuple(cells))
+    cells = _host_cell_addresses(root)
+    if cells:
+        result["settings"] = replace(options["settings"], protected_cells=cells)
     return result
+
+
+def _host_cell_addresses(root: Path) -> tuple[str, ...]:
+    """The addresses of the cell running this magic, when it is a cell of a notebook in the
+    workspace: by id, and by source (a notebook saved without ids knows the cell by it)."""
+    from grinta_jupyter.jupyter.documents import host_cell
+    from grinta_jupyter.runtime.notebook_checks import source_digest
+
+    host = host_cell()
+    if host.notebook is None or host.cell_id is None:
+        return ()
+    try:
+        rel = host.notebook.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:  # the host notebook is outside the workspace
+        return ()
+    cells = [f"{rel}::cell:{host.cell_id}"]
+    if host.code is not None:
+        cells.append(f"{rel}::code:{source_digest(host.code)}")
+    return tuple(cells)
+
+
+def _protect_this_cell(session: Session) -> None:
+    """The cell the panel is shown in again (``continue``, ``rewind`` after the end) runs the
+    session now: protect it from the agent's edits too, as the first ``%grinta`` cell is."""
+    runtime = session.runtime
+    added = [
+        a
+        for a in _host_cell_addresses(runtime.workspace.root)
+        if a not in runtime.settings.protected_cells
+    ]
+    if added:
+        runtime.settings = replace(
+            runtime.settings, protected_cells=(*runtime.settings.protected_cells, *added)
+        )
 
 
 def command(name: str, rest: str) -> Any:
@@ -741,6 +767,7 @@ def continue_task(view: NotebookSession, task: str) -> None:
         raise MagicUsageError(str(exc), usage=False) from None
     except OSError as exc:
         raise MagicUsageError(f"cannot go on: {exc.strerror or exc}", usage=False) from None
+    _protect_this_cell(session)
     view.show()  # the panel, here: the cell the next task was given in
     view.reopened(TaskBegan(len(session.tasks), session.tasks[-1]))
     if view.manual:
@@ -800,6 +827,7 @@ def rewind(view: NotebookSession, text: str) -> None:
         raise MagicUsageError(f"not rewound: {exc}", usage=False) from None
     print(visible(rewind_line(update), keep_newlines=False))
     if was_done:
+        _protect_this_cell(session)
         view.show()  # an ended session's panel had become its trace: here it is again
     view.reopened(update)
     if view.manual:
