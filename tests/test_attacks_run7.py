@@ -82,33 +82,7 @@ def test_input_in_executed_code_sends_no_input_request_to_the_front_end(tmp_path
     )
     env = {"PYTHONPATH": str(ROOT)}
     with running_kernel(tmp_path, env) as kc:
-        content = {
-            "code": cell,
-            "silent": False,
-            "store_history": False,
-            "user_expressions": {},
-            "allow_stdin": True,  # as JupyterLab sends every cell
-            "stop_on_error": True,
-        }
-        request = kc.session.msg("execute_request", content)
-        kc.shell_channel.send(request)
-        printed, asked = "", []
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            while kc.stdin_channel.msg_ready():
-                asked.append(kc.get_stdin_msg(timeout=1)["content"])
-            try:
-                msg = kc.get_iopub_msg(timeout=0.1)
-            except Exception:  # queue.Empty: nothing yet
-                continue
-            if msg["parent_header"].get("msg_id") != request["header"]["msg_id"]:
-                continue
-            if msg["msg_type"] == "stream":
-                printed += msg["content"]["text"]
-            if msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
-                break
-        while kc.stdin_channel.msg_ready():
-            asked.append(kc.get_stdin_msg(timeout=1)["content"])
+        printed, asked = _run_cell(kc, cell)  # input allowed, as JupyterLab sends every cell
     assert asked == []
     assert printed.count("EXECUTE_FAILED: EOFError") == 2, printed
     assert "timed out" not in printed
