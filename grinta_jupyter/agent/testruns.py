@@ -935,25 +935,35 @@ def covers(command: str, test: str) -> bool:
 
 def _pytest_covers(words: list[str], test: str) -> bool:
     module, rest = _python_target(words[1:])
-    args = rest if module else words[1:]
-    paths, keywords = [], []
-    i = 0
-    while i < len(args):
-        name, eq, value = args[i].partition("=")
-        if name in _PYTEST_VALUE_OPTIONS and not eq:
-            value = args[i + 1] if i + 1 < len(args) else ""
-            i += 1
-        if name == "-k":
-            keywords.append(value)
-        elif not args[i].startswith("-") and not eq and _looks_like_test_path(args[i]):
-            paths.append(args[i])
-        i += 1
+    positional, keywords = _pytest_selection(rest if module else words[1:])
+    paths = [p for p in positional if "=" not in p and _looks_like_test_path(p)]
     wanted = test.lower()
     for expression in keywords:  # "not" was refused before: these select
         names = [w for w in re.findall(r"[\w.\[\]-]+", expression) if w not in ("and", "or")]
         if names and not any(n.lower() in wanted for n in names):
             return False
     return not paths or any(_path_covers(p, test) for p in paths)
+
+
+def _pytest_selection(args: list[str]) -> tuple[list[str], list[str]]:
+    """pytest's positional arguments (paths, node ids) and ``-k`` expressions in ``args``;
+    the value of an option that takes one (``-c setup.cfg``, ``--rootdir tests``) is
+    neither."""
+    positional: list[str] = []
+    expressions: list[str] = []
+    i = 0
+    while i < len(args):
+        name, eq, value = args[i].partition("=")
+        takes_next = name in _PYTEST_VALUE_OPTIONS and not eq
+        if takes_next:
+            value = args[i + 1] if i + 1 < len(args) else ""
+            i += 1
+        if name == "-k":
+            expressions.append(value)
+        elif not takes_next and not args[i].startswith("-"):
+            positional.append(args[i])
+        i += 1
+    return positional, expressions
 
 
 def _looks_like_test_path(word: str) -> bool:
@@ -1284,21 +1294,19 @@ def selections(command: str, root: str | None = None) -> list[Selection] | None:
             names = [a for a in args if not a.startswith("-")]
             found.append(Selection("unittest", tuple(_unittest_target(n, folder) for n in names)))
             continue
-        targets, keywords = [], []
-        i = 0
-        while i < len(args):
-            name, eq, value = args[i].partition("=")
-            if name in _PYTEST_VALUE_OPTIONS and not eq:
-                value = args[i + 1] if i + 1 < len(args) else ""
-                i += 1
-            if name == "-k":
-                keywords += [w for w in re.findall(r"[\w.\[\]-]+", value) if w not in ("and", "or")]
-            elif not args[i].startswith("-"):
-                path, sep, node = args[i].partition("::")
-                joined = _workspace_relative(posixpath.join(folder, path), root)
-                if joined is not None:
-                    targets.append(joined + sep + node)
-            i += 1
+        positional, expressions = _pytest_selection(args)
+        keywords = [
+            w
+            for expression in expressions
+            for w in re.findall(r"[\w.\[\]-]+", expression)
+            if w not in ("and", "or")
+        ]
+        targets = []
+        for word in positional:
+            path, sep, node = word.partition("::")
+            joined = _workspace_relative(posixpath.join(folder, path), root)
+            if joined is not None:
+                targets.append(joined + sep + node)
         found.append(Selection("pytest", tuple(targets), tuple(keywords)))
     return found
 
