@@ -22,6 +22,7 @@ PACKAGE = Path(grinta_jupyter.__file__).parent
 NOT_CONFIGURATION = {
     "GRINTA_COMMAND": "runtime/process.py",
     "GRINTA_EOF": "experiment/solver.py",
+    "GRINTA_TEST_RUN": "samples/contained.py",  # marks a check's processes, set for them only
 }
 
 

@@ -49,6 +49,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 
+from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.errors import CONTENT_SERIALIZED, PLACEHOLDER, ToolError
 
 PROSE_SUFFIXES = frozenset(
@@ -500,7 +501,8 @@ def check_gutted(
 
 def _parse(source: str) -> ast.Module | None:
     try:
-        return ast.parse(source)
+        with pyast.quietly():  # a file's invalid escapes are its own, not a warning of ours
+            return pyast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
 
