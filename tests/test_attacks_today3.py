@@ -118,7 +118,10 @@ def test_a_writing_call_with_a_long_concatenation_is_named_not_a_recursion_error
     assert found is not None and "write_text" in found
 
 
-def test_kernel_code_with_a_long_concatenation_does_not_end_the_session(project: Path) -> None:
+def test_kernel_code_with_a_long_concatenation_does_not_end_the_session(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)  # the code runs in this process: its gen.txt goes there
     turns = [reply("", call("execute", code=LONG_CONCAT)), FINISH]
     session = Session(
         "say hello",
