@@ -13,6 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
 from acp import text_block
 from acp.schema import ContentToolCallContent, FileEditToolCallContent, ToolCallProgress
 
@@ -215,3 +216,22 @@ def test_a_huge_target_the_model_names_is_quoted_cut_in_what_the_client_is_sent(
             assert _sent_chars(call.content) < 5_000
             [line] = [t for t in _texts(call.content).split("\n") if t.startswith("Could not")]
             assert line.startswith(f"Could not resolve {quote}: "), line[:400]
+
+
+@pytest.mark.parametrize(
+    "command",
+    ["rm -rf /home/me/proj", "cat /etc/passwd", "ls /tmp/x/ && pytest", "pytest tests/", "echo /"],
+)
+def test_a_command_title_is_shown_by_jupyter_ai_as_sent(command: str) -> None:
+    """Jupyter AI's client shows a title word that starts with ``/`` and holds another ``/``
+    as its last part: "Run: rm -rf /home/me/proj" read "Run: rm -rf proj", a command other
+    than the one approved. A title holding such a word no longer names the command (the call's
+    content shows it exactly)."""
+    from jupyter_ai_acp_client.tool_call_renderer import _shorten_title
+
+    from grinta_jupyter.acp.toolcalls import title_of
+
+    title = title_of("run", "command", {"command": command}, "")
+    assert _shorten_title(title) == title
+    if "/" not in command.replace(" /", " "):
+        assert title == f"Run: {command}"

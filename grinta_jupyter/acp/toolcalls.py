@@ -117,8 +117,12 @@ def title_of(tool: str, kind: str, args: dict[str, Any], summary: str) -> str:
     if kind == "finish":
         return "Finish"
     if kind == "command":
-        command = str(args.get("command") or args.get("code") or tool)
-        return f"Run: {_one_line(command, 200)}"  # plain text: some clients show no markdown
+        command = _one_line(str(args.get("command") or args.get("code") or tool), 200)
+        if any(word.startswith("/") and "/" in word[1:] for word in command.split()):
+            # Jupyter AI shows such a word as its last part ("rm -rf /home/me/proj" read
+            # "rm -rf proj"): a title that would mislead says where the command is instead.
+            return "Run a command naming absolute paths (read it below)"
+        return f"Run: {command}"  # plain text: some clients show no markdown
     if kind == "write":
         paths = paths_in(args)
         verb = "Create" if tool == "create" else "Edit"
