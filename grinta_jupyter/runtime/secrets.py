@@ -16,7 +16,9 @@ lowercase word), so
 ``[REDACTED]``; a multi-line value (a PEM key) is also redacted line by line.
 
 Values are matched as they are and in the forms programs print them in: inside
-JSON (once or twice encoded, with ``\\/``), as a Python ``repr``, URL-encoded.
+JSON (once or twice encoded, with ``\\/``, HTML-safe), as a Python ``repr``, URL-encoded,
+escaped for HTML. A ``Secrets`` made from this process's environment also redacts the
+secrets it gains later (``Secrets.now``).
 A text cut through a secret (a line limit, a head-and-tail cut) keeps no piece
 of it: a word starting with a secret's first 12 characters, or ending with its
 last 12, is redacted whole. Structured data is redacted value by value, never
@@ -30,6 +32,7 @@ every ``Secrets.from_env`` made afterwards in this process redacts them too.
 from __future__ import annotations
 
 import bisect
+import html
 import itertools
 import json
 import os
@@ -38,7 +41,7 @@ import threading
 import urllib.parse
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -283,6 +286,9 @@ class Secrets:
     """A fixed set of secret values, and the redaction of text and data that may hold them."""
 
     values: tuple[str, ...] = ()
+    # Made from this process's environment: also redacts the secrets the environment (or
+    # ``hold``) gains later (a key exported in the kernel while a session runs).
+    follows_process: bool = field(default=False, compare=False)
 
     @classmethod
     def from_env(
@@ -292,10 +298,23 @@ class Secrets:
         for value in extra:
             if value:
                 found |= _values_of(value)
-        return cls(tuple(sorted(found, key=len, reverse=True)))
+        return cls(tuple(sorted(found, key=len, reverse=True)), follows_process=environ is None)
+
+    def now(self) -> Secrets:
+        """These secrets, and, when made from this process's environment, those it holds now:
+        the values a session knew when it started stay redacted after they are changed or
+        removed, and those added since are redacted too."""
+        if not self.follows_process:
+            return self
+        return _joined(self.values, _known().values)
 
     def redact(self, text: str) -> str:
         """``text`` with every secret, raw or JSON-escaped, replaced by ``[REDACTED]``."""
+        if self.follows_process:
+            return self.now()._redact(text)
+        return self._redact(text)
+
+    def _redact(self, text: str) -> str:
         if not self.values or not text:
             return text
         spans = _spans(text, self.values)
@@ -313,25 +332,36 @@ class Secrets:
         secret that starts with a row's marker (``-``, ``+``, a space) and fills the row must
         not take the marker with it, or a reader would take that row, and the rest of its
         hunk, for notes."""
-        if not self.values:
+        secrets = self.now()
+        if not secrets.values:
             return diff
         rows = []
         for row in diff.split("\n"):
-            redacted = self.redact(row)
+            redacted = secrets._redact(row)
             rows.append(redacted if redacted[:1] == row[:1] else row[:1] + redacted)
         return "\n".join(rows)
 
     def redact_data(self, data: Any) -> Any:
         """A copy of JSON-like ``data`` with string values redacted (keys are kept)."""
+        return self.now()._redact_data(data)
+
+    def _redact_data(self, data: Any) -> Any:
         if not self.values:
             return data
         if isinstance(data, str):
-            return self.redact(data)
+            return self._redact(data)
         if isinstance(data, dict):
-            return {key: self.redact_data(value) for key, value in data.items()}
+            return {key: self._redact_data(value) for key, value in data.items()}
         if isinstance(data, (list, tuple)):
-            return [self.redact_data(value) for value in data]
+            return [self._redact_data(value) for value in data]
         return data
+
+
+@lru_cache(maxsize=32)
+def _joined(values: tuple[str, ...], known: tuple[str, ...]) -> Secrets:
+    """The secrets of both sets, longest first (the same object for the same sets, so what
+    is compiled for them is reused)."""
+    return Secrets(tuple(sorted(set(values) | set(known), key=len, reverse=True)))
 
 
 class StreamRedactor:
@@ -358,7 +388,7 @@ class StreamRedactor:
     """
 
     def __init__(self, secrets: Secrets) -> None:
-        self.secrets = secrets
+        self.secrets = secrets.now()  # one set for the whole stream: what is held follows it
         self._held = ""
         self._tail = 0  # how many of the text's last characters are found inside a secret
         self._word = 0  # where in ``_held`` the word the text ends with starts (0: before it)
@@ -384,6 +414,8 @@ class StreamRedactor:
         if last:
             word, hot = len(self._held) + last[0].end(), False
         stretches = _stretches(values)
+        if stretches and cut < word:  # the cut falls in a word that ended in this text
+            cut = _before_hot_word(text, cut, stretches)
         if stretches and not hot:
             start = max(word, len(self._held) - STRETCH + 1)
             stop = len(text) - STRETCH + 1
@@ -408,6 +440,24 @@ class StreamRedactor:
     def held(self) -> str:
         """The text kept back (not redacted: never show it)."""
         return self._held
+
+
+def _before_hot_word(text: str, cut: int, stretches: frozenset[str]) -> int:
+    """``cut``, or the start of the word it falls inside when that word holds ``STRETCH``
+    characters running in a secret. Redacted whole, such a word is hidden from a long
+    secret's first characters to its end: cut through, its two halves are redacted apart,
+    and the half after the cut (a password that followed a key, ``sk-...Tr0ub&dor``) went
+    out as it was. Costs the word's length, at most the text kept back and the piece."""
+    if not 0 < cut < len(text) or _SEPARATOR.match(text, cut - 1) or _SEPARATOR.match(text, cut):
+        return cut
+    start = cut
+    while start > 0 and not _SEPARATOR.match(text, start - 1):
+        start -= 1
+    after = _SEPARATOR.search(text, cut)
+    end = after.start() if after else len(text)
+    if any(text[i : i + STRETCH] in stretches for i in range(start, end - STRETCH + 1)):
+        return start
+    return cut
 
 
 def _secret_tail(text: str, forms: tuple[str, ...], most: int) -> int:
@@ -558,13 +608,18 @@ def _spans(text: str, values: tuple[str, ...]) -> list[tuple[int, int]]:
 
 
 def _printed_forms(value: str) -> set[str]:
-    """How ``value`` looks when a program prints it: JSON, Python repr (also inside JSON:
-    a notebook's saved ``text/plain`` output), URL-encoded."""
+    """How ``value`` looks when a program prints it: JSON (also HTML-safe, as Go writes it:
+    ``docker inspect``), Python repr (also inside JSON: a notebook's saved ``text/plain``
+    output), URL-encoded (also in lowercase), escaped for HTML (a table's ``text/html``)."""
     as_json = json.dumps(value)[1:-1]
     as_repr = repr(value)[1:-1]
     return {
         value,
         as_json,
+        _html_safe_json(as_json),
+        html.escape(value),
+        html.escape(value, quote=False),
+        _html_escaped_numerically(value),
         json.dumps(value, ensure_ascii=False)[1:-1],
         json.dumps(as_json)[1:-1],  # JSON inside JSON
         as_json.replace("/", "\\/"),
@@ -577,7 +632,22 @@ def _printed_forms(value: str) -> set[str]:
     }
 
 
-def _url_encoded(value: str) -> tuple[str, str]:
+def _html_safe_json(as_json: str) -> str:
+    """JSON as Go's ``encoding/json`` (and Rails) write it: ``&``, ``<``, ``>`` escaped."""
+    return as_json.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+
+
+def _html_escaped_numerically(value: str) -> str:
+    """``value`` escaped for HTML as Jinja (markupsafe) does it: quotes as ``&#39;``,
+    ``&#34;``."""
+    escaped = html.escape(value, quote=False)
+    return escaped.replace("'", "&#39;").replace('"', "&#34;")
+
+
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+
+
+def _url_encoded(value: str) -> tuple[str, ...]:
     """``value`` URL-encoded (``%20`` and ``+`` for spaces). A byte of the environment that is
     not UTF-8 comes as a lone surrogate (``os.environ``): encoded as that byte, as a program
     given it prints it (any other lone surrogate as UTF-8 would write it)."""
@@ -587,10 +657,12 @@ def _url_encoded(value: str) -> tuple[str, str]:
             break
         except UnicodeEncodeError:
             continue
-    return (
+    encoded = (
         urllib.parse.quote(value, safe="", errors=errors),
         urllib.parse.quote_plus(value, safe="", errors=errors),
     )
+    # Hex digits in either case mean the same byte (RFC 3986); some encoders write ``%3a``.
+    return *encoded, *(_PERCENT.sub(lambda m: m.group().lower(), form) for form in encoded)
 
 
 def redact(text: str, secrets: Iterable[str] | None = None) -> str:
