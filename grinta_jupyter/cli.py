@@ -50,6 +50,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -91,6 +92,12 @@ class _Parser(argparse.ArgumentParser):
     """argparse with every error as one line (no usage dump, no exit from inside)."""
 
     def error(self, message: str) -> NoReturn:
+        if self.prog == "grinta run" and "required: task" in message:
+            # `grinta run -v is broken` read the task's first word as an unknown flag.
+            message += (
+                '; give the task in quotes, and one that starts with "-" after "--": '
+                'grinta run -- "-v prints nothing"'
+            )
         raise UserError(f"{message} (see {self.prog} --help)")
 
 
@@ -200,8 +207,18 @@ def _parser() -> argparse.ArgumentParser:
         "--model",
         help='a litellm model string (default: $GRINTA_MODEL), or "scripted" (offline)',
     )
-    evl.add_argument("--runs", type=positive_int, default=3, help="seeds per (task, toolset)")
-    evl.add_argument("--jobs", type=positive_int, default=1, help="runs in parallel (processes)")
+    evl.add_argument(
+        "--runs",
+        type=_at_most(EVAL_MAX_RUNS),
+        default=3,
+        help=f"seeds per (task, toolset), at most {EVAL_MAX_RUNS}",
+    )
+    evl.add_argument(
+        "--jobs",
+        type=_at_most(EVAL_MAX_JOBS),
+        default=1,
+        help=f"runs in parallel (processes), at most {EVAL_MAX_JOBS}",
+    )
     evl.add_argument(
         "--out", default="grinta-eval", help="results folder (an existing one is resumed)"
     )
@@ -232,6 +249,25 @@ def _count(text: str) -> int:
 
 
 _branch_number = _count
+
+# `grinta eval --runs 1000000000` built every run's spec before the first started: a silent
+# wait for ever (and memory), not an error. Bounds far above any real experiment.
+EVAL_MAX_RUNS = 1000
+EVAL_MAX_JOBS = 256
+
+
+def _at_most(limit: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from 1 to ``limit``."""
+
+    def parse(text: str) -> int:
+        value = positive_int(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"must be {limit} or less, got {value}")
+        return value
+
+    return parse
+
+
 _MAX_STEPS = f"default: $GRINTA_MAX_STEPS, else {Config.max_steps}"
 
 
@@ -412,9 +448,24 @@ def _run(args: argparse.Namespace, config: Config) -> int:
     root = _session_root(config.workspace, config.origin("root"))
     if config.model is None:
         raise UserError(NO_MODEL)
+    if config.model.strip() in _NOT_LITELLM:
+        # Went to litellm as a model string: a session log, seconds of import, then
+        # "UNKNOWN_MODEL" after the session had started.
+        raise UserError(
+            f"{config.origin('model')} {config.model.strip()}: {_NOT_LITELLM[config.model.strip()]}"
+            "; grinta run needs a litellm model string, e.g. openai/gpt-4o-mini"
+        )
     model = configured_model(config, require_key=True)
     _log_folder(config)
     return _run_session(args.task, model, config, root)
+
+
+# Model names grinta shows that are not litellm models, and where each one plays.
+_NOT_LITELLM = {
+    "demo": "the demo model plays only its scripted session on the raft_kv sample (grinta demo)",
+    "scripted": "the scripted model plays only eval tasks' reference solutions (grinta eval)",
+    "scripted:noop": "the scripted model plays only in grinta eval",
+}
 
 
 def _continue(args: argparse.Namespace, config: Config) -> int:
@@ -423,6 +474,15 @@ def _continue(args: argparse.Namespace, config: Config) -> int:
 
     if not args.task.strip():
         raise UserError('the task is empty; say what to do next, e.g. "now add a test"')
+    for option in ("toolset", "max_steps"):
+        if config.origin(option).startswith("--"):
+            # Were silently dropped: a continued session keeps the toolset and the limits
+            # it started with (they are in its log), so --max-steps 3 bounded nothing.
+            raise UserError(
+                f"{config.origin(option)} cannot change a continued session: it keeps the "
+                "toolset and limits it started with; leave it out, or start a new session "
+                "without --continue"
+            )
     log, events, start = _session_log(args.continue_log)
     if unfinished(events):
         raise UserError(

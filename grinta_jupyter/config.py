@@ -86,6 +86,18 @@ def _is_http_address(text: str) -> bool:
     return parts.scheme.lower() in ("http", "https") and bool(parts.netloc)
 
 
+def _has_credentials(address: str) -> bool:
+    """Whether an http(s) ``address`` carries a ``user:password@`` (or ``user@``) part."""
+    return "@" in urllib.parse.urlsplit(address.strip()).netloc
+
+
+def _without_credentials(address: str) -> str:
+    """``address`` without its ``user:password@`` part, query or fragment: safe to show."""
+    parts = urllib.parse.urlsplit(address.strip())
+    host = parts.netloc.rpartition("@")[2]
+    return urllib.parse.urlunsplit(parts._replace(netloc=host, query="", fragment=""))
+
+
 def _has_gap(text: str) -> bool:
     """Whether ``text`` holds a space, a line break or another character that prints nothing."""
     return any(c.isspace() or not c.isprintable() for c in text)
@@ -205,6 +217,16 @@ class Config:
             raise ConfigError(
                 f"{self.origin('api_base')}: expected an http:// or https:// address "
                 f"(http://127.0.0.1:8000/v1), got {shown!r}"
+            )
+        if self.api_base is not None and _has_credentials(self.api_base):
+            # The model client sends its own Authorization header, and httpx refuses to combine
+            # it with a URL's user:password@: every request failed as a retried "HTTP 500"
+            # after the session had started (and `grinta models` called it unreachable).
+            raise ConfigError(
+                f"{self.origin('api_base')}: an address with a user:password@ part cannot be "
+                "used (the model client sends its own Authorization header); give the address "
+                "without it, e.g. "
+                f"{_without_credentials(self.api_base)!r}, and the key as GRINTA_API_KEY"
             )
         for name in ("max_steps", "max_tokens", "context_budget"):
             value = getattr(self, name)
