@@ -138,20 +138,23 @@ class _CtrlC:
     """Ctrl-C that cannot be lost: the first SIGINT is remembered as well as raised, and
     a loop callback raises KeyboardInterrupt again while one is remembered (asyncio lets
     KeyboardInterrupt out of callbacks). Only in the main thread, and only over Python's
-    own handler; ``close`` puts that back."""
+    own handler; ``close`` puts that back. SIGTERM (``kill``, a CI job's timeout, a closed
+    terminal's supervisor), where nothing else handles it, ends the session the same way:
+    it is stopped and its log ends with the reason, instead of the process dying mid-step."""
 
     TICK_S = 0.2
 
     def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
         self.pressed = False
         self._tick: asyncio.TimerHandle | None = None
-        self._installed = (
-            threading.current_thread() is threading.main_thread()
-            and signal.getsignal(signal.SIGINT) is signal.default_int_handler
-        )
+        main = threading.current_thread() is threading.main_thread()
+        self._installed = main and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        self._term = main and signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
         if self._installed:
             signal.signal(signal.SIGINT, self._on_signal)
             self._tick = loop.call_later(self.TICK_S, self._check, loop)
+        if self._term:
+            signal.signal(signal.SIGTERM, self._on_signal)
 
     def _on_signal(self, signum: int, frame: object) -> None:
         self.pressed = True
@@ -168,6 +171,8 @@ class _CtrlC:
             self._tick.cancel()
         if self._installed:
             signal.signal(signal.SIGINT, signal.default_int_handler)
+        if self._term:
+            signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 async def _drive(session: Session, console: Console) -> None:

@@ -171,7 +171,10 @@ def test_a_closed_standard_stream_never_approves_or_crashes(tmp_path, closed):
     assert snapshot(root) == pristine(tmp_path)
 
 
-def test_ctrl_c_at_the_prompt_stops_cleanly(tmp_path):
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_at_the_prompt_stops_cleanly(tmp_path, signum):
+    """SIGTERM (a `kill`, a job's timeout) as Ctrl-C: before, it killed the process at once
+    and the log ended mid-step, with no reason."""
     root = tmp_path / "demo"
     child = subprocess.Popen(
         [*ENTRY, "demo", "--root", str(root)],
@@ -188,7 +191,7 @@ def test_ctrl_c_at_the_prompt_stops_cleanly(tmp_path):
         if ready:
             seen += os.read(child.stdout.fileno(), 65536)  # type: ignore[union-attr]
     assert b"approve?" in seen
-    child.send_signal(signal.SIGINT)
+    child.send_signal(signum)
     out, err = child.communicate(timeout=30)
 
     assert child.returncode == 130
