@@ -69,3 +69,17 @@ def test_model_choice_argument_then_env_then_demo(monkeypatch):
     assert make_model().name == "ollama_chat/qwen2.5-coder:7b"
     assert make_model("openai/gpt-4o-mini").name == "openai/gpt-4o-mini"
     assert isinstance(resolve_model("openai/x"), LiteLLMModel)
+
+
+def test_the_demo_models_own_name_chooses_the_demo_model(monkeypatch):
+    """``demo`` is the name the demo model shows; given as GRINTA_MODEL or --model it went to
+    litellm as a model string, and the session failed with UNKNOWN_MODEL after it started."""
+    from grinta_jupyter.agent import make_model
+    from grinta_jupyter.agent.models import DemoModel, configured_model
+    from grinta_jupyter.config import Config
+
+    assert resolve_model(" demo ") is None
+    monkeypatch.setenv("GRINTA_MODEL", "demo")
+    assert isinstance(make_model(), DemoModel)
+    assert isinstance(configured_model(Config.from_env({"GRINTA_MODEL": "demo"})), DemoModel)
+    assert isinstance(resolve_model("demo-coder"), LiteLLMModel)  # only the name itself

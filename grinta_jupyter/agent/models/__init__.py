@@ -19,7 +19,7 @@ from grinta_jupyter.agent.models.base import (
     ToolCall,
     Usage,
 )
-from grinta_jupyter.agent.models.demo import DemoModel  # noqa: E402  (after scripted, which it extends)
+from grinta_jupyter.agent.models.demo import DEMO_NAME, DemoModel  # noqa: E402  (after scripted, which it extends)
 from grinta_jupyter.agent.models.litellm_model import LiteLLMModel, missing_key
 from grinta_jupyter.agent.models.replay import ReplayModel
 from grinta_jupyter.agent.models.scripted import ScriptedModel, call, raw_call, reply
@@ -62,7 +62,7 @@ def resolve_model(
         return spec
     config = config if config is not None else Config.from_env(os.environ)
     name = (spec or config.model or "").strip()
-    if not name:
+    if not name or name == DEMO_NAME:  # the name the demo model shows: no litellm model
         return None
     for key, configured in (("api_base", config.api_base), ("api_key", config.api_key)):
         if kwargs.get(key) is None:

@@ -209,6 +209,10 @@ def _number(pattern: str, text: str) -> str | None:
     return found.group(1) if found else None
 
 
+# The name the demo model goes by (GRINTA_MODEL=demo, --model demo choose it too).
+DEMO_NAME = "demo"
+
+
 class SalesNotes:
     """What the sales demo has learned so far.
 
@@ -405,7 +409,7 @@ class DemoModel(ScriptedModel):
     def __init__(self) -> None:
         self.notes = SalesNotes()
         turns: list[Callable[[list[dict[str, Any]]], ModelReply]] = [self._turn] * MAX_TURNS
-        super().__init__(turns, name="demo")
+        super().__init__(turns, name=DEMO_NAME)
 
     def _offered(self) -> frozenset[str]:
         """The tool names the session offered in the request being answered."""
