@@ -113,15 +113,19 @@ describe('the live card', () => {
   it('approves on click and on Enter; Escape opens the veto', () => {
     const { model, node } = mount({ payload: payload(), pending: true });
     click(one(node, 'grinta-approve'));
+    assert.deepEqual(model.sent, [{ event: 'approve', edits: 0 }]);
+    // The kernel refused it (say, a stale drawing): the bar is back.
+    model.set({ status: 'not decided: try again' });
     const bar = one(node, 'grinta-actions');
+    press(bar, 'Enter', true);
+    assert.equal(model.sent.length, 1, 'Shift+Enter is the notebook’s');
     const enter = press(bar, 'Enter');
     assert.ok(enter.defaultPrevented && enter.stopped, 'the notebook does not see the key');
     assert.deepEqual(model.sent, [
       { event: 'approve', edits: 0 },
       { event: 'approve', edits: 0 }
     ]);
-    press(bar, 'Enter', true);
-    assert.equal(model.sent.length, 2, 'Shift+Enter is the notebook’s');
+    model.set({ status: 'not decided: again' });
 
     press(one(node, 'grinta-actions'), 'Escape');
     assert.deepEqual(buttons(node), ['Send veto', 'Cancel'], 'veto mode: only the veto');

@@ -37,12 +37,14 @@ export interface EditHandlers {
 }
 
 const HINT = 'Enter approves, Escape vetoes';
+const SENT = 'Sent: waiting for the kernel';
 
 export function reviewBar(
   primary: Primary,
   status: string,
   handlers: ReviewHandlers,
-  hunkReason: HTMLInputElement | null
+  hunkReason: HTMLInputElement | null,
+  sent = false
 ): HTMLElement {
   const bar = h('div', {
     class: 'grinta-actions grinta-review',
@@ -50,20 +52,29 @@ export function reviewBar(
     role: 'toolbar',
     'aria-label': `${primary.label} (Enter), Edit, or Veto (Escape) this step`
   });
-  bar.append(
+  const buttons = [
     button(primary.label, 'approve', 'Commit what is shown (Enter)', handlers.primary),
     button('Edit', 'edit', 'Edit the arguments, then re-validate', handlers.edit),
     button('Veto', 'veto', 'Refuse this step and tell the model why (Escape)', handlers.veto)
-  );
+  ];
+  bar.append(...buttons);
   if (hunkReason) {
+    hunkReason.disabled = sent;
     bar.append(hunkReason);
   }
-  bar.append(h('span', { class: 'grinta-action-hint' }, HINT));
+  if (sent) {
+    // Decided: nothing more to click until the kernel answers (a double click sends one answer).
+    buttons.forEach(b => ((b as HTMLButtonElement).disabled = true));
+    bar.setAttribute('aria-busy', 'true');
+  }
+  bar.append(h('span', { class: 'grinta-action-hint' }, sent ? SENT : HINT));
   if (status) {
     bar.append(h('div', { class: 'grinta-action-status', role: 'status' }, status));
   }
   bar.addEventListener('keydown', (event: KeyboardEvent) => {
-    if (event.key === 'Enter' && !event.shiftKey) {
+    if (sent && (event.key === 'Enter' || event.key === 'Escape')) {
+      stop(event); // still not the notebook's: it would open a cell or leave the panel
+    } else if (event.key === 'Enter' && !event.shiftKey) {
       stop(event);
       handlers.primary();
     } else if (event.key === 'Escape') {

@@ -67,6 +67,8 @@ export interface HunkPicker {
   selected: Set<number>;
   total: number;
   changed: () => void;
+  /** The answer was sent: the checkboxes show what it said and no longer change. */
+  locked?: boolean;
 }
 
 /** `key` names this diff in the reader's memory of what they expanded. */
@@ -262,7 +264,12 @@ function hunkCheckbox(picker: HunkPicker, index: number): HTMLElement {
     title: 'Include this hunk when approving'
   });
   box.checked = picker.selected.has(index);
+  box.disabled = picker.locked === true;
   box.addEventListener('change', () => {
+    if (picker.locked) {
+      box.checked = picker.selected.has(index); // what was sent stands
+      return;
+    }
     if (box.checked) {
       picker.selected.add(index);
     } else {

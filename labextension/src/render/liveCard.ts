@@ -61,6 +61,13 @@ interface Review {
   form: EditForm | null;
   /** The payload this review is of (JSON): a different one starts a new review. */
   seen: string | null;
+  /**
+   * An approval or a veto went to the kernel and it has not answered yet: the bar's buttons
+   * are disabled, so a double click, a repeated Enter or a click on the old drawing sends
+   * nothing more. The kernel's answer (the card stops waiting, a new payload, or a status
+   * that is not work in progress) ends it.
+   */
+  sent: boolean;
 }
 
 interface Reviews {
@@ -93,7 +100,8 @@ function reviewOf(model: CardModel): Review {
       vetoReason: '',
       focused: false,
       form: null,
-      seen: null
+      seen: null,
+      sent: false
     };
     if (key) byKey.set(key, review);
     else byModel.set(model, review);
@@ -115,13 +123,15 @@ export class LiveCard {
   private wasPending = false;
   private readonly onPayload = () => this.payloadChanged();
   private readonly onOther = () => this.draw(false);
+  private readonly onStatus = () => this.statusChanged();
 
   constructor(private readonly model: CardModel) {
     this.cardSlot = h('div', { class: 'grinta-live-card' });
     this.barSlot = h('div', { class: 'grinta-live-bar' });
     this.node = h('div', { class: 'grinta-output grinta-live' }, this.cardSlot, this.barSlot);
     model.on('change:payload', this.onPayload);
-    for (const name of TRAITS.filter(t => t !== 'payload')) {
+    model.on('change:status', this.onStatus);
+    for (const name of TRAITS.filter(t => t !== 'payload' && t !== 'status')) {
       model.on(`change:${name}`, this.onOther);
     }
     this.payloadChanged();
@@ -129,7 +139,8 @@ export class LiveCard {
 
   dispose(): void {
     this.model.off('change:payload', this.onPayload);
-    for (const name of TRAITS.filter(t => t !== 'payload')) {
+    this.model.off('change:status', this.onStatus);
+    for (const name of TRAITS.filter(t => t !== 'payload' && t !== 'status')) {
       this.model.off(`change:${name}`, this.onOther);
     }
   }
@@ -154,6 +165,18 @@ export class LiveCard {
   }
 
   /**
+   * The kernel's word on what was sent: a refusal ("not decided: ...", a stale approval)
+   * gives the buttons back; work in progress ("staging…") keeps them disabled.
+   */
+  private statusChanged(): void {
+    const answered = this.review.sent && !String(this.model.get('status') ?? '').endsWith('…');
+    if (answered) {
+      this.review.sent = false;
+    }
+    this.draw(answered); // the card too: its hunk checkboxes unlock
+  }
+
+  /**
    * The review, brought up to the payload shown: for a new proposal (or a review just
    * begun) every hunk is checked again; a valid re-validated edit ends the edit.
    */
@@ -166,6 +189,7 @@ export class LiveCard {
       review.total = step ? selectableHunks(step) : 0;
       review.selected = new Set(Array.from({ length: review.total }, (_, i) => i));
       review.hunkReason = '';
+      review.sent = false;
       if (review.mode === 'edit' && review.form?.busy) {
         if (step?.validation.ok) {
           review.mode = 'review';
@@ -215,7 +239,12 @@ export class LiveCard {
     }
     const picker =
       pending && this.review.total > 0
-        ? { selected: this.review.selected, total: this.review.total, changed: () => this.drawBar(true) }
+        ? {
+            selected: this.review.selected,
+            total: this.review.total,
+            changed: () => this.drawBar(true),
+            locked: this.review.sent
+          }
         : null;
     return renderStep(step, picker);
   }
@@ -258,7 +287,8 @@ export class LiveCard {
           edit: () => this.openEditor(),
           veto: () => this.setMode('veto')
         },
-        reason
+        reason,
+        this.review.sent
       );
       this.show(bar, null, take);
     }
@@ -331,6 +361,9 @@ export class LiveCard {
   }
 
   private approve(): void {
+    if (this.review.sent) {
+      return; // a second click or Enter before the kernel answered the first
+    }
     const message = approvalMessage(this.review.selected, this.review.total, this.review.hunkReason);
     if (message.event === 'veto') {
       this.setMode('veto'); // nothing selected: say why, or cancel
@@ -365,10 +398,19 @@ export class LiveCard {
 
   private send(message: CardMessage): void {
     if (message.event !== 'edit') {
+      if (this.review.sent) {
+        return;
+      }
       this.review.mode = 'review';
       this.review.vetoReason = '';
+      this.review.sent = true;
     }
     this.model.send(message);
+    if (message.event !== 'edit') {
+      // The hunk checkboxes lock on what was sent, and the bar's buttons are disabled.
+      this.cardSlot.replaceChildren(this.card(this.pending));
+      this.drawBar(this.pending, this.barSlot.contains(document.activeElement));
+    }
   }
 
   /** A card that starts waiting scrolls into view and takes focus (not from someone typing). */
