@@ -1,11 +1,13 @@
 """The workspace: one root folder, and every path the model names resolved inside it.
 
 Paths are checked lexically (no ``..`` escape, no absolute path elsewhere, no
-NUL byte, no name over the OS's limit) and then physically (a symlink must not
-lead outside the root). Writes into ``.git/`` and ``.grinta/`` and to the
-user's protected patterns are refused, case-insensitively, since a
-case-insensitive file system would treat ``.GIT`` as ``.git`` and ``A.IPYNB``
-as a notebook.
+NUL byte, no name over the OS's limit; a leading ``~`` or ``$HOME`` means the home
+folder, as in a shell; a Windows drive path, a URL or another variable is refused)
+and then physically (a symlink must not lead outside the root). A path to write
+must print as itself: no control or format characters (a newline, ESC, U+202E).
+Writes into ``.git/`` and ``.grinta/`` and to the user's protected patterns are
+refused, case-insensitively, since a case-insensitive file system would treat
+``.GIT`` as ``.git`` and ``A.IPYNB`` as a notebook.
 
 Walking the tree (``files``, ``walk``) never follows a link to a folder (so a
 link loop cannot trap it), never opens anything but ``.gitignore`` files
@@ -23,7 +25,9 @@ from __future__ import annotations
 import errno
 import fnmatch
 import os
+import re
 import stat
+import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -221,13 +225,21 @@ class Workspace:
         if "\x00" in path:
             raise fail(PATH_FORBIDDEN, "path contains a NUL byte")
         # Models trained on Windows transcripts sometimes send backslashes.
-        text = path.strip().replace("\\", "/")
+        text = _as_shell_would(path.strip().replace("\\", "/"), path)
+        if text.startswith("//"):  # POSIX lets "//x" differ from "/x"; Linux and macOS do not
+            text = "/" + text.lstrip("/")
+        if write:
+            _check_printable(text, path)
         candidate = Path(text) if os.path.isabs(text) else self.root / text
         lexical = Path(os.path.normpath(candidate))
         if not _is_within(lexical, self.root) and _is_within(lexical, self._given):
             lexical = self.root / lexical.relative_to(self._given)
         if not _is_within(lexical, self.root):
-            raise fail(PATH_OUTSIDE_WORKSPACE, f"{path!r} is outside the workspace")
+            raise fail(
+                PATH_OUTSIDE_WORKSPACE,
+                f"{path!r} is outside the workspace ({self._given}); tools read and write "
+                "only inside it: give a path relative to the workspace root",
+            )
         _check_length(lexical, path)
         if not os.path.isdir(self._root_str):
             raise fail(WORKSPACE_MISSING, _MISSING.format(root=self.root))
@@ -240,15 +252,18 @@ class Workspace:
         if not _is_within(real, self.root):
             raise fail(
                 PATH_OUTSIDE_WORKSPACE,
-                f"{path!r} resolves (through a symlink) outside the workspace",
+                f"{path!r} resolves (through a symlink) outside the workspace; tools never "
+                "follow a link out of it: give a path whose target is inside the workspace",
             )
         rel = real.relative_to(self.root).as_posix()
         lexical_rel = lexical.relative_to(self.root).as_posix()
         if write:
             for parts in (PurePosixPath(rel).parts, PurePosixPath(lexical_rel).parts):
-                if any(part.casefold() in FORBIDDEN_DIRS for part in parts):
+                if any(_folded(part) in FORBIDDEN_DIRS for part in parts):
                     raise fail(
-                        PATH_FORBIDDEN, f"{path!r} is inside a protected folder (.git or .grinta)"
+                        PATH_FORBIDDEN,
+                        f"{path!r} is inside a protected folder (.git or .grinta): the agent "
+                        "never writes git's or grinta's own state; change git's with run git",
                     )
             for pattern in self.protected:
                 if _protected_by(pattern, rel, lexical_rel):
@@ -414,6 +429,74 @@ def _ignored(rel: str, is_dir: bool, specs: _Specs) -> bool:
     return False
 
 
+_HOME_VARIABLE = re.compile(r"\$(?:HOME|\{HOME\})(?=/|$)")
+_LEADING_VARIABLE = re.compile(r"\$\{?[A-Za-z_][A-Za-z0-9_]*\}?(?=/|$)")
+_DRIVE = re.compile(r"[A-Za-z]:(?:/|$)")
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _as_shell_would(text: str, named: str) -> str:
+    """``text`` with a leading ``~``, ``~user``, ``$HOME`` or ``${HOME}`` expanded, as the
+    shell the model has in mind would: taken literally, ``~/.bashrc`` was made as a folder
+    named ``~`` in the workspace while the reviewer read it as the home folder's file.
+
+    Other leading variables, Windows drive paths and URLs are refused rather than read as
+    names in the root: a variable's value is not looked up (it may be a secret), and
+    ``C:/x`` or ``file:///x`` never name the file the model meant.
+    """
+    home = _HOME_VARIABLE.match(text)
+    if home is not None:
+        text = "~" + text[home.end() :]
+    if text.startswith("~"):
+        expanded = os.path.expanduser(text)
+        if expanded != text:
+            return expanded
+        # ``~nobody/x`` (no such user) is a name, as in a shell; ``~$lock.docx`` too.
+    elif _LEADING_VARIABLE.match(text):
+        raise fail(
+            INVALID_ARGS,
+            f"{named!r} starts with a shell variable; paths are not expanded here: "
+            "give the path relative to the workspace root",
+        )
+    if _DRIVE.match(text):
+        raise fail(
+            PATH_OUTSIDE_WORKSPACE,
+            f"{named!r} is a Windows drive path; the workspace is a POSIX folder: "
+            "give the path relative to the workspace root",
+        )
+    if _URL.match(text):
+        raise fail(
+            INVALID_ARGS,
+            f"{named!r} is a URL; give a file path relative to the workspace root",
+        )
+    return text
+
+
+def _check_printable(text: str, named: str) -> None:
+    """PATH_FORBIDDEN for a path to write holding a control or format character.
+
+    A newline, carriage return or escape in a name prints as something else in the
+    diff and the terminal the reviewer reads; a bidirectional override or a zero-width
+    character makes ``core<U+200B>.py`` look like ``core.py``. What the reviewer sees must
+    be the file that is written, so such names are never made or written (reading an
+    existing one stays possible).
+    """
+    for char in text:
+        if unicodedata.category(char) in ("Cc", "Cf"):
+            raise fail(
+                PATH_FORBIDDEN,
+                f"{named!r} holds U+{ord(char):04X} "
+                f"({unicodedata.name(char, 'a control character').lower()}); a name to "
+                "write must print as itself: give the path without it",
+            )
+
+
+def _folded(name: str) -> str:
+    """A name as a case-insensitive file system compares it: ``.GIT``, ``.git.`` and
+    ``.git `` are all ``.git`` on Windows shares and many SMB and exFAT mounts."""
+    return name.casefold().rstrip(" .") or name
+
+
 def _is_within(path: Path, root: Path) -> bool:
     return path == root or root in path.parents
 
@@ -440,10 +523,11 @@ def _check_length(path: Path, named: str) -> None:
 
 def _protected_by(pattern: str, *paths: str) -> bool:
     """Whether ``pattern`` matches any of ``paths`` or its file name, ignoring case."""
-    folded = pattern.casefold()
+    # NFC: macOS stores "café" typed either way as one file; the pattern must match both.
+    folded = unicodedata.normalize("NFC", pattern).casefold()
     for path in paths:
         for name in (path, PurePosixPath(path).name):
-            if fnmatch.fnmatchcase(name.casefold(), folded):
+            if fnmatch.fnmatchcase(unicodedata.normalize("NFC", name).casefold(), folded):
                 return True
     return False
 
