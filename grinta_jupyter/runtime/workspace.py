@@ -259,7 +259,7 @@ class Workspace:
         lexical_rel = lexical.relative_to(self.root).as_posix()
         if write:
             for parts in (PurePosixPath(rel).parts, PurePosixPath(lexical_rel).parts):
-                if any(_folded(part) in FORBIDDEN_DIRS for part in parts):
+                if any(folded_name(part) in FORBIDDEN_DIRS for part in parts):
                     raise fail(
                         PATH_FORBIDDEN,
                         f"{path!r} is inside a protected folder (.git or .grinta): the agent "
@@ -491,7 +491,7 @@ def _check_printable(text: str, named: str) -> None:
             )
 
 
-def _folded(name: str) -> str:
+def folded_name(name: str) -> str:
     """A name as a case-insensitive file system compares it: ``.GIT``, ``.git.`` and
     ``.git `` are all ``.git`` on Windows shares and many SMB and exFAT mounts."""
     return name.casefold().rstrip(" .") or name

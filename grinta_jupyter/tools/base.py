@@ -35,7 +35,12 @@ from grinta_jupyter.runtime.notebook import decode_file
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation, ToolKind
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import TextFile
-from grinta_jupyter.runtime.workspace import FORBIDDEN_DIRS, Workspace, WorkspacePath
+from grinta_jupyter.runtime.workspace import (
+    FORBIDDEN_DIRS,
+    Workspace,
+    WorkspacePath,
+    folded_name,
+)
 
 if TYPE_CHECKING:
     from grinta_jupyter.code.index import SymbolIndex
@@ -128,7 +133,7 @@ class ToolContext:
         (.git, .grinta: undo records, session logs, a remote's credentials), which the walk
         of the whole workspace leaves out too; git's state is read through ``git``."""
         where = self.workspace.resolve(path)
-        if any(part.casefold() in FORBIDDEN_DIRS for part in where.rel.split("/")):
+        if any(folded_name(part) in FORBIDDEN_DIRS for part in where.rel.split("/")):
             raise fail(
                 PATH_FORBIDDEN,
                 f"{path!r} is inside .git or .grinta: reads and searches never look in git's or "
