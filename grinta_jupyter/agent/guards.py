@@ -113,11 +113,28 @@ def signature(tool: str, args: dict[str, Any]) -> str:
     (comments, quoting and spacing dropped) and without its timeout: ``pytest -q # try 2``
     and ``pytest  '-q'`` with another timeout are the same command run again."""
     if tool == "run" and isinstance(args.get("command"), str):
-        args = {"command": as_read(args["command"])}
+        args = {"command": _same_runner(as_read(args["command"]))}
     elif isinstance(args.get("path"), str):
         # "./calc.py" and "calc.py" read the same file: the same call again.
         args = {**args, "path": _same_path(args["path"])}
     return f"{tool}:{json.dumps(args, sort_keys=True)}"
+
+
+# The header of a read's output: the file as the workspace names it and the lines shown.
+_READ_HEADER = re.compile(r"^(?P<path>.+) \(lines \d+-\d+ of \d+\)$")
+
+
+def call_signature(proposal: Proposal, observation: Observation) -> str:
+    """``signature`` of a call that ran. A read of lines is named by what it showed, the
+    file as the workspace names it and the range: ``calc.py``, ``./calc.py``, the absolute
+    path of it, ``start_line=1`` and an ``end_line`` past the end all read the same text."""
+    args = proposal.args
+    if proposal.tool == "read" and observation.ok and not args.get("symbol"):
+        header = _READ_HEADER.match(observation.output.split("\n", 1)[0])
+        if header is not None:
+            rest = {k: v for k, v in args.items() if k not in ("path", "start_line", "end_line")}
+            return f"read:{header.group(0)} {json.dumps(rest, sort_keys=True)}"
+    return signature(proposal.tool, args)
 
 
 def _same_path(path: str) -> str:
@@ -137,6 +154,16 @@ def describe_call(tool: str, args: dict[str, Any]) -> str:
     ]
     label = " ".join([tool, *shown[:3]])
     return label if len(label) <= 120 else label[:117] + "..."
+
+
+# ``python -m pytest`` and ``pytest`` start the same runner (the module form also puts the
+# current folder on sys.path, which a compared result shows when it matters).
+_PYTHON_M_PYTEST = re.compile(r"(^ |[;&|] )python[0-9.]* -m pytest\b")
+
+
+def _same_runner(command: str) -> str:
+    """``command`` (as the shell reads it) with ``python -m pytest`` written ``pytest``."""
+    return _PYTHON_M_PYTEST.sub(r"\1pytest", command)
 
 
 def as_read(command: str) -> str:
@@ -200,7 +227,7 @@ class StuckDetector:
         self.recent = deque(maxlen=kept)
 
     def observe(self, proposal: Proposal, observation: Observation) -> Firing | None:
-        sig = signature(proposal.tool, proposal.args)
+        sig = call_signature(proposal, observation)
         command = " ".join(shell_command(proposal).split())
         if isinstance(proposal, WriteProposal) and observation.ok:
             self._note_write(proposal)

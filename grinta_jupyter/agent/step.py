@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum
@@ -94,9 +95,28 @@ class Totals:
     cost_known: bool = True  # False once any reply's cost was unknown
 
     def add(self, usage: Usage) -> None:
-        self.prompt_tokens += usage.prompt_tokens
-        self.completion_tokens += usage.completion_tokens
-        if usage.cost is None:
-            self.cost_known = False
+        """Count one reply's usage. What a model client reports is not trusted: a token
+        count sent as text (``"120"``) counts as the number it says, one that is not a
+        number counts 0, instead of crashing the session, and a NaN or infinite price counts as unknown, since one NaN in the
+        total would make every later cost NaN and the ``max_cost`` budget never fire."""
+        self.prompt_tokens += _tokens(usage.prompt_tokens)
+        self.completion_tokens += _tokens(usage.completion_tokens)
+        cost: object = usage.cost
+        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost):
+            self.cost += float(cost)
         else:
-            self.cost += usage.cost
+            self.cost_known = False
+
+
+def _tokens(count: object) -> int:
+    """A reported token count as a whole number, read as the event log reads it (``"120"``
+    and ``120.0`` are 120); 0 when it is not one."""
+    if isinstance(count, bool):
+        return 0
+    if isinstance(count, int):
+        return count
+    if isinstance(count, float) and count.is_integer():
+        return int(count)
+    if isinstance(count, str) and count.strip().lstrip("+-").isdigit():
+        return int(count.strip())
+    return 0
