@@ -144,3 +144,23 @@ def test_the_same_malformed_call_forever_ends_the_session(tmp_path):
     session = _run(root, [bad] * 30)
     assert session.end_reason in ("stuck", "circuit_breaker")
     assert len(session.steps) <= 6
+
+
+@pytest.mark.parametrize("completion", [None, "ten", float("nan"), [1]])
+def test_a_token_count_that_is_no_number_is_logged_as_none_spent(
+    tmp_path: Path, completion: object
+) -> None:
+    """``Usage(completion_tokens=None)`` from a custom client: the totals coped, but the
+    reply's log event was built from the raw usage and pydantic raised, ending the session
+    with a ValidationError."""
+    (tmp_path / "a.py").write_text("x = 1\n")
+    odd = Usage(prompt_tokens=10, completion_tokens=completion, cost=float("nan"))  # type: ignore[arg-type]
+    turns = [
+        ModelReply("", [call("read", path="a.py")], odd),
+        ModelReply("Done.", [call("finish", summary="read it")], odd),
+    ]
+    session = Session("look at a.py", model=ScriptedModel(turns), root=tmp_path, policy="auto")
+    session.run_sync()
+    assert session.end_reason == "finished"
+    replies = [e for e in session.log.events if e.type == "model_reply"]
+    assert [(e.prompt_tokens, e.completion_tokens, e.cost) for e in replies] == [(10, 0, None)] * 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from grinta_jupyter.agent.models.base import ModelReply
-from grinta_jupyter.agent.step import Step
+from grinta_jupyter.agent.step import Step, known_cost, token_count
 from grinta_jupyter.events import models as ev
 from grinta_jupyter.runtime.proposal import CommandProposal, Proposal, WriteProposal
 from grinta_jupyter.runtime.textfile import sha256
@@ -69,9 +69,10 @@ def reply_event(reply: ModelReply, duration: float) -> ev.ModelReplied:
         tool_calls=[
             {"id": c.id, "name": c.name, "arguments": c.arguments} for c in reply.tool_calls
         ],
-        prompt_tokens=usage.prompt_tokens,
-        completion_tokens=usage.completion_tokens,
-        cost=usage.cost,
+        # As the totals count them (agent/step.py): a client's odd usage crashes nothing.
+        prompt_tokens=token_count(usage.prompt_tokens),
+        completion_tokens=token_count(usage.completion_tokens),
+        cost=known_cost(usage.cost),
         duration=round(duration, 4),
         finish_reason=reply.finish_reason,
     )

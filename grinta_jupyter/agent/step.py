@@ -97,18 +97,26 @@ class Totals:
     def add(self, usage: Usage) -> None:
         """Count one reply's usage. What a model client reports is not trusted: a token
         count sent as text (``"120"``) counts as the number it says, one that is not a
-        number counts 0, instead of crashing the session, and a NaN or infinite price counts as unknown, since one NaN in the
-        total would make every later cost NaN and the ``max_cost`` budget never fire."""
-        self.prompt_tokens += _tokens(usage.prompt_tokens)
-        self.completion_tokens += _tokens(usage.completion_tokens)
-        cost: object = usage.cost
-        if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost):
-            self.cost += float(cost)
+        number counts 0, instead of crashing the session; a NaN or infinite price counts
+        as unknown, since one NaN in the total would make every later cost NaN and the
+        ``max_cost`` budget never fire."""
+        self.prompt_tokens += token_count(usage.prompt_tokens)
+        self.completion_tokens += token_count(usage.completion_tokens)
+        cost = known_cost(usage.cost)
+        if cost is not None:
+            self.cost += cost
         else:
             self.cost_known = False
 
 
-def _tokens(count: object) -> int:
+def known_cost(cost: object) -> float | None:
+    """A reported price in USD, or None when it is no finite number (unknown)."""
+    if isinstance(cost, (int, float)) and not isinstance(cost, bool) and math.isfinite(cost):
+        return float(cost)
+    return None
+
+
+def token_count(count: object) -> int:
     """A reported token count as a whole number, read as the event log reads it (``"120"``
     and ``120.0`` are 120); 0 when it is not one."""
     if isinstance(count, bool):
