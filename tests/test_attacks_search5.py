@@ -149,3 +149,16 @@ def test_a_notebook_made_large_by_its_outputs_is_still_searched(root: Path) -> N
     output = _output(Runtime(root, "intent", Settings()), {"query": "needle_series"})
     assert output.splitlines()[1].startswith("b2.ipynb::cell:"), output
     assert "big.txt (" in output  # a plain file that large is still skipped, and named
+
+
+@pytest.mark.parametrize("path", ["*", "**/*.py", "src/*.py", "a[12].py"])
+def test_a_pattern_for_a_path_says_paths_are_not_expanded(root: Path, path: str) -> None:
+    """search/read took a glob for a file name and answered "'*' does not exist", which sent
+    the model guessing; a file whose name holds such a character is still read."""
+    runtime = Runtime(root, "intent", Settings())
+    for tool, args in (("search", {"query": "x", "path": path}), ("read", {"path": path})):
+        proposal = runtime.propose(tool, args)
+        assert proposal.error is not None and proposal.error.code == "INVALID_ARGS", tool
+        assert "not expanded" in proposal.error.message
+    (root / "a[1].py").write_text("x = 1\n")
+    assert runtime.propose("read", {"path": "a[1].py"}).error is None

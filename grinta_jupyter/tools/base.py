@@ -139,6 +139,12 @@ class ToolContext:
                 f"{path!r} is inside .git or .grinta: reads and searches never look in git's or "
                 "grinta's own state; read the project's files (git's state: run git)",
             )
+        if any(char in path for char in "*?[") and not os.path.lexists(where.abs):
+            raise fail(
+                INVALID_ARGS,
+                f"{path!r} is a pattern, and paths are not expanded: give a folder (search "
+                "looks in every file below it, and read lists it) or one file",
+            )
         return where
 
     def read_file(self, path: str) -> tuple[WorkspacePath, TextFile]:
