@@ -20,6 +20,7 @@ import re
 import sys
 from pathlib import Path
 
+import pytest
 from IPython.core.inputtransformer2 import TransformerManager
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
@@ -156,3 +157,33 @@ def test_the_main_command_opens_a_demo_notebook_as_root() -> None:
     assert "--allow-root" in words
     notebooks = [w for w in words if w.endswith(".ipynb")]
     assert notebooks and all((REPO / n).is_file() for n in notebooks), notebooks
+
+
+@pytest.mark.parametrize("sample", ["raft_kv", "sales"])
+def test_a_demo_copy_next_to_the_notebooks_is_not_collected_by_the_test_command(
+    tmp_path: Path, sample: str
+) -> None:
+    """``%grinta fix the wrong total in the sales notebook`` typed in the quickstart copies
+    the sales sample to notebooks/sales; the test command then collected its planted bug
+    (its tests and its notebook under nbval), and git offered it as a new folder."""
+    import shutil
+    import subprocess
+
+    from grinta_jupyter.samples.tasks import copy_workspace
+
+    notebooks = tmp_path / "notebooks"
+    shutil.copytree(REPO / "notebooks", notebooks)
+    copy_workspace(sample, notebooks / sample)
+    listed = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", str(notebooks)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert f"notebooks/{sample}/" not in listed.stdout, listed.stdout
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", f"notebooks/{sample}/x.py"],
+        cwd=REPO,
+    )
+    assert ignored.returncode == 0, f"git would offer notebooks/{sample}/ as new"
