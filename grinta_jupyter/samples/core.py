@@ -30,7 +30,7 @@ from grinta_jupyter.samples.contained import run_contained
 
 SAMPLES_DIR = Path(__file__).resolve().parent
 # Caches and grinta's own state are never part of a workspace or its copies.
-IGNORED = ("__pycache__", "*.pyc", ".pytest_cache", ".grinta")
+IGNORED = ("__pycache__", "*.pyc", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".grinta")
 CHECK_TIMEOUT_S = 120.0
 # The end of a suite's output kept for its verdict (its summary is there), however much it prints.
 MAX_SUITE_OUTPUT_CHARS = 200_000
