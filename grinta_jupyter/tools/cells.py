@@ -175,13 +175,19 @@ def resolve_cell(
         target = CellTarget(rel, cell_key, kind, source, position, len(cells))
         return target, Resolution(address, f"{rel}::cell:{cell_key} ({kind} cell {position})", how)
     if not found:
+        # Ids are case-sensitive (nbformat's are): one that differs only in case is never
+        # taken, but offered first (a similarity ratio on short ids missed it).
+        folded = key.casefold()
+        by_case = [c for c in cells if key and c[0].casefold().startswith(folded)]
         close = difflib.get_close_matches(key, [c[0] for c in cells], n=5, cutoff=0.4)
-        near = [c for c in cells if c[0] in close] or cells[:5]
+        near = by_case[:MAX_LISTED] or [c for c in cells if c[0] in close] or cells[:5]
         hint = (
             "read the notebook for the cell ids"
             if cells
             else (f"it has no cells: insert_after '{rel}::cell:' adds the first")
         )
+        if by_case:
+            hint = "cell ids are case-sensitive: give the id as the candidates spell it"
         error = ToolError(
             SYMBOL_NOT_FOUND,
             f"{rel} has no cell {key!r} ({len(cells)} cells); {hint}",
@@ -244,7 +250,9 @@ def edit_cell(
                 f"replace keeps the cell's type ({target.cell_type}); to change it, delete the cell "
                 f"and insert a {cell_type} cell",
             )
-        cells[index] = (target.key, target.cell_type, source)
+        # In the cell's own line ends: a cell saved with CRLF stays so (as a string edit
+        # keeps it), and its unchanged lines stay unchanged in the diff.
+        cells[index] = (target.key, target.cell_type, _in_style(source, target.source))
         done = f"replace {target.address}"
     elif action == "delete":
         del cells[index]
@@ -252,16 +260,28 @@ def edit_cell(
     else:
         kind = cell_type or "code"
         taken = [c[0] for c in cells]
-        key = file.nb.fresh_id(taken) if file.nb.has_ids else "new"
+        # Without ids a cell is named by position once written; until then (later edits
+        # of the same call) by a name of its own, or two inserts could not be told apart.
+        key = file.nb.fresh_id(taken) if file.nb.has_ids else _unused_name(taken)
         at = index if action == "insert_before" else index + 1
         cells.insert(at, (key, kind, source))
         side = "before" if action == "insert_before" else "after"
         where = f"{side} {target.address}"
         if not target.key:
             where = f"at the {'start' if action == 'insert_before' else 'end'} of {target.path}"
-        done = f"insert a {kind} cell {where}" + (f" (id {key})" if file.nb.has_ids else "")
+        done = f"insert a {kind} cell {where}" + (
+            f" (id {key})" if file.nb.has_ids else f" (cell:{key} until written)"
+        )
     set_cells(staged, cells)
     return done
+
+
+def _unused_name(taken: Sequence[str]) -> str:
+    """``new``, ``new-2``, ...: the first a cell of the staged view does not have."""
+    number = 1
+    while (name := "new" if number == 1 else f"new-{number}") in taken:
+        number += 1
+    return name
 
 
 def edit_definition(
@@ -331,6 +351,20 @@ def replace_in_cells(
     counts = [source.count(_in_style(needle, source)) for _, _, source in cells]
     count = sum(counts)
     if not count:
+        ending = _cell_ending_in(cells, needle)
+        if ending is not None:
+            # The line copied with its line end, from the last line of a cell: a cell's
+            # source has no final newline, so the text is there but for that "\n".
+            key, _, source = ending
+            line = source[: source.rfind(_in_style(needle.rstrip("\n"), source))].count("\n") + 1
+            raise fail(
+                NOT_FOUND,
+                f"{naming.old} was not found in {staged.rel}: it ends with a line break, and "
+                f"cell {key} ends with its text but has no final line break (a cell's "
+                "source ends without one); send it, and the replacement, without the final "
+                "line break",
+                [Candidate(f"{staged.rel}::cell:{key}", line, _cell_snippet(source, line))],
+            )
         if needle in staged.text:
             # Found only across a cell header: a header is no text an edit can change, and a
             # near miss "where whitespace differs" on it would send the model retrying.
@@ -401,6 +435,14 @@ def replace_in_cells(
         )
     set_cells(staged, edited)
     return count
+
+
+def _cell_ending_in(cells: Sequence[ViewCell], needle: str) -> ViewCell | None:
+    """The first cell whose source ends with ``needle`` but for its final line breaks."""
+    bare = needle.rstrip("\n")
+    if not bare or bare == needle:
+        return None
+    return next((cell for cell in cells if cell[2].endswith(_in_style(bare, cell[2]))), None)
 
 
 def _in_cell(staged: StagedFile, candidate: Candidate) -> Candidate | None:
