@@ -10,9 +10,10 @@ lookup. Nothing stale is served:
   in the same clock tick would leave the stamp alone) and is hashed at every check
   until a later stamp shows it settled.
 - On Linux the tree is watched with inotify (``tree_watch``): a full ``refresh`` then
-  re-checks only the files that had events (and symbolic links, whose targets
-  change unseen), so it costs microseconds on an unchanged tree; a new folder, a
-  ``.gitignore`` or a new file make it list and stat the tree again. Without a
+  re-checks only the files that had events (and symbolic links and files with
+  several hard links, whose content changes unseen under their own name), so it
+  costs microseconds on an unchanged tree; a new folder, a ``.gitignore`` or a new
+  file make it list and stat the tree again. Without a
   watch (another OS, a network file system, a limit reached) every full ``refresh``
   stats every listed file.
 - With ``persist=True`` the index is saved under ``.grinta/index/`` (``index_store``)
@@ -369,7 +370,12 @@ class SymbolIndex:
         self._lock = threading.RLock()
         self._built = False
         self._listed: set[str] = set()  # supported paths the lister gave last time
-        self._linked: set[str] = set()  # of those, symbolic links (their targets move unseen)
+        # Of those, symbolic links and files with more than one hard link: written through
+        # another name, their content changes with no event under their own.
+        self._linked: set[str] = set()
+        # Files read by path that the lister leaves out (ignored, in a skipped folder): held
+        # for that path's own answers, dropped before any answer about the whole workspace.
+        self._unlisted: set[str] = set()
         self._watch: TreeWatch | None = None
         self._watch_retry_at = 0.0
         # A cold build finishing in the background: listed files not parsed yet, those
@@ -411,9 +417,13 @@ class SymbolIndex:
                     self._drop(path)
                     wanted.discard(path)
                 self._pending -= wanted
-                return self._check(wanted, set())
+                parsed = self._check(wanted, set())
+                if self._built:
+                    self._unlisted |= {p for p in wanted - self._listed if p in self._files}
+                return parsed
             if not self._built and self._persist:
                 self._load()
+            self._forget_unlisted()
             changes = self._watch.changes() if self._watch is not None else None
             if changes is None:
                 self._stop_watch()  # lost track (or never watched): rescan, watching anew
@@ -425,6 +435,15 @@ class SymbolIndex:
             if self._dirty and self._persist and time.monotonic() - self._saved_at > SAVE_EVERY_S:
                 self._save()
             return parsed
+
+    def _forget_unlisted(self) -> None:
+        """Drop the files read by path that the lister does not give: they are in no answer
+        about the whole workspace, and nothing keeps them fresh (the watch's events and the
+        stat walk cover listed files only), so a later path read parses them again."""
+        for path in self._unlisted:
+            if path not in self._listed:
+                self._drop(path)
+        self._unlisted.clear()
 
     def _needs_listing(self, changes: Changes) -> bool:
         """Whether the lister must be asked again: a new supported file or a .gitignore."""
@@ -499,10 +518,11 @@ class SymbolIndex:
         return todo, vanished
 
     def _stat(self, path: str) -> Stamp | None:
-        """The file's stamp; a symbolic link is noted in ``_linked`` (its target can
-        change without an event under the link's folder, so it is always hashed), and is
-        None while it leads outside the workspace (as the lister and the file tools
-        refuse it). Callers pass paths with symbol support only."""
+        """The file's stamp; a symbolic link, or a file with other hard links, is noted in
+        ``_linked`` (its content can change without an event under its own name, so it is
+        always hashed). None for a symbolic link while it leads outside the workspace (as
+        the lister and the file tools refuse it). Callers pass paths with symbol support
+        only."""
         full = self._root_prefix + path
         try:
             st = os.lstat(full)
@@ -515,6 +535,8 @@ class SymbolIndex:
             return None
         if not stat_module.S_ISREG(st.st_mode) or st.st_size > MAX_FILE_BYTES:
             return None
+        if st.st_nlink > 1:
+            self._linked.add(path)  # a write through another hard link names only that one
         return (st.st_mtime_ns, st.st_size, st.st_ctime_ns, st.st_ino)
 
     def _parse(self, todo: list[tuple[str, Stamp]], now: int) -> int:
@@ -715,6 +737,8 @@ class SymbolIndex:
         if path is not None:
             self.refresh([path])
         elif partial:
+            self._forget_unlisted()
+            self._check(set(self._linked), set())  # (their writes may send no event)
             self._parse_containing(name)
         else:
             self._ensure_built()

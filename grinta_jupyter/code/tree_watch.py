@@ -18,8 +18,9 @@ created, deleted, moved) or ``None`` when the watch lost track (a folder was
 created, moved or deleted, the root went away, or the kernel queue overflowed):
 then the caller rescans the tree and starts a new watch.
 
-Not seen by inotify, and so not by this watch: writes through a hard link in an
-unwatched folder and writes through a shared memory map.
+Not seen by inotify, and so not by this watch: writes through a shared memory map,
+and a write through a file's other hard link (the event names that link only, if it is
+watched at all; the index hashes files with several links at every look).
 """
 
 from __future__ import annotations
