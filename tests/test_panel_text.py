@@ -8,14 +8,31 @@ is shown before it."""
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from grinta_jupyter.agent import ModelText, ModelTurn, NeedsDecision, Session, StepProposed
 from grinta_jupyter.agent.models import ScriptedModel, call, reply
 from grinta_jupyter.agent.models.base import ModelReply
 from grinta_jupyter.jupyter.controller import TEXT_EVERY_S, NotebookSession
+from grinta_jupyter.runtime import secrets
+
+
+@pytest.fixture(autouse=True)
+def no_secrets_in_this_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    """These tests time how text is shown, and a secret anywhere in the process changes what
+    may be shown (the end of a reply that could be a secret being written is held back, a
+    long word holding part of one is hidden): an environment or a key held by an earlier
+    test in the same worker (``hold`` lasts the process's life) made them fail."""
+    monkeypatch.setattr(secrets, "_held", set())
+    for name, value in list(os.environ.items()):
+        if secrets.is_secret_variable(name, value):
+            monkeypatch.delenv(name)
+
 
 CHUNKS = 3_000
 
