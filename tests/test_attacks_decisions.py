@@ -359,19 +359,21 @@ def test_approve_n_approves_only_step_n(ip: Any, capsys: pytest.CaptureFixture[s
     assert decisions(session) == ["approve"]
 
 
-def test_hunks_approved_from_the_page_leave_no_staging_note(root: Path) -> None:
-    """The card said "staging…" while the hunks were chosen in a worker thread, and kept
-    saying it after they were approved."""
+def hunks_from_the_page(root: Path, *selections: list[int]) -> tuple[list[object], list[str]]:
+    """A two-hunk write waits; the page sends each of ``selections`` (hunk numbers) at once,
+    as clicks do; what the card said once the kernel answered (status, still pending), and
+    the session's decisions."""
     model = ScriptedModel([reply("", call("multiedit", **TWO_HUNKS)), finish()])
     session = Session("t", model=model, root=root)
     panel = SessionPanel(session)
-    seen: list[tuple[str, bool]] = []
+    seen: list[object] = []
 
     async def on_update(update: Update) -> None:
         panel.apply(update)
         if isinstance(update, NeedsDecision):
             card = panel.cards[update.step.number]
-            card.receive({"event": "hunks", "accepted": [0], "reason": "", "edits": 0})
+            for accepted in selections:
+                card.receive({"event": "hunks", "accepted": accepted, "reason": "", "edits": 0})
             for _ in range(2_000):  # chosen in a worker thread: at most 20 s
                 if not card.pending:
                     break
@@ -379,31 +381,17 @@ def test_hunks_approved_from_the_page_leave_no_staging_note(root: Path) -> None:
             seen.append((card.status, card.pending))
 
     run(session, on_update)
-    assert seen == [("", False)], seen
-    assert decisions(session) == ["approve_hunks"]
+    return seen, decisions(session)
+
+
+def test_hunks_approved_from_the_page_leave_no_staging_note(root: Path) -> None:
+    """The card said "staging…" while the hunks were chosen in a worker thread, and kept
+    saying it after they were approved."""
+    assert hunks_from_the_page(root, [0]) == ([("", False)], ["approve_hunks"])
 
 
 def test_two_hunk_answers_sent_at_once_decide_once_and_say_so(root: Path) -> None:
     """An older page (or a script) sends a second hunk selection while the first is staged
     in a worker thread: one decision, and the card must not end saying "not decided: step 1
     is already decided" about the step it just decided."""
-    model = ScriptedModel([reply("", call("multiedit", **TWO_HUNKS)), finish()])
-    session = Session("t", model=model, root=root)
-    panel = SessionPanel(session)
-    seen: list[tuple[str, bool]] = []
-
-    async def on_update(update: Update) -> None:
-        panel.apply(update)
-        if isinstance(update, NeedsDecision):
-            card = panel.cards[update.step.number]
-            card.receive({"event": "hunks", "accepted": [0], "reason": "", "edits": 0})
-            card.receive({"event": "hunks", "accepted": [1], "reason": "", "edits": 0})
-            for _ in range(2_000):  # chosen in a worker thread: at most 20 s
-                if not card.pending:
-                    break
-                await asyncio.sleep(0.01)
-            seen.append((card.status, card.pending))
-
-    run(session, on_update)
-    assert seen == [("", False)], seen
-    assert decisions(session) == ["approve_hunks"]
+    assert hunks_from_the_page(root, [0], [1]) == ([("", False)], ["approve_hunks"])
