@@ -8,9 +8,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { CardMessage } from '../src/review';
-import { CardModel, LiveCard } from '../src/render/liveCard';
+import { LiveCard } from '../src/render/liveCard';
 import { byClass, click, FakeElement, fakeDocument, FakeEvent, fire, installFakeDom, press } from './fakeDom';
+import { FakeCardModel } from './fakeCardModel';
 import { THREE_HUNKS } from './shared';
 
 installFakeDom();
@@ -31,34 +31,9 @@ function payload(fields: Record<string, unknown> = {}): Record<string, unknown> 
   };
 }
 
-class Model implements CardModel {
-  readonly sent: CardMessage[] = [];
-  private readonly handlers = new Map<string, Set<() => void>>();
-  constructor(private readonly state: Record<string, unknown>) {}
-  get(name: string): unknown {
-    return this.state[name];
-  }
-  on(event: string, callback: () => void): void {
-    if (!this.handlers.has(event)) this.handlers.set(event, new Set());
-    this.handlers.get(event)?.add(callback);
-  }
-  off(event: string, callback: () => void): void {
-    this.handlers.get(event)?.delete(callback);
-  }
-  send(message: CardMessage): void {
-    this.sent.push(message);
-  }
-  set(changes: Record<string, unknown>): void {
-    Object.assign(this.state, changes);
-    for (const name of Object.keys(changes)) {
-      this.handlers.get(`change:${name}`)?.forEach(callback => callback());
-    }
-  }
-}
-
 let keys = 0;
-function mount(fields: Record<string, unknown> = {}): { model: Model; node: FakeElement } {
-  const model = new Model({
+function mount(fields: Record<string, unknown> = {}): { model: FakeCardModel; node: FakeElement } {
+  const model = new FakeCardModel({
     kind: 'step',
     status: '',
     editable: JSON.stringify(ARGS),

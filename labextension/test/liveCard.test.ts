@@ -7,7 +7,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 
-import { CardMessage } from '../src/review';
 import { CardModel, LiveCard } from '../src/render/liveCard';
 import { stepCard } from '../src/render/stepCard';
 import {
@@ -21,6 +20,7 @@ import {
   press,
   typeInto
 } from './fakeDom';
+import { FakeCardModel } from './fakeCardModel';
 import { THREE_HUNKS } from './shared';
 
 installFakeDom();
@@ -42,40 +42,8 @@ function payload(fields: Record<string, unknown> = {}): Record<string, unknown> 
   };
 }
 
-class FakeModel implements CardModel {
-  readonly sent: CardMessage[] = [];
-  private readonly handlers = new Map<string, Set<() => void>>();
-
-  constructor(private readonly state: Record<string, unknown>) {}
-
-  get(name: string): unknown {
-    return this.state[name];
-  }
-
-  on(event: string, callback: () => void): void {
-    if (!this.handlers.has(event)) this.handlers.set(event, new Set());
-    this.handlers.get(event)?.add(callback);
-  }
-
-  off(event: string, callback: () => void): void {
-    this.handlers.get(event)?.delete(callback);
-  }
-
-  send(message: CardMessage): void {
-    this.sent.push(message);
-  }
-
-  /** As a kernel update does: every value first, then one change event per name. */
-  set(changes: Record<string, unknown>): void {
-    Object.assign(this.state, changes);
-    for (const name of Object.keys(changes)) {
-      this.handlers.get(`change:${name}`)?.forEach(callback => callback());
-    }
-  }
-}
-
-function mount(state: Record<string, unknown>): { model: FakeModel; card: LiveCard; node: FakeElement } {
-  const model = new FakeModel({ kind: 'step', status: '', editable: JSON.stringify(ARGS), ...state });
+function mount(state: Record<string, unknown>): { model: FakeCardModel; card: LiveCard; node: FakeElement } {
+  const model = new FakeCardModel({ kind: 'step', status: '', editable: JSON.stringify(ARGS), ...state });
   const card = new LiveCard(model);
   const node = card.node as unknown as FakeElement;
   fakeDocument.body.replaceChildren(node);
@@ -242,13 +210,13 @@ describe('per-hunk approval in the live card', () => {
 
   it('keeps the review in a view by another wrapper of the card, as anywidget makes for each view', async () => {
     // anywidget hands each view its own wrapper of the widget model: only `key` names the card.
-    const wrap = (model: FakeModel): CardModel => ({
+    const wrap = (model: FakeCardModel): CardModel => ({
       get: name => model.get(name),
       on: (event, callback) => model.on(event, callback),
       off: (event, callback) => model.off(event, callback),
       send: message => model.send(message)
     });
-    const model = new FakeModel({
+    const model = new FakeCardModel({
       kind: 'step',
       key: 'card-veto',
       status: '',
@@ -383,7 +351,7 @@ describe('a card that starts waiting', () => {
     const elsewhere = new FakeElement('TEXTAREA');
     fakeDocument.body.append(elsewhere);
     elsewhere.focus();
-    const model = new FakeModel({ kind: 'step', payload: payload(), pending: true });
+    const model = new FakeCardModel({ kind: 'step', payload: payload(), pending: true });
     const card = new LiveCard(model);
     fakeDocument.body.append(card.node as unknown as FakeElement);
     await tick();
