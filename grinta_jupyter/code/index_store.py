@@ -2,7 +2,7 @@
 
 One file, ``symbols.bin``::
 
-    magic line | fingerprint (32) | HMAC (32) | head length (8) | head | rows
+    magic line | fingerprint (32) | HMACs (16 + 16) | head length (8) | head | rows
 
 The *fingerprint* says what produced the store (format, Python and marshal versions,
 the source of the symbol extractor and its queries, the grammar package's version).
@@ -16,13 +16,16 @@ first asked for (:class:`Snapshot`). Anything that does not check out (missing, 
 version, another workspace, unreadable) loads as nothing: the caller builds cold; the
 status says why, for diagnostics, never for the model.
 
-The HMAC (over the fingerprint and the head, and so over the rows through their digest)
-is keyed by this user's own key (``index.key`` in the user's cache folder, made on first
-use, readable by the user alone): ``marshal`` must never read bytes that were not
-written here, and a ``.grinta/`` that came with a cloned repository or an archive was
-not. Its store fails the check and the index builds cold. A store is also bound to the
-folder it indexes: one copied or moved along with its workspace is not used. Without a
-key (no writable cache folder) nothing is stored or loaded.
+Two HMACs, each cut to 16 bytes: one over the fingerprint and the head's length, checked
+before anything is read by that length (a planted store that claims a head of 900 MB is
+refused at once, not read into memory first), and one over the fingerprint and the head,
+and so over the rows through their digest. Both are keyed by this user's own key
+(``index.key`` in the user's cache folder, made on first use, readable by the user
+alone): ``marshal`` must never read bytes that were not written here, and a ``.grinta/``
+that came with a cloned repository or an archive was not. Its store fails the check and
+the index builds cold. A store is also bound to the folder it indexes: one copied or
+moved along with its workspace is not used. Without a key (no writable cache folder)
+nothing is stored or loaded.
 
 Writes go to a temp file beside the target and are moved in with ``os.replace``, so
 concurrent sessions on one folder leave one whole file or the other, never a mix (a
@@ -59,7 +62,7 @@ from grinta_jupyter.runtime import collector, private
 
 STORE_DIR = os.path.join(".grinta", "index")
 STORE_NAME = "symbols.bin"
-FORMAT = 2
+FORMAT = 3
 MAGIC = b"grinta-symbols\n"
 # A file changed this close to its stamp may change again without its stamp moving.
 RACY_NS = 3_000_000_000
@@ -73,6 +76,8 @@ Stamp = tuple[int, int, int, int]
 
 _LENGTH = struct.Struct("<Q")
 _DIGEST = 32
+# Each of the two HMACs (of the head's length, of the head) keeps half a SHA-256.
+_TAG = _DIGEST // 2
 # Array type codes of the head: where rows end (64-bit), postings (32-bit). Stamps stay
 # Python ints (an inode may not fit a signed 64-bit field, an mtime may be negative).
 _WIDE, _NARROW = "q", "i"
@@ -190,7 +195,12 @@ def _sign(key: bytes, *parts: bytes | memoryview) -> bytes:
     mac = hmac.new(key, digestmod=hashlib.sha256)
     for part in parts:
         mac.update(part)
-    return mac.digest()
+    return mac.digest()[:_TAG]
+
+
+def _sign_length(key: bytes, expected: bytes, length: bytes) -> bytes:
+    """The HMAC of the head's length: what says how much to read is checked first."""
+    return _sign(key, b"head length|", expected, length)
 
 
 def store_path(root: Path) -> Path:
@@ -243,10 +253,14 @@ def load(root: Path, expected: bytes) -> tuple[Snapshot | None, str]:
         return None, "no key"
     try:  # without blocking: a FIFO put in the store's place must not hang the session
         fd = os.open(store_path(root), os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        handle = os.fdopen(fd, "rb")  # (closed here on failure, else by the row reader)
     except FileNotFoundError:
         return None, "absent"
     except OSError as exc:
+        return None, f"unreadable ({exc.strerror})"
+    try:  # (a folder there fails here, and ``fdopen`` leaves its descriptor open)
+        handle = os.fdopen(fd, "rb")  # (closed here on failure, else by the row reader)
+    except OSError as exc:
+        os.close(fd)
         return None, f"unreadable ({exc.strerror})"
     try:
         snapshot, status = _read_head(handle, root, key, expected)
@@ -275,13 +289,16 @@ def _read_head(
         return None, "another version"
     if len(preamble) != start:
         return None, "corrupt"
-    mac = preamble[len(MAGIC) + _DIGEST : len(MAGIC) + 2 * _DIGEST]
+    length_mac = preamble[len(MAGIC) + _DIGEST : len(MAGIC) + _DIGEST + _TAG]
+    head_mac = preamble[len(MAGIC) + _DIGEST + _TAG : len(MAGIC) + 2 * _DIGEST]
     length = preamble[-_LENGTH.size :]
+    if not hmac.compare_digest(_sign_length(key, expected, length), length_mac):
+        return None, "corrupt or not written here"
     (size,) = _LENGTH.unpack(length)
     if size > total - start:
         return None, "corrupt"
     head = handle.read(size)
-    if len(head) != size or not hmac.compare_digest(_sign(key, expected, length, head), mac):
+    if len(head) != size or not hmac.compare_digest(_sign(key, expected, length, head), head_mac):
         return None, "corrupt or not written here"
     try:
         with collector.paused():  # tables of many small objects: nothing to free
@@ -373,7 +390,9 @@ def save(root: Path, expected: bytes, snapshot: Snapshot) -> str:
         private.make_dir(folder)
         fd, temp = tempfile.mkstemp(dir=folder, prefix=STORE_NAME + ".", suffix=".tmp")
         with os.fdopen(fd, "wb") as handle:
-            handle.write(MAGIC + expected + _sign(key, expected, framed))
+            length = framed[: _LENGTH.size]
+            handle.write(MAGIC + expected + _sign_length(key, expected, length))
+            handle.write(_sign(key, expected, framed))
             handle.write(framed)
             handle.write(rows)
         os.replace(temp, folder / STORE_NAME)
