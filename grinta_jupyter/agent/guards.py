@@ -108,15 +108,16 @@ class Firing:
     message: str = ""  # what the model is told, when anything
 
 
-def signature(tool: str, args: dict[str, Any]) -> str:
+def signature(tool: str, args: dict[str, Any], root: str | None = None) -> str:
     """What makes two calls the same call. A command is compared as the shell reads it
     (comments, quoting and spacing dropped) and without its timeout: ``pytest -q # try 2``
-    and ``pytest  '-q'`` with another timeout are the same command run again."""
+    and ``pytest  '-q'`` with another timeout are the same command run again. A file is
+    named the one way (``workspace_args``): ``calc.py``, ``./calc.py`` and, with the
+    workspace ``root``, its absolute path are the same file."""
     if tool == "run" and isinstance(args.get("command"), str):
         args = {"command": _same_runner(as_read(args["command"]))}
-    elif isinstance(args.get("path"), str):
-        # "./calc.py" and "calc.py" read the same file: the same call again.
-        args = {**args, "path": _same_path(args["path"])}
+    else:
+        args = workspace_args(args, root)
     return f"{tool}:{json.dumps(args, sort_keys=True)}"
 
 
@@ -124,7 +125,7 @@ def signature(tool: str, args: dict[str, Any]) -> str:
 _READ_HEADER = re.compile(r"^(?P<path>.+) \(lines \d+-\d+ of \d+\)$")
 
 
-def call_signature(proposal: Proposal, observation: Observation) -> str:
+def call_signature(proposal: Proposal, observation: Observation, root: str | None = None) -> str:
     """``signature`` of a call that ran. A read of lines is named by what it showed, the
     file as the workspace names it and the range: ``calc.py``, ``./calc.py``, the absolute
     path of it, ``start_line=1`` and an ``end_line`` past the end all read the same text."""
@@ -134,12 +135,75 @@ def call_signature(proposal: Proposal, observation: Observation) -> str:
         if header is not None:
             rest = {k: v for k, v in args.items() if k not in ("path", "start_line", "end_line")}
             return f"read:{header.group(0)} {json.dumps(rest, sort_keys=True)}"
-    return signature(proposal.tool, args)
+    return signature(proposal.tool, args, root)
 
 
 def _same_path(path: str) -> str:
     """``path`` as written the one way two spellings of a workspace path share."""
     return posixpath.normpath(path.strip().replace("\\", "/")) if path.strip() else path
+
+
+def workspace_path(path: str, root: str | None) -> str:
+    """``path`` as ``_same_path`` writes it, and relative to the workspace ``root`` when it
+    names a file in it: ``/ws/calc.py``, ``../ws/calc.py`` and, through a link to the
+    workspace (``~/proj`` -> ``/data/proj``), ``/link/calc.py`` are ``calc.py``. A path
+    outside the workspace stays as it is (``_same_path``)."""
+    same = _same_path(path)
+    if not root or not path.strip() or "\x00" in same:
+        return same
+    base = posixpath.normpath(root)
+    full = posixpath.normpath(posixpath.join(base, same))
+    real_root = _real(base)
+    for top in dict.fromkeys((base, real_root)):
+        inside = _under(full, top)
+        if inside is not None:
+            return inside
+    # Its folder's links followed (not the file's own: a link in the workspace stays itself).
+    folder, name = posixpath.split(full)
+    inside = _under(_real(folder), real_root) if name else None
+    if inside is None:
+        return same
+    return name if inside == "." else f"{inside}/{name}"
+
+
+def _under(path: str, top: str) -> str | None:
+    """``path`` relative to the folder ``top`` when it is in it (``"."`` for ``top``)."""
+    if path == top:
+        return "."
+    prefix = top if top.endswith("/") else top + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def _real(path: str) -> str:
+    """``path`` with its links followed (as it is when it cannot be read)."""
+    try:
+        return posixpath.realpath(path)
+    except (OSError, ValueError):
+        return path
+
+
+def workspace_args(args: dict[str, Any], root: str | None) -> dict[str, Any]:
+    """``args`` with each file named the one way (``workspace_path``): ``path``, and the
+    ``path`` and ``symbol`` (``path::name``) of each of ``edits``."""
+    if isinstance(args.get("path"), str):
+        args = {**args, "path": workspace_path(args["path"], root)}
+    edits = args.get("edits")
+    if isinstance(edits, list) and any(isinstance(e, dict) for e in edits):
+        args = {**args, "edits": [_workspace_edit(e, root) for e in edits]}
+    return args
+
+
+def _workspace_edit(edit: Any, root: str | None) -> Any:
+    if not isinstance(edit, dict):
+        return edit
+    edit = dict(edit)
+    if isinstance(edit.get("path"), str):
+        edit["path"] = workspace_path(edit["path"], root)
+    symbol = edit.get("symbol")
+    if isinstance(symbol, str) and "::" in symbol:
+        path, _, name = symbol.partition("::")
+        edit["symbol"] = f"{workspace_path(path, root)}::{name}"
+    return edit
 
 
 def describe_call(tool: str, args: dict[str, Any]) -> str:
@@ -207,10 +271,12 @@ class StuckDetector:
     fail on one file (each on another target) with no successful write to it in between
     force a fresh read once there are one more of them than ``failed_region_threshold``:
     the model is editing from a picture of the file that is wrong. Each warning names the
-    call it is about.
+    call it is about. A file is the same file however it is spelled (``workspace_path``):
+    ``calc.py``, ``./calc.py`` and its absolute path under ``root``, the workspace.
     """
 
     limits: Limits
+    root: str | None = None
     # The last calls, as many as the repeat and alternation checks read.
     recent: deque[_Call] = field(init=False)
     failed_targets: dict[str, int] = field(default_factory=dict)
@@ -227,12 +293,12 @@ class StuckDetector:
         self.recent = deque(maxlen=kept)
 
     def observe(self, proposal: Proposal, observation: Observation) -> Firing | None:
-        sig = call_signature(proposal, observation)
+        sig = call_signature(proposal, observation, self.root)
         command = " ".join(shell_command(proposal).split())
         if isinstance(proposal, WriteProposal) and observation.ok:
             self._note_write(proposal)
             for path in proposal.paths:
-                self.failed_paths.pop(_same_path(path), None)
+                self.failed_paths.pop(workspace_path(path, self.root), None)
         # "pytest -q  # try 2" is "pytest -q" again, and so it is after an edit and its undo.
         key = f"{self._files_state()} {as_read(command)}" if command else ""
         failures = self._count_failing_command(proposal, observation, command, key)
@@ -306,7 +372,7 @@ class StuckDetector:
     def _failed_edit(self, proposal: Proposal) -> Firing | None:
         """Count a failed edit by its target and by its file; a fresh read when either is
         too many."""
-        target = edit_target(proposal)
+        target = edit_target(proposal, self.root)
         if target:
             self.failed_targets[target] = self.failed_targets.get(target, 0) + 1
             if self.failed_targets[target] >= self.limits.failed_region_threshold:
@@ -321,7 +387,7 @@ class StuckDetector:
         path = proposal.args.get("path", first.get("path"))
         if not isinstance(path, str) or not path.strip():
             return None
-        path = _same_path(path)
+        path = workspace_path(path, self.root)
         self.failed_paths[path] = self.failed_paths.get(path, 0) + 1
         if self.failed_paths[path] > self.limits.failed_region_threshold:
             count = self.failed_paths.pop(path)
@@ -401,9 +467,10 @@ def output_digest(text: str) -> str:
     return hashlib.blake2b(normalize_output(text).encode(), digest_size=16).hexdigest()
 
 
-def edit_target(proposal: Proposal) -> str | None:
-    """The region a write aimed at: path plus the first line of old_string, or the symbol."""
-    args = proposal.args
+def edit_target(proposal: Proposal, root: str | None = None) -> str | None:
+    """The region a write aimed at: path plus the first line of old_string, or the symbol
+    (each file named the one way, ``workspace_args``)."""
+    args = workspace_args(proposal.args, root)
     if "edits" in args and args["edits"]:
         first = args["edits"][0]
         if "symbol" in first:
@@ -884,7 +951,7 @@ class Guards:
 
     def __init__(self, limits: Limits, task: str, root: str | None = None) -> None:
         self.limits = limits
-        self.stuck = StuckDetector(limits)
+        self.stuck = StuckDetector(limits, root=root)
         self.breaker = CircuitBreaker(limits)
         self.budgets = Budgets(limits)
         self.finish = FinishGuard(limits, task=task, root=root)
