@@ -110,3 +110,24 @@ def test_a_file_of_the_same_name_outside_the_workspace_stays_apart(tmp_path):
         _replace("../calc.py"),
     ]
     assert _fired(_run(root, turns)) == []
+
+
+def test_a_failing_multiedit_names_its_file_as_the_workspace_does(tmp_path: Path) -> None:
+    """The error of a failing part named the path as the model spelled it (``./calc.py``),
+    so the same failing multiedit in three spellings gave three results and was never a
+    repeat; a path holding a line break went into the message raw."""
+    from grinta_jupyter import Runtime
+
+    (tmp_path / "calc.py").write_text("def f():\n    return 1\n")
+    runtime = Runtime(tmp_path)
+    messages = []
+    for path in ("calc.py", "./calc.py", str(tmp_path / "calc.py")):
+        edit = {"path": path, "old_string": "return 2", "new_string": "return 3"}
+        proposal = runtime.propose("multiedit", {"edits": [edit]})
+        assert proposal.error is not None
+        messages.append(proposal.error.message)
+    assert len(set(messages)) == 1 and "(calc.py)" in messages[0], messages
+    broken = runtime.propose(
+        "multiedit", {"edits": [{"path": "a\nERROR.py", "old_string": "x", "new_string": "y"}]}
+    )
+    assert broken.error is not None and "a\nERROR" not in broken.error.message

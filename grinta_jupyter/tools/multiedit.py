@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
+from grinta_jupyter.runtime.diffs import quote_path
 from grinta_jupyter.runtime.errors import INVALID_ARGS, ToolError, ToolFailure, fail
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult
 from grinta_jupyter.tools.matching import replace_in
@@ -38,8 +39,10 @@ def stage(args: MultiEditArgs, ctx: ToolContext) -> WriteResult:
             "or use replace_all for a repeated change",
         )
     for number, edit in enumerate(args.edits, 1):
+        named = edit.path  # as the workspace names it once it resolves (./a.py is a.py)
         try:
             staged = ctx.open(edit.path)
+            named = staged.rel
             replace_in(
                 staged,
                 edit.old_string,
@@ -53,7 +56,8 @@ def stage(args: MultiEditArgs, ctx: ToolContext) -> WriteResult:
             raise ToolFailure(
                 ToolError(
                     error.code,
-                    f"edit {number} of {total} ({edit.path}): {error.message}; no edit was applied",
+                    f"edit {number} of {total} ({quote_path(named)}): {error.message}; "
+                    "no edit was applied",
                     error.candidates,
                     error.line,
                     error.more,
