@@ -85,7 +85,8 @@ def test_a_failed_read_spelled_three_ways_is_a_repeat(tmp_path):
 def test_a_multiedit_spelled_three_ways_is_one_call(tmp_path):
     """Attack: the same failing multiedit with its edit's path spelled three ways. Bug: the
     paths inside ``edits`` were compared as written, so the target failing again was never
-    seen. (Its error names the path as given, so the results differ: no repeat.)"""
+    seen. Its error now names the file as the workspace does, so the results are the same
+    too: a repeat."""
     root = calc_project(tmp_path)
 
     def multiedit(path: str) -> ModelReply:
@@ -94,7 +95,7 @@ def test_a_multiedit_spelled_three_ways_is_one_call(tmp_path):
 
     spellings = ("calc.py", str(root / "calc.py"), "./calc.py")
     fired = _fired(_run(root, [multiedit(p) for p in spellings]))
-    assert [g for g, _ in fired] == ["failed_region"], fired
+    assert [g for g, _ in fired] == ["failed_region", "stuck_repeat"], fired
 
 
 def test_a_file_of_the_same_name_outside_the_workspace_stays_apart(tmp_path):
