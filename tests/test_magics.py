@@ -185,3 +185,16 @@ def test_a_task_too_long_is_one_line_and_leaves_the_running_session_alone(ip, tm
     assert "Traceback" not in out
     assert grinta_jupyter.current() is running and not running.done
     assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
+def test_the_demo_in_a_folder_it_cannot_write_says_what_to_do(ip, monkeypatch, capsys):
+    """A read-only checkout (or any folder the kernel cannot write): the demo's copy of its
+    sample goes next to the notebook, so it cannot start there; the line said only "Read-only
+    file system" / "Permission denied", not where nor what to do."""
+    monkeypatch.chdir("/sys")  # not writable, even by root
+    magic(ip, "fix the failing test in raft_kv")
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert "cannot copy the demo's sample into the current folder (/sys)" in text, text
+    assert "a folder you can write to" in text
+    assert grinta_jupyter.current() is None

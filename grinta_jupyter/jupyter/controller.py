@@ -419,7 +419,9 @@ def start(task: str, config: Config) -> Session:
         root, sample = _workspace(config, demo, task)
     except OSError as exc:  # the demo's copy: a folder that cannot be written
         raise MagicUsageError(
-            f"cannot copy the demo's sample into the current folder: {exc.strerror or exc}",
+            f"cannot copy the demo's sample into the current folder ({visible(str(Path.cwd()))}): "
+            f"{exc.strerror or exc}; the demo works on a copy next to the notebook, so open "
+            "the notebook from a folder you can write to (or %cd to one first)",
             usage=False,
         ) from None
     try:
