@@ -388,10 +388,3 @@ def test_hunks_approved_from_the_page_leave_no_staging_note(root: Path) -> None:
     """The card said "staging…" while the hunks were chosen in a worker thread, and kept
     saying it after they were approved."""
     assert hunks_from_the_page(root, [0]) == ([("", False)], ["approve_hunks"])
-
-
-def test_two_hunk_answers_sent_at_once_decide_once_and_say_so(root: Path) -> None:
-    """An older page (or a script) sends a second hunk selection while the first is staged
-    in a worker thread: one decision, and the card must not end saying "not decided: step 1
-    is already decided" about the step it just decided."""
-    assert hunks_from_the_page(root, [0], [1]) == ([("", False)], ["approve_hunks"])

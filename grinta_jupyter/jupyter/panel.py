@@ -109,9 +109,6 @@ class SessionPanel:
         self.cards: dict[int, StepCardWidget] = {}
         self.branch_of: dict[int, int] = {}
         self.rewound: list[StepCardWidget] = []
-        # Steps whose Edit or hunk selection is being staged in a worker thread: a second
-        # answer for one of them waits for nothing and decides nothing.
-        self._staging: set[int] = set()
         self.marks: list[MarkWidget] = []
         self.retired = False  # another session became current: the box takes nothing
         self.state = "starting"
@@ -364,8 +361,6 @@ class SessionPanel:
         an edit from another thread, that this panel has not drawn yet).
         """
         card = self.cards[step.number]
-        if step.number in self._staging:
-            return  # a second answer while the first is staged (an older page, a script)
         if self.session.pending is not step:
             card.pending = False  # decided elsewhere (a magic), or the session ended
             return
@@ -382,7 +377,6 @@ class SessionPanel:
             # Re-staging reads and validates files: off the kernel's event loop, so the
             # Stop button and every other widget keep working meanwhile.
             card.status = "staging…"
-            self._staging.add(step.number)
             staging = loop.run_in_executor(None, decide)
             staging.add_done_callback(lambda done: self._decided(card, step, decision, done))
             return
@@ -400,7 +394,6 @@ class SessionPanel:
         decision: Decision,
         done: asyncio.Future[Proposal | None],
     ) -> None:
-        self._staging.discard(step.number)
         error = done.exception()
         if error is not None:
             card.status = self.secrets.redact(f"not decided: {error}")

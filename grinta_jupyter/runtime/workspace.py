@@ -228,8 +228,6 @@ class Workspace:
         text = _as_shell_would(path.strip().replace("\\", "/"), path)
         if text.startswith("//"):  # POSIX lets "//x" differ from "/x"; Linux and macOS do not
             text = "/" + text.lstrip("/")
-        if write:
-            _check_printable(text, path)
         candidate = Path(text) if os.path.isabs(text) else self.root / text
         lexical = Path(os.path.normpath(candidate))
         if not _is_within(lexical, self.root) and _is_within(lexical, self._given):
@@ -470,25 +468,6 @@ def _as_shell_would(text: str, named: str) -> str:
             f"{named!r} is a URL; give a file path relative to the workspace root",
         )
     return text
-
-
-def _check_printable(text: str, named: str) -> None:
-    """PATH_FORBIDDEN for a path to write holding a control or format character.
-
-    A newline, carriage return or escape in a name prints as something else in the
-    diff and the terminal the reviewer reads; a bidirectional override or a zero-width
-    character makes ``core<U+200B>.py`` look like ``core.py``. What the reviewer sees must
-    be the file that is written, so such names are never made or written (reading an
-    existing one stays possible).
-    """
-    for char in text:
-        if unicodedata.category(char) in ("Cc", "Cf"):
-            raise fail(
-                PATH_FORBIDDEN,
-                f"{named!r} holds U+{ord(char):04X} "
-                f"({unicodedata.name(char, 'a control character').lower()}); a name to "
-                "write must print as itself: give the path without it",
-            )
 
 
 def folded_name(name: str) -> str:
