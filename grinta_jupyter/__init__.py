@@ -45,6 +45,15 @@ def load_ipython_extension(ipython: Any) -> None:
 _warming: threading.Thread | None = None
 _imported = threading.Event()
 _warmed = threading.Event()
+# Set by ``%grinta`` before it waits for the imports (``hold_model_warming``): a session's
+# first model call may go out before litellm is loaded (agent/models/early.py), and
+# litellm's import beside it, on the same interpreter lock, would take half the processor
+# from it and from the first card. The warming then imports litellm once the first card
+# is shown or the session needs litellm (``release_model_warming``), or after
+# ``MODEL_HOLD_S`` whatever happens.
+_model_held = threading.Event()
+_model_released = threading.Event()
+MODEL_HOLD_S = 10.0
 # When each phase of the warming ended, in seconds after it started (for
 # benchmarks/bench_startup.py): "imports", then "model".
 _warming_times: dict[str, float] = {}
@@ -72,10 +81,22 @@ def _warm() -> None:
             finally:
                 _warming_times["imports"] = time.perf_counter() - started
                 _imported.set()
+            if _model_held.is_set():
+                _model_released.wait(MODEL_HOLD_S)
             warm_model()
             _warming_times["model"] = time.perf_counter() - started
     finally:
         _warmed.set()
+
+
+def hold_model_warming() -> None:
+    """Ask the warming not to start litellm's import until ``release_model_warming``."""
+    _model_held.set()
+
+
+def release_model_warming() -> None:
+    """Let the warming import litellm (at once if it is not held, or already past that)."""
+    _model_released.set()
 
 
 def settle(timeout: float = 60.0) -> None:

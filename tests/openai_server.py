@@ -328,6 +328,14 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> Iterator[dict[str,
 
 @pytest.fixture(name="openai_server")
 def openai_server_fixture() -> Iterator[OpenAIServer]:
-    """A started ``OpenAIServer``; stopped (and stalled replies released) after the test."""
+    """A started ``OpenAIServer``; stopped (and stalled replies released) after the test.
+
+    litellm is loaded first: a test's calls then go through it whatever ran before in the
+    process, as every call does once a kernel's first seconds are over. The calls made
+    before it loads (agent/models/early.py) are tests/test_early_call.py's.
+    """
+    from grinta_jupyter.agent.models.litellm_model import _import_litellm
+
+    _import_litellm()
     with OpenAIServer() as server:
         yield server

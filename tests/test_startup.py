@@ -131,12 +131,13 @@ def test_a_first_call_that_waits_for_litellm_is_not_kept_waiting_for_a_rehearsal
     tmp_path: Path,
 ) -> None:
     # A real call that asked for litellm first loads what a rehearsal would load: the
-    # warming then only imports. Without such a call the warming rehearses.
+    # warming then only imports. Without such a call the warming rehearses. (A model
+    # litellm knows: an unknown one's first call goes out without it, agent/models/early.py.)
     code = """
         import asyncio, sys
         from grinta_jupyter.agent.models import LiteLLMModel, litellm_model
         if sys.argv[1] == "call":
-            model = LiteLLMModel("openai/x", api_base=sys.argv[2], api_key="k")
+            model = LiteLLMModel("openai/gpt-4o-mini", api_base=sys.argv[2], api_key="k")
             reply = asyncio.run(model.complete([{"role": "user", "content": "hi"}], []))
             print(reply.text, end=" ")
         print(litellm_model.warm())

@@ -49,6 +49,7 @@ from grinta_jupyter.agent.updates import (
     Approve,
     ContextCondensed,
     ModelText,
+    ModelTurn,
     NeedsDecision,
     Rewound,
     SessionEnded,
@@ -99,6 +100,12 @@ CONTINUE_HINT = (
 )
 
 _current: NotebookSession | None = None
+# The view whose session's first model call goes out before litellm is loaded
+# (agent/models/early.py): the extension's warming leaves litellm's import until that
+# view has shown what the call brought (``grinta_jupyter.hold_model_warming``).
+_early_view: NotebookSession | None = None
+# What a first call brings before anything the reviewer sees: the warming waits past them.
+_BEFORE_THE_FIRST_CARD = (ModelText, ModelTurn, TaskBegan, SessionResumed, UserSaid)
 
 
 def current() -> Session | None:
@@ -272,8 +279,24 @@ class NotebookSession:
         return self.task is not None and not self.task.done()
 
     async def _follow(self) -> None:
-        async for update in self.session.updates():
-            self.apply(update)
+        turns = 0
+        try:
+            async for update in self.session.updates():
+                self.apply(update)
+                turns += isinstance(update, ModelTurn)
+                if not isinstance(update, _BEFORE_THE_FIRST_CARD) or turns > 1:
+                    self._first_card_shown()
+        finally:
+            self._first_card_shown()
+
+    def _first_card_shown(self) -> None:
+        """Let the warming import litellm if it waited for this view's first call."""
+        global _early_view
+        if _early_view is self:
+            from grinta_jupyter import release_model_warming
+
+            _early_view = None
+            release_model_warming()
 
     def next_task(self, task: str) -> None:
         """Give the ended session ``task`` (the panel's box); drive it.
@@ -446,6 +469,7 @@ def start(task: str, config: Config) -> Session:
     view.show()
     _warm_symbols(session)
     view.start()
+    _hold_for_first_call(view)
     _announce()
     if view.manual:
         print("manual mode: advance with %grinta step")
@@ -560,7 +584,7 @@ def _warm_symbols(session: Session) -> None:
     # The model's first answer needs litellm, which the warming may still be importing:
     # an index built meanwhile (worker processes, the kernel's own thread) would slow
     # the import down on a small machine, and the first card with it.
-    wait_for_litellm = _uses_litellm(session)
+    wait_for_litellm = _uses_litellm(session) and not _calls_early(session)
 
     def build() -> None:
         if wait_for_litellm:
@@ -571,6 +595,23 @@ def _warm_symbols(session: Session) -> None:
             runtime.symbols  # noqa: B018  (building it is the point)
 
     threading.Thread(target=build, name="grinta-index", daemon=True).start()
+
+
+def first_call_early() -> bool:
+    """Whether the last session started makes its first call before litellm is loaded, and
+    the warming should wait to import litellm until that call is over."""
+    return _early_view is not None
+
+
+def _hold_for_first_call(view: NotebookSession) -> None:
+    global _early_view
+    _early_view = view if view.following and _calls_early(view.session) else None
+
+
+def _calls_early(session: Session) -> bool:
+    from grinta_jupyter.agent.models.litellm_model import LiteLLMModel
+
+    return isinstance(session.model, LiteLLMModel) and session.model.calls_early()
 
 
 def _uses_litellm(session: Session) -> bool:
@@ -920,6 +961,7 @@ def resume(log: str | None, config: Config) -> Session:
     _warm_symbols(session)
     if not session.done:
         view.start()
+        _hold_for_first_call(view)
         if view.manual:
             print("manual mode: advance with %grinta step")
     _announce()

@@ -232,11 +232,21 @@ class GrintaMagics(Magics):
 
     @line_cell_magic
     def grinta(self, line: str, cell: str | None = None) -> Any:
-        from grinta_jupyter import settle
+        from grinta_jupyter import hold_model_warming, release_model_warming, settle
 
+        # A session this starts may make its first call before litellm is loaded: the
+        # warming leaves litellm's import until that call is over (``controller.start``).
+        hold_model_warming()
         settle()  # the extension's warming may still be importing what the controller needs
         from grinta_jupyter.jupyter import controller
 
+        try:
+            return self._grinta(controller, line, cell)
+        finally:
+            if not controller.first_call_early():
+                release_model_warming()
+
+    def _grinta(self, controller: Any, line: str, cell: str | None) -> Any:
         try:
             if cell is not None:
                 words, config = parse_start(line)

@@ -23,12 +23,14 @@ import math
 import os
 import random
 import re
+import sys
 import threading
 import time
 import unicodedata
 from collections.abc import Callable
 from typing import Any
 
+from grinta_jupyter.agent.models import early
 from grinta_jupyter.agent.models.base import ModelError, ModelReply, ToolCall, Usage
 from grinta_jupyter.runtime.secrets import hold
 
@@ -139,9 +141,30 @@ class LiteLLMModel:
         tools: list[dict[str, Any]],
         on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
+        attempt = 0
+        if self.calls_early():
+            shown: list[str] = []
+            try:
+                return await self._early_attempt(messages, tools, on_text, shown)
+            except early.NotServed as refused:
+                # litellm sends it again, and says what went wrong as it always has; after
+                # the wait a retry would make when the server asked for one or is throttled.
+                if self.max_retries >= 1 and (
+                    refused.status == 429 or (refused.status or 0) >= 500
+                ):
+                    delay = _retry_after(refused)
+                    if delay is None:
+                        delay = self.backoff * (1 + random.random() / 10)
+                    if delay <= MAX_RETRY_AFTER:  # else litellm's request hears it and says so
+                        attempt = 1
+                        await asyncio.sleep(delay)
+            except ModelError as failed:
+                if not failed.retryable or self.max_retries < 1 or shown:
+                    raise
+                attempt = 1  # the attempt was made: the next is litellm's first retry
+                await asyncio.sleep(self.backoff * (1 + random.random() / 10))
         litellm = await _load_litellm()
         provider = self._check_ready(litellm)
-        attempt = 0
         while True:
             streamed: list[str] = []
             try:
@@ -192,10 +215,15 @@ class LiteLLMModel:
         finally:
             # Also on cancellation: release the HTTP connection now, not at GC.
             await stream.aclose()
-        pieced = _pieced_calls(chunks)
-        if not streamed and not pieced:
+        if not streamed and not _pieced_calls(chunks):
             self._check_not_a_page(stream)
-        messages = request["messages"]
+        return await self._reply(litellm, chunks, request["messages"])
+
+    async def _reply(
+        self, litellm: Any, chunks: list[Any], messages: list[dict[str, Any]]
+    ) -> ModelReply:
+        """The reply litellm builds from a stream's chunks, with the calls they hold."""
+        pieced = _pieced_calls(chunks)
         # Putting thousands of chunks back together takes seconds: off the event loop.
         built = (
             await asyncio.to_thread(litellm.stream_chunk_builder, chunks, messages=messages)
@@ -222,6 +250,53 @@ class LiteLLMModel:
                 cost=await asyncio.to_thread(self._cost, litellm, built),
             ),
             finish_reason=choice.finish_reason,
+        )
+
+    def calls_early(self) -> bool:
+        """Whether a call now goes out before litellm is loaded (``early``'s module doc)."""
+        if _litellm is not None or ("litellm" in sys.modules and not _importing.is_set()):
+            return False  # loaded, or imported by the user's code (its settings are theirs)
+        return early.eligible(self.model, self.api_base, self.extra, _known(self.model))
+
+    async def _early_attempt(
+        self,
+        messages: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        on_text: Callable[[str], None] | None,
+        streamed: list[str],
+    ) -> ModelReply:
+        """One attempt sent by ``early``; its failures read as litellm's would."""
+        request = self._request(messages, tools, "openai")
+        _check_sendable(request.get("api_key"), "openai")
+        try:
+            got = await early.stream(request, on_text, streamed)
+        except early.Broken as exc:
+            detail = self._clean(exc.detail)
+            if exc.timed_out:
+                seconds = f"{self.timeout:g}"
+                raise ModelError(
+                    "TIMEOUT", f"{self.model} did not answer within {seconds} s", True
+                ) from None
+            if exc.status is not None:
+                message = f"{self.model} failed with HTTP {exc.status}: {detail}"
+                raise ModelError("NETWORK", message, True) from None
+            where = self.api_base or "the openai API"
+            raise ModelError("NETWORK", f"cannot reach {where}: {detail}", True) from None
+        if got.usage is None:
+            # litellm counts the tokens of a stream that brought no usage: its count, then.
+            litellm = await _load_litellm()
+            chunks = [litellm.ModelResponseStream(**chunk) for chunk in got.chunks]
+            return await self._reply(litellm, chunks, request["messages"])
+        return ModelReply(
+            text=got.text,
+            tool_calls=_unique_ids(_pieced_calls(got.chunks)),
+            usage=Usage(
+                prompt_tokens=_count(got.usage.get("prompt_tokens")),
+                completion_tokens=_count(got.usage.get("completion_tokens")),
+                # A model litellm's map does not hold has no price there.
+                cost=None,
+            ),
+            finish_reason=got.finish_reason,
         )
 
     def _check_not_a_page(self, stream: Any) -> None:
@@ -359,7 +434,10 @@ class LiteLLMModel:
         """The provider's message on one short line, with any key masked."""
         text = getattr(exc, "message", None) or str(exc) or type(exc).__name__
         # litellm prefixes "litellm.XError: XError: OpenAIException - "; keep the provider's words.
-        text = _LITELLM_PREFIX.sub("", str(text))
+        return self._clean(_LITELLM_PREFIX.sub("", str(text)))
+
+    def _clean(self, text: str) -> str:
+        """``text`` on one short line, with any key masked."""
         text = " ".join(_SSL_CONTEXT.sub("", text).split())
         variables = [os.environ.get(v) for v in _all_key_vars()]
         for secret in (self.api_key, *variables, *map(clean_key, variables)):
@@ -373,6 +451,8 @@ class LiteLLMModel:
 # makes a first call wait for ``warm`` to finish rather than import beside it.
 _litellm: Any = None
 _setting_up = threading.RLock()
+# Set while ``_import_litellm`` imports it: ``sys.modules`` then holds it half-imported.
+_importing = threading.Event()
 # Set once a real call has asked for litellm: a rehearsal not yet begun is then skipped,
 # the call loading what it would load, without waiting for it first.
 _call_waiting = threading.Event()
@@ -409,7 +489,11 @@ def _import_litellm() -> Any:
         if _litellm is None:
             # Without this litellm downloads its model price map at import.
             os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-            import litellm
+            _importing.set()
+            try:
+                import litellm
+            finally:
+                _importing.clear()
 
             litellm.suppress_debug_info = True
             _litellm = litellm
@@ -429,6 +513,8 @@ def warm() -> bool:
     imported modules at once could see them half-initialised. Returns whether it
     rehearsed.
     """
+    # What ``early`` sends with (litellm imports it too): ready before a first call asks.
+    importlib.import_module("httpx")
     with _setting_up:
         litellm = _import_litellm()
         if _call_waiting.is_set() or any(getattr(litellm, n, None) for n in _CALLBACK_LISTS):
@@ -478,6 +564,14 @@ def context_window(model: str) -> int | None:
             if isinstance(value, int) and not isinstance(value, bool) and value > 0:
                 return value
     return None
+
+
+def _known(model: str) -> bool:
+    """Whether litellm's bundled map holds ``model`` under any name litellm looks it up by."""
+    entries = _model_map()
+    name = model.strip()
+    _, _, bare = name.partition("/")
+    return any(key in entries for key in (name, bare, f"openai/{bare}") if key)
 
 
 @functools.cache
@@ -627,9 +721,9 @@ def _pieced_calls(chunks: list[Any]) -> list[tuple[str, str, str]]:
     calls: list[list[str]] = []
     at_index: dict[object, int] = {}
     for chunk in chunks:
-        choices = getattr(chunk, "choices", None) or []
-        delta = getattr(choices[0], "delta", None) if choices else None
-        for piece in getattr(delta, "tool_calls", None) or []:
+        choices = _field(chunk, "choices") or []
+        delta = _field(choices[0], "delta") if choices else None
+        for piece in _field(delta, "tool_calls") or []:
             index = _field(piece, "index")
             call_id = str(_field(piece, "id") or "")
             function = _field(piece, "function")
