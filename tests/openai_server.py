@@ -65,6 +65,8 @@ class Reply:
     # client is inside the stream. With ``stall_before_headers``: before any byte.
     stall: float = 0.0
     stall_before_headers: bool = False
+    # Seconds to wait before answering at all (then the reply goes as scripted).
+    delay: float = 0.0
     # Streaming: hang up after this many chunks, with no finish_reason and no [DONE].
     drop_after: int | None = None
 
@@ -195,6 +197,8 @@ def _make_handler(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
 
         def _answer(self, reply: Reply, body: dict[str, Any]) -> None:
             model = body.get("model", "scripted")
+            if reply.delay:
+                time.sleep(reply.delay)
             if reply.stall and reply.stall_before_headers:
                 self._stall(reply.stall)
                 return

@@ -340,6 +340,8 @@ def test_model_text_arguments_and_diffs_from_a_real_model_are_escaped(tmp_path):
                 text="Thinking " + HOSTILE,
             ),
             tool_reply(tool_call("read", '{"path": "x' + HOSTILE + '"}')),
+            # Refused early (before litellm is loaded), then by litellm's own request.
+            error_reply(401, "bad key " + HOSTILE),
             error_reply(401, "bad key " + HOSTILE),
         )
         done = grinta(

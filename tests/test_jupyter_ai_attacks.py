@@ -274,6 +274,8 @@ def test_a_401_is_one_clear_message_and_the_persona_stays_usable(
     """Attack: the model's server refuses the key (401). The chat shows one message that
     says to set the key, no traceback; the next message (the key fixed) works."""
     openai_server.queue(
+        # The agent's first call goes before litellm is loaded; litellm sends it again.
+        error_reply(401, "Incorrect API key provided"),
         error_reply(401, "Incorrect API key provided"),
         tool_reply(tool_call("finish", {"summary": "Done."})),
     )

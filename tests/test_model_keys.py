@@ -210,7 +210,8 @@ print(any(_k in json.dumps(w.get_state(), default=str) for w in _all),
 
 def test_a_refused_key_is_shown_at_once_with_the_fix_and_forgotten(tmp_path: Path) -> None:
     with OpenAIServer() as server:
-        server.queue(error_reply(401, f"Incorrect API key provided: {KEY}"))
+        # Refused early (before litellm is loaded), then by litellm's own request.
+        server.queue(*[error_reply(401, f"Incorrect API key provided: {KEY}")] * 2)
         with running_kernel(tmp_path, kernel_env(server)) as kc:
             rec = Recorder(kc)
             rec.run("%load_ext grinta_jupyter")

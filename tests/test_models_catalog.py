@@ -417,7 +417,8 @@ def test_grinta_models_fails_with_the_fix_when_the_model_cannot_work() -> None:
 
 def test_a_rejected_key_is_one_line_naming_the_variable_to_fix(tmp_path: Path) -> None:
     with OpenAIServer() as server:
-        server.queue(error_reply(401, f"Incorrect API key provided: {KEY}"))
+        # Refused early (before litellm is loaded), then by litellm's own request.
+        server.queue(*[error_reply(401, f"Incorrect API key provided: {KEY}")] * 2)
         done = subprocess.run(
             [*ENTRY, "run", "fix it", "--root", str(tmp_path), "--auto"],
             capture_output=True,

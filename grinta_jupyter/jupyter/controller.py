@@ -539,6 +539,10 @@ def warm_imports() -> None:
     for name in START_MODULES:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
+    with contextlib.suppress(Exception):
+        from grinta_jupyter.agent.models.litellm_model import plan_import
+
+        plan_import()  # ``warm_model`` imports litellm: early calls need not
     for part in (_warm_schemas, _warm_tokens, _warm_parser):
         with contextlib.suppress(Exception):
             part()

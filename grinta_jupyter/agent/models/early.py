@@ -43,6 +43,17 @@ _NOT_SENT = frozenset({"timeout", "max_retries", "num_retries", "drop_params", "
 # What litellm's OpenAI chat request carries from its arguments, for an unknown model.
 _SENT = frozenset({"model", "messages", "stream", "stream_options", "tools", "temperature"})
 _CUT_SHORT = "Stream ended before a finish_reason was received"
+# Finish reasons litellm keeps, and those it maps (the ones OpenAI-compatible servers send:
+# TGI's, llama.cpp's, and Anthropic's names through proxies); it calls every other "stop".
+_OPENAI_REASONS = frozenset({"stop", "length", "tool_calls", "content_filter", "function_call"})
+_FINISH_REASONS = {
+    "eos": "stop",
+    "eos_token": "stop",
+    "stop_sequence": "stop",
+    "end_turn": "stop",
+    "max_tokens": "length",
+    "tool_use": "tool_calls",
+}
 # The loop is given back this often while buffered chunks are read (as litellm's path does).
 _YIELD_EVERY = 0.02
 
@@ -96,8 +107,11 @@ def eligible(model: str, api_base: str | None, extra: dict[str, Any], known: boo
         return False
     if not api_base or any(os.environ.get(name) for name in _CLIENT_VARIABLES):
         return False
+    if any(char.isspace() or not char.isprintable() for char in api_base):
+        return False
     try:
         parts = urlsplit(api_base)
+        parts.port  # noqa: B018  (raises for a port out of range)
     except ValueError:
         return False
     return (
@@ -153,9 +167,11 @@ async def stream(
             if result.finish_reason is None:
                 # litellm's words for it; the request may well succeed sent again.
                 _refuse(streamed, _CUT_SHORT, status=500)
+    except (NotServed, Broken):
+        raise
     except httpx.TimeoutException as exc:
         raise Broken(str(exc) or type(exc).__name__, timed_out=True) from None
-    except httpx.HTTPError as exc:
+    except Exception as exc:  # the connection, the address, the transport: whatever failed
         if not streamed:
             raise NotServed(str(exc)) from None
         raise Broken(str(exc) or type(exc).__name__) from None
@@ -170,48 +186,73 @@ async def _read(
     streamed: list[str],
 ) -> None:
     gave_back = time.monotonic()
-    async for line in response.aiter_lines():
+    async for data in _events(response):
         if time.monotonic() - gave_back > _YIELD_EVERY:
             await asyncio.sleep(0)
             gave_back = time.monotonic()
-        if not line.startswith("data:"):
-            continue  # blank separators, comments (": ping"), event names, ids
-        payload = line[5:].strip()
-        if payload == "[DONE]":
+        if data.startswith("[DONE]"):
             return
         try:
-            chunk = json.loads(payload)
+            chunk = json.loads(data)
         except ValueError:
-            _refuse(streamed, f"a stream event that is not JSON: {payload[:80]!r}")
+            _refuse(streamed, f"a stream event that is not JSON: {data!r}")
             return
         if not isinstance(chunk, dict) or chunk.get("error"):
-            _refuse(streamed, f"an error in the stream: {payload[:200]}")
+            _refuse(streamed, f"an error in the stream: {data}")
             return
-        result.chunks.append(chunk)
-        usage = chunk.get("usage")
-        if isinstance(usage, dict):
-            result.usage = usage
         choices = chunk.get("choices")
-        if not isinstance(choices, list) or not choices:
-            continue
-        choice = choices[0]
-        if not isinstance(choice, dict):
-            _refuse(streamed, f"a choice that is not an object: {payload[:80]!r}")
+        if choices is not None and not isinstance(choices, list):
+            _refuse(streamed, f"choices that are not a list: {data!r}")
             return
-        if isinstance(choice.get("finish_reason"), str):
-            result.finish_reason = choice["finish_reason"]
-        delta = choice.get("delta")
-        if delta is not None and not isinstance(delta, dict):
-            _refuse(streamed, f"a delta that is not an object: {payload[:80]!r}")
+        choice = choices[0] if choices else {}
+        delta = choice.get("delta") if isinstance(choice, dict) else None
+        if not isinstance(choice, dict) or (delta is not None and not isinstance(delta, dict)):
+            _refuse(streamed, f"a choice that cannot be read: {data!r}")
             return
         if not _readable_calls((delta or {}).get("tool_calls")):
-            _refuse(streamed, f"tool calls that cannot be read: {payload[:200]}")
+            _refuse(streamed, f"tool calls that cannot be read: {data}")
             return
+        result.chunks.append(chunk)
+        if isinstance(chunk.get("usage"), dict):
+            result.usage = chunk["usage"]
+        if choice.get("finish_reason") is not None:
+            result.finish_reason = _finish_reason(choice["finish_reason"])
         content = (delta or {}).get("content")
         if isinstance(content, str) and content:
             streamed.append(content)
             if on_text is not None:
                 on_text(content)
+
+
+async def _events(response: Any) -> Any:
+    """The data of each server-sent event, as OpenAI's client reads them: ``data:`` lines
+    joined by line breaks until a blank line; comments and other fields skipped; an event
+    with fields but no data gives "" (not JSON: refused, as litellm fails on it); an event
+    the stream ends in before its blank line is dropped."""
+    lines: list[str] = []
+    fields = False
+    async for line in response.aiter_lines():
+        if not line:
+            if fields:
+                yield "\n".join(lines)
+            lines, fields = [], False
+            continue
+        if line.startswith(":"):
+            continue
+        name, _, value = line.partition(":")
+        value = value[1:] if value.startswith(" ") else value
+        if name == "data":
+            lines.append(value)
+        if name in ("data", "event", "id", "retry"):
+            fields = True
+
+
+def _finish_reason(reason: object) -> str:
+    """A stream's finish reason as litellm gives it back: OpenAI's five as they are, the
+    other providers' names for them mapped, anything else ``stop``."""
+    if not isinstance(reason, str):
+        return "stop"
+    return reason if reason in _OPENAI_REASONS else _FINISH_REASONS.get(reason, "stop")
 
 
 def _readable_calls(pieces: object) -> bool:

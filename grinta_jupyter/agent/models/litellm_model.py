@@ -15,6 +15,7 @@ never an API key.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import functools
 import importlib.util
@@ -145,7 +146,7 @@ class LiteLLMModel:
         if self.calls_early():
             shown: list[str] = []
             try:
-                return await self._early_attempt(messages, tools, on_text, shown)
+                reply = await self._early_attempt(messages, tools, on_text, shown)
             except early.NotServed as refused:
                 # litellm sends it again, and says what went wrong as it always has; after
                 # the wait a retry would make when the server asked for one or is throttled.
@@ -163,6 +164,9 @@ class LiteLLMModel:
                     raise
                 attempt = 1  # the attempt was made: the next is litellm's first retry
                 await asyncio.sleep(self.backoff * (1 + random.random() / 10))
+            else:
+                _import_soon()
+                return reply
         litellm = await _load_litellm()
         provider = self._check_ready(litellm)
         while True:
@@ -282,22 +286,47 @@ class LiteLLMModel:
                 raise ModelError("NETWORK", message, True) from None
             where = self.api_base or "the openai API"
             raise ModelError("NETWORK", f"cannot reach {where}: {detail}", True) from None
-        if got.usage is None:
+        calls = _pieced_calls(got.chunks)
+        usage = got.usage
+        if usage is None:
             # litellm counts the tokens of a stream that brought no usage: its count, then.
-            litellm = await _load_litellm()
-            chunks = [litellm.ModelResponseStream(**chunk) for chunk in got.chunks]
-            return await self._reply(litellm, chunks, request["messages"])
+            usage = await self._counted(got, calls, request["messages"])
+        reason = got.finish_reason
         return ModelReply(
             text=got.text,
-            tool_calls=_unique_ids(_pieced_calls(got.chunks)),
+            tool_calls=_unique_ids(calls),
             usage=Usage(
-                prompt_tokens=_count(got.usage.get("prompt_tokens")),
-                completion_tokens=_count(got.usage.get("completion_tokens")),
+                prompt_tokens=_count(_whole(usage.get("prompt_tokens"))),
+                completion_tokens=_count(_whole(usage.get("completion_tokens"))),
                 # A model litellm's map does not hold has no price there.
                 cost=None,
             ),
-            finish_reason=got.finish_reason,
+            # litellm says a reply with calls ended for them, whatever the server said.
+            finish_reason="tool_calls" if calls and reason == "stop" else reason,
         )
+
+    async def _counted(
+        self, got: early.Streamed, calls: list[Any], messages: list[dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The token counts litellm gives a stream that brought none: its builder's, on the
+        stream's chunks as litellm's client reads them (their fields it knows)."""
+        litellm = await _load_litellm()
+        known = ("id", "object", "model", "system_fingerprint")
+        try:
+            chunks = [
+                litellm.ModelResponseStream(
+                    choices=chunk.get("choices") or [],
+                    **{key: chunk[key] for key in known if isinstance(chunk.get(key), str)},
+                )
+                for chunk in got.chunks
+            ]
+            built = await self._reply(litellm, chunks, messages)
+        except Exception:  # chunks litellm's own client would have read otherwise
+            return {}
+        return {
+            "prompt_tokens": built.usage.prompt_tokens,
+            "completion_tokens": built.usage.completion_tokens,
+        }
 
     def _check_not_a_page(self, stream: Any) -> None:
         """Raise ``BAD_RESPONSE`` when an empty answer was a web page: litellm reads an HTML
@@ -453,6 +482,9 @@ _litellm: Any = None
 _setting_up = threading.RLock()
 # Set while ``_import_litellm`` imports it: ``sys.modules`` then holds it half-imported.
 _importing = threading.Event()
+# Set when litellm's import is under way or planned (the Jupyter warming plans it, after the
+# first card): an early call then starts none of its own.
+_import_planned = threading.Event()
 # Set once a real call has asked for litellm: a rehearsal not yet begun is then skipped,
 # the call loading what it would load, without waiting for it first.
 _call_waiting = threading.Event()
@@ -498,6 +530,26 @@ def _import_litellm() -> Any:
             litellm.suppress_debug_info = True
             _litellm = litellm
     return _litellm
+
+
+def plan_import() -> None:
+    """Say that litellm will be imported soon (``warm``): early calls leave it to that."""
+    _import_planned.set()
+
+
+def _import_soon() -> None:
+    """After an early call, import litellm in the background when nothing else will (the
+    CLI, a script): the calls after the first seconds are then litellm's, as they are in a
+    kernel. Not a daemon: a process that ends meanwhile waits for the import, as it once
+    waited for it before its first call, rather than stop it half-done."""
+    if _litellm is None and not _import_planned.is_set() and not _importing.is_set():
+        _import_planned.set()
+        threading.Thread(target=_import_quietly, name="grinta-litellm").start()
+
+
+def _import_quietly() -> None:
+    with contextlib.suppress(Exception):  # a broken install fails again where it is needed
+        _import_litellm()
 
 
 def warm() -> bool:
@@ -736,7 +788,7 @@ def _pieced_calls(chunks: list[Any]) -> list[tuple[str, str, str]]:
                 continue
             call = calls[at]
             call[0] = call[0] or call_id
-            call[1] = call[1] or name
+            call[1] = name or call[1]  # a name sent again replaces it, as litellm reads it
             call[2] += arguments
     return [(call_id, name, arguments) for call_id, name, arguments in calls]
 
@@ -762,6 +814,17 @@ def _field(value: object, name: str) -> Any:
     if isinstance(value, dict):
         return value.get(name)
     return getattr(value, name, None)
+
+
+def _whole(value: object) -> object:
+    """A count as pydantic reads one into litellm's usage: ``True`` is 1 and ``5.0`` is 5."""
+    if isinstance(value, bool):
+        return int(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    return value
 
 
 def _count(value: object) -> int:
