@@ -99,6 +99,12 @@ def release_model_warming() -> None:
     _model_released.set()
 
 
+def settle_first_card(timeout: float = MODEL_HOLD_S) -> None:
+    """Wait until the warming may import litellm: the first card of a session whose first
+    call went out without it is shown (``release_model_warming``), at most ``timeout``."""
+    _model_released.wait(timeout)
+
+
 def settle(timeout: float = 60.0) -> None:
     """Wait until the warming thread has imported grinta's modules (at once if none runs).
 

@@ -587,14 +587,20 @@ def _warm_symbols(session: Session) -> None:
     runtime = session.runtime
     # The model's first answer needs litellm, which the warming may still be importing:
     # an index built meanwhile (worker processes, the kernel's own thread) would slow
-    # the import down on a small machine, and the first card with it.
-    wait_for_litellm = _uses_litellm(session) and not _calls_early(session)
+    # the import down on a small machine, and the first card with it. A first call that
+    # goes out without litellm comes back at once from a local server: the whole index
+    # built meanwhile would keep its first symbol waiting, where a cold lookup parses only
+    # the files holding the name (code/index.py); it is built once that card is shown.
+    early = _calls_early(session)
+    wait_for_litellm = _uses_litellm(session) and not early
 
     def build() -> None:
-        if wait_for_litellm:
-            from grinta_jupyter import settle_warming
+        from grinta_jupyter import settle_first_card, settle_warming
 
+        if wait_for_litellm:
             settle_warming()
+        elif early:
+            settle_first_card()
         with contextlib.suppress(Exception):  # a proposal that needs the index reports it
             runtime.symbols  # noqa: B018  (building it is the point)
 
