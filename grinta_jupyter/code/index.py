@@ -732,9 +732,7 @@ class SymbolIndex:
             building = path is None and self._building is not None
             # Partial answers only while nothing changed (events wait for the full index).
             partial = building and self._watch is not None and not self._watch.pending()
-            answer = (
-                None if building and not partial else self._resolve(address, partial, scanned)
-            )
+            answer = None if building and not partial else self._resolve(address, partial, scanned)
         return answer if answer is not None else self._after_build(address)
 
     def _resolve(self, address: str, partial: bool, scanned: bool = False) -> Resolution | None:
