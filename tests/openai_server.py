@@ -34,6 +34,7 @@ import pytest
 
 __all__ = [
     "OpenAIServer",
+    "RawServer",
     "RecordedRequest",
     "Reply",
     "error_reply",
@@ -328,6 +329,67 @@ def _chunks(reply: Reply, model: str, include_usage: bool) -> Iterator[dict[str,
             "choices": [],
             "usage": _usage(reply),
         }
+
+
+class RawServer:
+    """A server answering every POST with ``pieces`` as they are, under ``kind``: for streams
+    the scripted server would never send (hostile, malformed, a web page, a redirect).
+
+    Each piece is written and flushed on its own, ``gap`` seconds apart. After ``times``
+    answers it says 400; with ``location`` it redirects (307) there instead. ``requests``
+    holds each request's path and headers. Use as a context manager: it gives the api base.
+    """
+
+    def __init__(
+        self,
+        pieces: list[bytes],
+        kind: str = "text/event-stream",
+        *,
+        gap: float = 0.0,
+        times: int | None = None,
+        location: str = "",
+    ) -> None:
+        outer = self
+        self.requests: list[dict[str, str]] = []
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.0"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                outer.requests.append({"path": self.path, **self.headers})
+                if location:
+                    self.send_response(307)
+                    self.send_header("Location", location)
+                    self.end_headers()
+                    return
+                served = times is None or len(outer.requests) <= times
+                self.send_response(200 if served else 400)
+                self.send_header("Content-Type", kind)
+                self.end_headers()
+                try:
+                    for piece in pieces:
+                        self.wfile.write(piece)
+                        self.wfile.flush()
+                        if gap:
+                            time.sleep(gap)
+                except OSError:  # the client hung up
+                    pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    def __enter__(self) -> str:
+        self.thread.start()
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 @pytest.fixture(name="openai_server")

@@ -8,10 +8,8 @@ same reply or the same error, or refuse (``NotServed``) so that litellm answers 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import threading
-import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 from grinta_jupyter.agent.models import LiteLLMModel, early
 from grinta_jupyter.agent.models import litellm_model as lm
 from grinta_jupyter.agent.models.base import ModelError
+from tests.openai_server import RawServer
 
 KEY = "grinta-local-secret-0123456789"  # not sk-: only the model's own masking hides it
 MESSAGES = [{"role": "user", "content": "hi"}]
@@ -29,45 +28,6 @@ REFUSED = "NotServed"
 @pytest.fixture(autouse=True, scope="module")
 def _litellm_loaded() -> None:
     lm._import_litellm()
-
-
-class _Raw:
-    """Answers each POST with ``pieces`` (each written and flushed on its own)."""
-
-    def __init__(self, pieces: list[bytes], kind: str, gap: float = 0.0) -> None:
-        outer = self
-        self.requests: list[dict[str, str]] = []
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.0"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.requests.append({"path": self.path, **self.headers})
-                self.send_response(200)
-                self.send_header("Content-Type", kind)
-                self.end_headers()
-                with contextlib.suppress(OSError):  # the client hung up
-                    for piece in pieces:
-                        self.wfile.write(piece)
-                        self.wfile.flush()
-                        if gap:
-                            time.sleep(gap)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
 
 def ev(payload: Any, sep: bytes = b"\n\n", prefix: bytes = b"data: ") -> bytes:
@@ -113,7 +73,7 @@ def _outcome(call: Any) -> Any:
 
 def both(pieces: list[bytes], kind: str = "text/event-stream", gap: float = 0.0, timeout=600.0):
     """(litellm's outcome, the early outcome) for the same served bytes."""
-    with _Raw(pieces, kind, gap) as url:
+    with RawServer(pieces, kind, gap=gap) as url:
         model = LiteLLMModel(
             "openai/test-model", api_base=url, api_key=KEY, max_retries=0, timeout=timeout
         )
@@ -207,7 +167,7 @@ def test_the_key_is_never_in_an_error_even_cut_in_half(limit):
         bad = head + "x" * (limit - len(head) - 12) + KEY + '"}}'
     else:
         bad = "{not json " + "x" * (limit - 10 - 12) + KEY
-    with _Raw([TEXT, ev(bad)], "text/event-stream") as url:
+    with RawServer([TEXT, ev(bad)], "text/event-stream") as url:
         model = LiteLLMModel("openai/test-model", api_base=url, api_key=KEY, max_retries=0)
         with pytest.raises(ModelError) as caught:
             asyncio.run(model._early_attempt(MESSAGES, [], None, []))
@@ -216,7 +176,7 @@ def test_the_key_is_never_in_an_error_even_cut_in_half(limit):
 
 def test_an_environment_key_is_sent_and_masked(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    raw = _Raw([TEXT, ev({"error": {"message": f"bad {KEY}"}})], "text/event-stream")
+    raw = RawServer([TEXT, ev({"error": {"message": f"bad {KEY}"}})], "text/event-stream")
     with raw as url:
         model = LiteLLMModel("openai/test-model", api_base=url, max_retries=0)
         with pytest.raises(ModelError) as caught:
@@ -227,7 +187,7 @@ def test_an_environment_key_is_sent_and_masked(monkeypatch):
 
 @pytest.mark.parametrize("pad", [" ", "/ "])
 def test_a_padded_api_base_is_sent_where_litellm_sends_it(pad):
-    raw = _Raw(clean(TEXT), "text/event-stream")
+    raw = RawServer(clean(TEXT), "text/event-stream")
     with raw as url:
         model = LiteLLMModel("openai/test-model", api_base=url + pad, api_key=KEY)
         litellm_side = _outcome(lambda t: asyncio.run(model.complete(MESSAGES, [])))

@@ -28,6 +28,7 @@ from grinta_jupyter.tools import intent_toolset
 from tests.kernels import execute, running_kernel, wait_for
 from tests.openai_server import (
     OpenAIServer,
+    RawServer,
     Reply,
     error_reply,
     stall_reply,
@@ -150,7 +151,7 @@ def test_a_stream_cut_before_any_text_is_left_to_litellm(openai_server):
     ],
 )
 def test_a_stream_that_cannot_be_read_before_text_is_left_to_litellm(events):
-    with _raw_server(events) as url:
+    with RawServer(events) as url:
         model = LiteLLMModel("openai/test-model", api_base=url, api_key=KEY)
         with pytest.raises(early.NotServed):
             _early(model, [], [])
@@ -158,7 +159,7 @@ def test_a_stream_that_cannot_be_read_before_text_is_left_to_litellm(events):
 
 def test_a_stream_that_breaks_after_text_fails_the_attempt_and_keeps_the_text():
     first = b'data: {"choices": [{"delta": {"content": "half"}, "finish_reason": null}]}\n\n'
-    with _raw_server([first, b"data: {broken\n\n"]) as url:
+    with RawServer([first, b"data: {broken\n\n"]) as url:
         model = LiteLLMModel("openai/test-model", api_base=url, api_key=KEY)
         texts: list[str] = []
         with pytest.raises(ModelError) as caught:
@@ -174,7 +175,7 @@ def test_a_web_page_or_a_status_is_left_to_litellm(openai_server):
         with pytest.raises(early.NotServed) as caught:
             _early(model, [], [])
         assert caught.value.status == status
-    with _raw_server([b"<html>login</html>"], kind="text/html") as url:
+    with RawServer([b"<html>login</html>"], "text/html") as url:
         page = LiteLLMModel("openai/test-model", api_base=url, api_key=KEY)
         with pytest.raises(early.NotServed) as caught:
             _early(page, [], [])
@@ -213,7 +214,10 @@ def test_stop_closes_the_early_connection(openai_server):
 
 
 def test_a_redirect_is_not_followed_with_the_key(openai_server):
-    with OpenAIServer() as elsewhere, _redirecting_server(elsewhere.url) as url:
+    with (
+        OpenAIServer() as elsewhere,
+        RawServer([], location=elsewhere.url + "/chat/completions") as url,
+    ):
         model = LiteLLMModel("openai/test-model", api_base=url, api_key=KEY)
         with pytest.raises(early.NotServed) as caught:
             _early(model, [], [])
@@ -347,7 +351,7 @@ def test_a_throttled_early_call_waits_as_asked_before_litellm_sends_it_again():
 
 
 def test_a_web_page_from_the_api_base_gets_litellms_explanation():
-    with _raw_server([b"<html>sign in</html>"], kind="text/html", times=2) as url:
+    with RawServer([b"<html>sign in</html>"], "text/html", times=2) as url:
         [(_, got, _, loaded)] = _fresh(url)
     assert loaded and got[0] == "BAD_RESPONSE" and "web page" in got[1]
 
@@ -390,67 +394,12 @@ def test_run_all_shows_the_first_card_before_litellm_is_imported(tmp_path):
     assert server.requests[0].headers["user-agent"].startswith("python-httpx/")
 
 
-# -- small servers for what the scripted one does not send ------------------------------------
-
-
-class _Raw:
-    """A server answering every POST with ``events`` under ``kind``, at most ``times``."""
-
-    def __init__(self, events: list[bytes], kind: str, times: int, location: str = "") -> None:
-        import threading
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.0"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                self.rfile.read(int(self.headers.get("Content-Length") or 0))
-                outer.served += 1
-                if location:
-                    self.send_response(307)
-                    self.send_header("Location", location)
-                    self.end_headers()
-                    return
-                self.send_response(200 if outer.served <= times else 400)
-                self.send_header("Content-Type", kind)
-                self.end_headers()
-                for event in events:
-                    self.wfile.write(event)
-                    self.wfile.flush()
-
-        self.served = 0
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-
-    def __enter__(self) -> str:
-        self.thread.start()
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
-
-    def __exit__(self, *exc: object) -> None:
-        self.httpd.shutdown()
-        self.httpd.server_close()
-
-
-def _raw_server(events: list[bytes], kind: str = "text/event-stream", times: int = 1) -> _Raw:
-    return _Raw(events, kind, times)
-
-
-def _redirecting_server(to: str) -> _Raw:
-    return _Raw([], "", 1, location=to + "/chat/completions")
-
-
 def test_the_raw_server_says_what_it_is_told():
     # The helper above answers as the tests say: a stream read whole by a client.
     import urllib.request
 
     with (
-        _raw_server([b"data: one\n\n"]) as url,
+        RawServer([b"data: one\n\n"]) as url,
         urllib.request.urlopen(urllib.request.Request(url, data=b"{}")) as answer,
     ):
         assert answer.read() == b"data: one\n\n"
