@@ -9,8 +9,8 @@ unchanged, this module sends it itself: a model litellm knows nothing about
 messages, tools, temperature and stream options as they are. ``tests/test_early_call.py``
 pins that the request body is the one litellm sends and that the reply is read the same.
 
-Only a clean answer is taken: a stream of ``data:`` events ending in ``[DONE]`` or the
-connection's end. Anything else before the first piece of text (a status other than 200,
+Only a clean answer is taken: a stream of ``data:`` events with a finish reason, ending
+in ``[DONE]`` or the connection's end. Anything else before the first piece of text (a status other than 200,
 a web page, an error event, a refused connection, text that is not JSON) raises
 ``NotServed`` and litellm sends the request again, so every error the user sees, every
 retry and every Retry-After is litellm's as before. A timeout is the attempt's own (a
