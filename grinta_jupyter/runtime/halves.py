@@ -31,6 +31,11 @@ Why two halves that compile make a whole that compiles, and what is kept out:
 - A text declaring a coding (``compile`` reads such a file's bytes by it), holding a
   character UTF-8 cannot encode, or with no cut near its middle is compiled whole.
 
+``ahead(text)`` sends the second half before the caller needs the answer: a write proposal
+(``tools/facade.py``, through ``validation.compiling_ahead``) starts it before making the
+diff and running the content guards, which then run beside the helper's compile, and cuts
+nearer the start (``_SHARE_AHEAD``), since this thread has that work to do first.
+
 The helper compiles as the calling thread would: with no more frames left than it has
 (the compiler allows three levels of nesting per frame left; the frames are counted by
 recursing until RecursionError, which is not done under a tracer or profiler, since it
@@ -70,6 +75,15 @@ from grinta_jupyter.runtime import pyast, regions
 # of docs/speed.md (60,000 before the helper was kept off the caller's CPU).
 SPLIT_MIN_CHARS = 36_000
 _SHARE = 0.5  # where the cut is sought: the first half is compiled here
+# Under ``ahead`` this thread first does other work (for a 3,000-line ``create``, its diff
+# and content guards: about a sixth of the whole compile) while the helper compiles.
+_SHARE_AHEAD = 0.44
+# Frames the helper is allowed fewer than ``_prepare`` has: the compile it stands for is the
+# whole one ``compiles``'s caller would make, as deep as ``_prepare`` plus this. Under
+# ``ahead`` that compile runs deeper than where the half was sent, by at most
+# ``_AHEAD_FRAMES`` more (fewer frames only ever make the helper answer "not proven").
+_FRAMES_BELOW = 1
+_AHEAD_FRAMES = 40
 _PATIENCE = 5.0  # seconds to wait for the helper's answer
 _RESTARTS = 3
 _PIPE_BYTES = 1 << 20  # asked of the OS for the pipe to the helper (F_SETPIPE_SZ)
@@ -94,38 +108,93 @@ _FUTURE_MASK = 0x1FE0010  # every __future__ compiler flag
 
 def compiles(text: str) -> bool:
     """True when ``text`` was proven to compile in two halves at once; False means "not
-    proven" (compile it whole to know, and to get its first error)."""
-    if len(text) < SPLIT_MIN_CHARS or regions.declares_coding(text):
+    proven" (compile it whole to know, and to get its first error). Inside ``ahead`` of an
+    equal text, the half sent then is the one answered."""
+    started: _Started | None = getattr(_AHEAD, "started", None)
+    if started is not None and started.text == text:
+        _AHEAD.started = None
+        return started.finish()
+    prepared = _prepare(text, _SHARE, _FRAMES_BELOW)
+    if prepared is None:
         return False
-    cut = _cut(text)
-    if cut is None:
-        return False
-    first, second = text[:cut], text[cut:]
-    if _mentions_future(second):
-        return False
-    flags = _ANNOTATIONS if _IMPORTS_ANNOTATIONS.search(first) else 0
-    try:
-        payload = (_uses_of_globals(second) + second).encode("utf-8")
-    except UnicodeEncodeError:  # lone surrogates: the whole compile says where
-        return False
-    headroom, digits = frames_left(), sys.get_int_max_str_digits()
-    if headroom < _MIN_HEADROOM or digits >= 1 << 31:
-        return False
-    # The helper compiles as this thread would: no deeper (the compiler's nesting budget is
-    # three times the frames left; a whole compile runs one frame below this one), and with
-    # this process's limit on the digits of an integer literal.
-    head = _head(len(payload), flags, headroom - 2, digits)
-    with _HELPER.asking(head, payload) as ask:
-        if ask is None:
-            return False
+    with _HELPER.asking(prepared.head, prepared.payload) as ask:
+        return ask is not None and _Started(text, prepared, ask).finish()
+
+
+@contextlib.contextmanager
+def ahead(text: str) -> Iterator[None]:
+    """Send ``text``'s second half to the helper now, so that it compiles while this thread
+    does other work (a diff, the content guards) before ``compiles(text)``, which then
+    compiles only the first half here and reads the answer. The first half is smaller than
+    ``compiles`` makes it alone (``_SHARE_AHEAD``). The helper stays this thread's until the
+    block ends (another thread's compiles meanwhile are whole); an answer nobody asked for
+    is read on the way out. Nothing is sent where ``compiles`` would not send it."""
+    prepared = _prepare(text, _SHARE_AHEAD, _FRAMES_BELOW + _AHEAD_FRAMES)
+    if prepared is None:
+        yield
+        return
+    with _HELPER.asking(prepared.head, prepared.payload) as ask:
+        if ask is not None:
+            _AHEAD.started = _Started(text, prepared, ask)
+        try:
+            yield
+        finally:
+            _AHEAD.started = None
+
+
+class _Prepared:
+    """A text cut in two: the first half to compile here, the head and payload to send."""
+
+    __slots__ = ("first", "flags", "head", "payload")
+
+    def __init__(self, first: str, flags: int, head: bytes, payload: bytes) -> None:
+        self.first, self.flags, self.head, self.payload = first, flags, head, payload
+
+
+class _Started:
+    """A text whose second half the helper was sent (``ask``), its first still to compile."""
+
+    def __init__(self, text: str, prepared: _Prepared, ask: _Ask) -> None:
+        self.text, self._prepared, self._ask = text, prepared, ask
+
+    def finish(self) -> bool:
+        """Compile the first half here, then take the helper's answer."""
         try:
             with pyast.quietly():
-                code = compile(first, "<first half>", "exec", dont_inherit=True)
+                code = compile(self._prepared.first, "<first half>", "exec", dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
         # The features the whole file has are the first half's: the second was compiled
         # with the ones guessed from its text, so a wrong guess proves nothing.
-        return code.co_flags & _FUTURE_MASK == flags and ask.ok()
+        return code.co_flags & _FUTURE_MASK == self._prepared.flags and self._ask.ok()
+
+
+def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
+    """``text`` cut near ``share`` and ready to send, or None where it is not split (too
+    small, a coding declared, no cut, ``__future__`` in the second half, a character UTF-8
+    cannot encode, too few frames left). The helper may use ``frames_below`` frames fewer
+    than this thread has now: the whole compile it stands for runs that much deeper."""
+    if len(text) < SPLIT_MIN_CHARS or regions.declares_coding(text):
+        return None
+    cut = _cut(text, share)
+    if cut is None:
+        return None
+    first, second = text[:cut], text[cut:]
+    if _mentions_future(second):
+        return None
+    flags = _ANNOTATIONS if _IMPORTS_ANNOTATIONS.search(first) else 0
+    try:
+        payload = (_uses_of_globals(second) + second).encode("utf-8")
+    except UnicodeEncodeError:  # lone surrogates: the whole compile says where
+        return None
+    headroom, digits = frames_left(), sys.get_int_max_str_digits()
+    if headroom - frames_below < _MIN_HEADROOM or digits >= 1 << 31:
+        return None
+    # The helper compiles as the compiling thread would: no deeper (the compiler's nesting
+    # budget is three times the frames left), and with this process's limit on the digits
+    # of an integer literal.
+    head = _head(len(payload), flags, headroom - frames_below, digits)
+    return _Prepared(first, flags, head, payload)
 
 
 def _head(size: int, flags: int, budget: int, digits: int) -> bytes:
@@ -149,9 +218,9 @@ def frames_left(depth: int = 0) -> int:
         return depth
 
 
-def _cut(text: str) -> int | None:
-    """Where the second half starts: the cut nearest ``_SHARE`` of the text, else None."""
-    target = int(len(text) * _SHARE)
+def _cut(text: str, share: float = _SHARE) -> int | None:
+    """Where the second half starts: the cut nearest ``share`` of the text, else None."""
+    target = int(len(text) * share)
     after = _CUT.search(text, target)
     earlier = list(_CUT.finditer(text, max(0, target - len(text) // 4), target))
     before = earlier[-1] if earlier else None
@@ -439,6 +508,7 @@ def _capacity(fd: int) -> int:
 
 
 _HELPER = _Helper()
+_AHEAD = threading.local()  # ``started``: this thread's text sent by ``ahead``
 
 
 @atexit.register

@@ -107,6 +107,7 @@ class Layout:
 
 # Keyed by fingerprints, not texts.
 _LAYOUTS: Recent[bytes, Layout] = Recent(_KEEP)
+_LAST: tuple[str, str | None, bytes] = ("", None, b"")  # fingerprint's last (path, text, digest)
 _ANSWERS: Recent[tuple[bytes, bytes], bool] = Recent(_KEEP)  # region_ok's, by (old, new)
 # Texts a region proved to compile although no layout was kept for them (a class's last
 # member deleted): asking whether they compile must not compile them whole.
@@ -114,10 +115,19 @@ _PROVEN: Recent[bytes, None] = Recent(_KEEP)
 
 
 def fingerprint(path: str, text: str) -> bytes:
-    """A 16-byte digest of ``path`` and ``text`` (cache keys that do not keep the text)."""
-    return hashlib.blake2b(
+    """A 16-byte digest of ``path`` and ``text`` (cache keys that do not keep the text).
+
+    The last one is kept with its text: one check asks for the same text's several times
+    (0.2 ms each for 100 kB)."""
+    global _LAST
+    last_path, last_text, last_digest = _LAST
+    if text is last_text and path == last_path:
+        return last_digest
+    digest = hashlib.blake2b(
         f"{path}\0{text}".encode("utf-8", "surrogatepass"), digest_size=16
     ).digest()
+    _LAST = (path, text, digest)
+    return digest
 
 
 def known(path: str, text: str) -> bool:

@@ -36,7 +36,7 @@ import json
 import re
 import subprocess
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -368,6 +368,30 @@ def _first_error(language: str, path: str, text: str) -> FirstError:
         return parser(text, path)
     lines = grammars.syntax_errors(language, text.encode("utf-8"))
     return (lines[0], "syntax error") if lines else None
+
+
+@contextlib.contextmanager
+def compiling_ahead(changes: Iterable[tuple[str, str | None, str]]) -> Iterator[None]:
+    """Start now the whole-file compile ``check_syntax`` will need for the first of
+    ``changes`` (path, old text or None, new text) that needs one: a Python text large
+    enough to be compiled in two halves, not answered yet, that the region check cannot
+    prove. Its helper half (``runtime/halves.py``) then compiles while the caller does
+    other work inside the block (the diff, the content guards) before ``check_syntax``.
+    The answers are the same with or without it."""
+    for path, old_text, new_text in changes:
+        if (
+            language_of(path) != "python"
+            or not halves.SPLIT_MIN_CHARS <= len(new_text) < ASIDE_MIN_CHARS
+            or (old_text is not None and regions.region_ok(path, old_text, new_text))
+        ):
+            continue
+        known = _ERRORS.get(("python", regions.fingerprint(path, new_text)), _Unchecked.TEXT)
+        if known is not _Unchecked.TEXT:
+            continue
+        with halves.ahead(new_text):
+            yield
+        return
+    yield
 
 
 def compiles(path: str, text: str) -> bool:

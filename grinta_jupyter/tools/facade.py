@@ -84,7 +84,7 @@ from grinta_jupyter.runtime.transaction import (
     StaleError,
     StepHook,
 )
-from grinta_jupyter.runtime.validation import check_syntax, compiles
+from grinta_jupyter.runtime.validation import check_syntax, compiles, compiling_ahead
 from grinta_jupyter.runtime.workspace import Workspace
 from grinta_jupyter.tools import get_toolset
 from grinta_jupyter.tools.base import (
@@ -447,11 +447,18 @@ class Runtime:
                 f"{spec.name} is a {spec.kind} tool but staged a {type(result).__name__}"
             )
         if isinstance(result, WriteResult):
-            changes = self._changes(staged)
+            # A large Python file's compile starts first: its helper half runs beside the
+            # diff and the content guards.
+            with compiling_ahead(
+                (rel, item.original.text if item.original else None, item.text)
+                for rel, item in staged.items()
+            ):
+                changes = self._changes(staged)
+                error = self._check(changes)
             return WriteProposal(
                 spec.name,
                 args,
-                error=self._check(changes),
+                error=error,
                 summary="; ".join([result.summary, *_cleared(staged)]),
                 resolutions=result.resolutions,
                 changes=tuple(changes),
@@ -583,11 +590,17 @@ class Runtime:
             return ToolError(NO_CHANGE, "the edit would not change any file")
         for change in changes:
             added = change.added
-            syntax = self._check_file(change)  # first: a Python file that compiles is scanned less
+            # The placeholder guard before the syntax check: a compile started ahead runs
+            # beside it. The serialized guard after: in a Python file that compiles it
+            # scans less.
+            placeholder = check_placeholder(
+                added, change.before or "", change.path, change.after or ""
+            )
+            syntax = self._check_file(change)
             compiled = syntax is None and compiles(change.path, change.after or "")
             error = (
-                check_serialized("\n".join(line for _, line in added), change.path, compiled)
-                or check_placeholder(added, change.before or "", change.path, change.after or "")
+                check_serialized("\n".join([line for _, line in added]), change.path, compiled)
+                or placeholder
                 or syntax
             )
             if error is not None:
