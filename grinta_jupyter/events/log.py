@@ -180,7 +180,8 @@ class EventLog:
     def _redacted(self, data: dict[str, Any]) -> dict[str, Any]:
         """An event's line: string values redacted (never keys or the event type, so the
         line still parses)."""
-        return {k: v if k == "type" else self._secrets.redact_data(v) for k, v in data.items()}
+        secrets = self._secrets.now()  # once per event: it reads the whole environment
+        return {k: v if k == "type" else secrets.redact_data(v) for k, v in data.items()}
 
     def _write(self, line: dict[str, Any]) -> None:
         assert self._file is not None
