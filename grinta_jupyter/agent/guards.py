@@ -528,12 +528,20 @@ class Budgets:
         lim = self.limits
         if lim.max_steps is not None and steps >= lim.max_steps:
             return Firing("budget:steps", f"{steps} steps (limit {lim.max_steps})", "stop")
+        return self.wall_time()
+
+    def wall_time(self) -> Firing | None:
+        """The wall-time budget, once spent."""
+        limit = self.limits.max_wall_time
         elapsed = time.monotonic() - self.started
-        if lim.max_wall_time is not None and elapsed >= lim.max_wall_time:
-            return Firing(
-                "budget:wall_time", f"{elapsed:.0f}s (limit {lim.max_wall_time:.0f}s)", "stop"
-            )
+        if limit is not None and elapsed >= limit:
+            return Firing("budget:wall_time", f"{elapsed:.0f}s (limit {limit:.0f}s)", "stop")
         return None
+
+    def wall_time_left(self) -> float | None:
+        """Seconds until the wall-time budget is spent (0 or less: spent); None: no limit."""
+        limit = self.limits.max_wall_time
+        return None if limit is None else limit - (time.monotonic() - self.started)
 
     def _count(self, tokens: int, cost: float) -> tuple[int, float]:
         """What the budgets have counted, given the totals now."""

@@ -35,7 +35,7 @@ from typing import IO, Any
 from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.condense import condense_with_model, request_budget, tokens_after
 from grinta_jupyter.agent.context import Context, one_line, veto_text
-from grinta_jupyter.agent.guards import EndReason, Firing, Guards, Limits, ending
+from grinta_jupyter.agent.guards import Budgets, EndReason, Firing, Guards, Limits, ending
 from grinta_jupyter.agent.history import (
     KEPT_CHANGE,
     ContextFeed,
@@ -225,6 +225,10 @@ class Session:
         # would otherwise go on for its whole timeout after the session stopped waiting).
         self._cancel_staging = threading.Event()
         self._stop_after_commit: str | None = None
+        # The wall-time budget's watch: the budgets it counts for, the loop and its timer.
+        self._wall_watch: tuple[Budgets, asyncio.AbstractEventLoop, asyncio.TimerHandle] | None = (
+            None
+        )
         self._turns_without_tool = 0
         self._log_failed = False
         self._listeners = Listeners()  # the running updates() iterators
@@ -1036,6 +1040,7 @@ class Session:
         """One unit of work: act on a decision, stage the next queued call, or ask the model."""
         if self.done or self._stop_if_log_failed():
             return
+        self._watch_wall_time()
         if self.pending is not None:
             if self._decision is not None:
                 await self._apply_decision()
@@ -1048,6 +1053,39 @@ class Session:
             return
         if not self._out_of_budget(asking=True):
             await self._think()
+
+    def _watch_wall_time(self) -> None:
+        """Arm the wall-time budget's timer for the current task (once per task and loop):
+        when it runs out, the model call, the staging or the command running then is cut
+        short and the session ends (``_wall_time_out``)."""
+        budgets, loop = self.guards.budgets, asyncio.get_running_loop()
+        watch = self._wall_watch
+        if watch is not None and watch[0] is budgets and watch[1] is loop:
+            return
+        if watch is not None:
+            watch[2].cancel()
+        left = budgets.wall_time_left()
+        self._wall_watch = None
+        if left is not None:
+            timer = loop.call_later(max(0.0, left), self._wall_time_out, budgets)
+            self._wall_watch = (budgets, loop, timer)
+
+    def _wall_time_out(self, budgets: Budgets) -> None:
+        """The wall-time budget's timer: end the session, cutting short what runs (a command
+        is told to stop, as by Stop; a write in progress finishes). A session waiting for a
+        person is left waiting: the budget ends it before its next step."""
+        if self.done or budgets is not self.guards.budgets:
+            return
+        firing = budgets.wall_time()
+        if firing is None:  # woken early: wait for the rest
+            self._wall_watch = None
+            with contextlib.suppress(RuntimeError):  # no loop runs here any more
+                self._watch_wall_time()
+            return
+        if self.pending is not None and self._decision is None:
+            return
+        self._fire(firing)
+        self.stop(ending(firing))
 
     def _out_of_budget(self, asking: bool) -> bool:
         """End the session when a budget is spent (counted from the current task's start):
@@ -1570,6 +1608,9 @@ class Session:
         """End the session: an ``EndReason``, or the words given to ``stop``."""
         if self.done:
             return
+        if self._wall_watch is not None:
+            self._wall_watch[2].cancel()
+            self._wall_watch = None
         self.state = State.DONE
         self.end_reason = reason
         with self._lock:
