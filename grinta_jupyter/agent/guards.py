@@ -33,6 +33,7 @@ from grinta_jupyter.agent.testruns import (
     setup_change,
     setup_files_named,
     setups_of,
+    skipped_tests,
     test_names,
 )
 from grinta_jupyter.config import CondenseMethod, Config
@@ -615,7 +616,11 @@ class FinishGuard:
        run is a command ``testruns`` recognises as a real runner (``echo 1 passed``
        and ``python -c "print('1 passed')"`` are not), whose output shows the
        runner's own summary of a pass, with exit code 0;
-    3. the summary says the tests pass and the last test run did not show it.
+    3. a test a run showed failing was then deleted by the session, or marked to be
+       skipped or to fail (``testruns.skipped_tests``), and is not back as it was: a
+       failing test shows a problem to fix, and a suite passing without it shows nothing
+       (unless the task itself speaks of skipping, removing or disabling tests);
+    4. the summary says the tests pass and the last test run did not show it.
 
     A vetoed write is the user's decision and waives (1); a vetoed test run waives
     nothing (the user may only mean "not yet"). After ``max_finish_rejections``
@@ -644,6 +649,13 @@ class FinishGuard:
     # (with the order and step it was made at).
     setup_originals: dict[str, str | None] = field(default_factory=dict)
     setups_changed: dict[str, tuple[int, int, SetupChange]] = field(default_factory=dict)
+    # Every test a run showed failing, passing runs since or not: id -> the first step.
+    seen_failing: dict[str, int] = field(default_factory=dict)
+    # Each Python file the session wrote: the tests it marked skipped before the first write.
+    skipped_first: dict[str, frozenset[str]] = field(default_factory=dict)
+    # Tests the file held before the session's first write that its writes deleted, or marked
+    # to be skipped or to fail: path -> test name -> (step, "deleted" or "skipped").
+    dropped: dict[str, dict[str, tuple[int, str]]] = field(default_factory=dict)
     _order: int = field(default=0, init=False, repr=False)  # orders changes and runs
 
     def observe(
@@ -693,18 +705,37 @@ class FinishGuard:
         file holds, and whether a test setup now differs from how the session found it.
         (A write replayed from a log holds no texts: nothing to keep.)"""
         for change in proposal.changes:
-            if change.after is None:
-                continue
             path = _same_path(change.path)
             if path.endswith(".py"):
-                first = self.tests_written.get(path, (test_names(change.before or ""),))[0]
-                self.tests_written[path] = (first, test_names(change.after))
+                self._note_tests(step, path, change.before or "", change.after or "")
+            if change.after is None:
+                continue
             original = self.setup_originals.setdefault(path, change.before)
             setup = setup_change(path, original, change.after)
             if setup is None:
                 self.setups_changed.pop(path, None)  # put back as it was
             else:
                 self.setups_changed[path] = (self._order, step, setup)
+
+    def _note_tests(self, step: int, path: str, before: str, after: str) -> None:
+        """The tests a write to the Python file ``path`` leaves: which the session wrote,
+        and which it deleted or marked skipped of those the file had (``after`` "": the
+        file was deleted)."""
+        first = self.tests_written.get(path, (test_names(before),))[0]
+        now = test_names(after)
+        self.tests_written[path] = (first, now)
+        skipped_first = self.skipped_first.setdefault(path, skipped_tests(before))
+        skipped = skipped_tests(after) - skipped_first
+        earlier = self.dropped.get(path, {})
+        dropped = {
+            name: earlier.get(name, (step, "deleted" if name not in now else "skipped"))
+            for name in first
+            if name not in now or name in skipped
+        }
+        if dropped:
+            self.dropped[path] = dropped
+        else:
+            self.dropped.pop(path, None)
 
     def _not_evidence(self, run: _Run) -> _Run | None:
         """``run`` (a pass) as no evidence when it went through a test setup the session
@@ -793,6 +824,7 @@ class FinishGuard:
             return
         for test in sorted(failing_tests(command, output)):
             self.failing.setdefault(test, step)
+            self.seen_failing.setdefault(test, step)
 
     def tested_at(self, step: int) -> bool:
         """Whether step ``step`` was a test run (the session then notes the files' state)."""
@@ -864,6 +896,9 @@ class FinishGuard:
                 )
             if not test.passed:
                 return "the last test run after the last edit did not pass", self._failed(test)
+        dropped = self._dropped_failing()
+        if dropped:
+            return dropped
         passed = self.last_test is not None and self.last_test.passed
         if passed and self.failing and (change is not None or claims_tests_pass(summary)):
             return self._left_out()
@@ -876,6 +911,31 @@ class FinishGuard:
                 )
             return detail, "the summary says the tests pass, but " + self._failed(self.last_test)
         return None
+
+    def _dropped_failing(self) -> tuple[str, str] | None:
+        """The tests seen failing that the session then deleted or marked skipped, unless
+        the task speaks of doing so."""
+        if not self.dropped or _ASKS_TO_DROP_TESTS.search(self.task):
+            return None
+        found: list[tuple[int, str, int, str]] = []  # (failed at, test, dropped at, how)
+        for test, failed_at in self.seen_failing.items():
+            path, name = _test_place(test, self.dropped)
+            if path is not None:
+                dropped_at, how = self.dropped[path][name]
+                found.append((failed_at, test, dropped_at, how))
+        if not found:
+            return None
+        found.sort()
+        failed_at, test, dropped_at, how = found[0]
+        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
+        done = "deleted it" if how == "deleted" else "marked it to be skipped or to fail"
+        return (
+            "a test seen failing was deleted or skipped by the session",
+            f"{test} failed at step {failed_at}, and step {dropped_at} {done}{more}; a failing "
+            "test shows a problem to fix, and a suite that passes without it shows nothing. "
+            "Put the test back, fix the code (or correct the test, keeping what it checks) "
+            "until it passes, run the tests, then finish.",
+        )
 
     def _left_out(self) -> tuple[str, str]:
         """The tests seen failing that the passing runs since left out."""
@@ -917,6 +977,33 @@ class FinishGuard:
         self._order += 1
         self.changed = True
         self.last_change = _Change(self._order, what, tuple(paths or ()))
+
+
+# A task that speaks of skipping, removing or disabling tests: doing so may be the work.
+_ASKS_TO_DROP_TESTS = re.compile(
+    r"\b(?:skip|xfail|remov|delet|drop|disabl)\w*\b[^.;\n]{0,40}\btest"
+    r"|\btest\w*[^.;\n]{0,40}\b(?:skip|xfail|remov|delet|drop|disabl)",
+    re.IGNORECASE,
+)
+
+
+def _test_place(
+    test: str, dropped: dict[str, dict[str, tuple[int, str]]]
+) -> tuple[str | None, str]:
+    """(path, name) of a failing test's id (``tests/t.py::T::test_x[1]``, or unittest's
+    ``tests.t.T.test_x``) when ``dropped`` holds it; else (None, name)."""
+    if "::" in test:
+        path, _, rest = test.partition("::")
+        name = rest.split("::")[-1].split("[")[0]
+        path = _same_path(path)
+        return (path if name in dropped.get(path, {}) else None), name
+    parts = test.split(".")
+    name = parts[-1]
+    for size in range(len(parts) - 1, 0, -1):
+        path = "/".join(parts[:size]) + ".py"
+        if name in dropped.get(path, {}):
+            return path, name
+    return None, name
 
 
 def _listing(paths: list[str], shown: int = 2) -> str:

@@ -1254,6 +1254,76 @@ def test_names(text: str) -> frozenset[str]:
     return frozenset(_TEST_DEFINITION.findall(text[:_MAX_CODE_CHARS]))
 
 
+# Words of the marks and calls that skip a test or expect it to fail.
+_SKIP_WORD = re.compile(r"skip|xfail|expectedFailure", re.IGNORECASE)
+
+
+def skipped_tests(text: str) -> frozenset[str]:
+    """The Python test functions and methods (``def test*``) ``text`` marks to be skipped
+    or to fail: by a decorator of theirs or of their class naming ``skip``, ``skipif``,
+    ``xfail``, ``skipIf``, ``skipUnless`` or ``expectedFailure``; by a statement of their
+    body that calls ``*.skip``, ``*.skipTest`` or ``*.xfail`` or raises ``*SkipTest``; or,
+    all of the file's, by a module-level ``pytestmark`` naming one of them or a module-level
+    ``pytest.skip(...)`` call. Empty when ``text`` names none of these words or does not
+    parse (it is parsed only then)."""
+    text = text[:_MAX_CODE_CHARS]
+    if not _SKIP_WORD.search(text) or not _TEST_DEFINITION.search(text):
+        return frozenset()
+    try:
+        with pyast.quietly():
+            tree = pyast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    tests = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.name.startswith("test")
+    ]
+    if any(_skips_all(statement) for statement in tree.body):
+        return frozenset(node.name for node in tests)
+    found = {node.name for node in tests if _marked(node.decorator_list) or _skips(node.body)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef) and _marked(node.decorator_list):
+            found |= {
+                item.name
+                for item in ast.walk(node)
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
+                and item.name.startswith("test")
+            }
+    return frozenset(found)
+
+
+_SKIP_MARK = re.compile(r"\b(?:skip|skipif|xfail|skipIf|skipUnless|expectedFailure)\b")
+_SKIP_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|xfail)$")
+
+
+def _marked(decorators: list[ast.expr]) -> bool:
+    return any(_SKIP_MARK.search(ast.unparse(decorator)) for decorator in decorators)
+
+
+def _skips(body: list[ast.stmt]) -> bool:
+    """Whether a statement of ``body`` (not nested in another) skips or expects a failure."""
+    for statement in body:
+        call = statement.value if isinstance(statement, ast.Expr) else None
+        if isinstance(call, ast.Call) and _SKIP_CALL.search(ast.unparse(call.func)):
+            return True
+        if isinstance(statement, ast.Raise) and statement.exc is not None:
+            raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
+            if ast.unparse(raised).endswith("SkipTest"):
+                return True
+    return False
+
+
+def _skips_all(statement: ast.stmt) -> bool:
+    """Whether a module-level ``statement`` skips every test of the file."""
+    if isinstance(statement, ast.Assign) and any(
+        isinstance(target, ast.Name) and target.id == "pytestmark" for target in statement.targets
+    ):
+        return bool(_SKIP_MARK.search(ast.unparse(statement.value)))
+    return _skips([statement])
+
+
 @dataclass(frozen=True)
 class Selection:
     """What one pytest or unittest run in a command names: workspace paths and node ids
