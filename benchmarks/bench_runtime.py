@@ -26,7 +26,9 @@ The edits:
 - ``create``: a new file holding the whole module.
 
 ``--no-halves`` compiles large texts whole in this process, as releases before the helper
-process did (``runtime/halves.py``), to see what it saves.
+process did (``runtime/halves.py``), to see what it saves. ``--no-ahead`` sends the helper
+its half only when the syntax check asks, after the diff and the content guards, as
+releases before stop 38 did (``halves.ahead``), to see what starting it first saves.
 
 Goals (issue 13): edit_symbols p95 within 2x of replace_string's on the same
 file, and every tool's p95 at most 25 ms on files up to 3,000 lines.
@@ -36,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import os
 import shutil
 import statistics
@@ -252,8 +255,19 @@ def main() -> None:
         help="compile large texts whole, never in two halves with the helper process "
         "(runtime/halves.py): what that saves",
     )
+    parser.add_argument(
+        "--no-ahead",
+        action="store_true",
+        help="send the helper its half only when the syntax check asks (after the diff and "
+        "the content guards), not before them: what starting it first saves",
+    )
     options = parser.parse_args()
     repeats, pause = options.repeats, options.pause
+    if options.no_ahead:
+        from grinta_jupyter.tools import facade
+
+        facade.compiling_ahead = lambda changes: contextlib.nullcontext()  # type: ignore[assignment]
+        print("the helper's half: sent when the syntax check asks (--no-ahead)")
     if options.no_halves and halves is not None:
         halves.compiles = lambda text: False
         print("whole-file compiles: in this process only (--no-halves)")
