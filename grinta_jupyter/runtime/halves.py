@@ -135,9 +135,15 @@ def ahead(text: str) -> Iterator[None]:
         return
     with _HELPER.asking(prepared.head, prepared.payload) as ask:
         if ask is not None:
-            _AHEAD.started = _Started(text, prepared, ask)
+            _AHEAD.started = _Started(text, prepared, ask, ahead=True)
         try:
             yield
+        except Exception:
+            # Not an interrupt: the answer comes within a compile's time, and reading it
+            # keeps the helper (killing it would count against its restarts).
+            if ask is not None and ask.pending:
+                ask.ok()
+            raise
         finally:
             _AHEAD.started = None
 
@@ -145,20 +151,32 @@ def ahead(text: str) -> Iterator[None]:
 class _Prepared:
     """A text cut in two: the first half to compile here, the head and payload to send."""
 
-    __slots__ = ("first", "flags", "head", "payload")
+    __slots__ = ("budget", "digits", "first", "flags", "head", "payload")
 
-    def __init__(self, first: str, flags: int, head: bytes, payload: bytes) -> None:
+    def __init__(
+        self, first: str, flags: int, head: bytes, payload: bytes, budget: int, digits: int
+    ) -> None:
         self.first, self.flags, self.head, self.payload = first, flags, head, payload
+        self.budget, self.digits = budget, digits  # the frames and digits the helper allows
 
 
 class _Started:
     """A text whose second half the helper was sent (``ask``), its first still to compile."""
 
-    def __init__(self, text: str, prepared: _Prepared, ask: _Ask) -> None:
-        self.text, self._prepared, self._ask = text, prepared, ask
+    def __init__(self, text: str, prepared: _Prepared, ask: _Ask, ahead: bool = False) -> None:
+        self.text, self._prepared, self._ask, self._ahead = text, prepared, ask, ahead
 
     def finish(self) -> bool:
-        """Compile the first half here, then take the helper's answer."""
+        """Compile the first half here, then take the helper's answer. Sent ahead, the half
+        proves nothing when the helper was allowed more than a whole compile here would be
+        now: more frames (called deeper than ``ahead``, or the recursion limit lowered
+        since) or more digits (the limit lowered since, by any thread)."""
+        prepared = self._prepared
+        if self._ahead and (
+            sys.get_int_max_str_digits() != prepared.digits
+            or frames_left() - _FRAMES_BELOW < prepared.budget
+        ):
+            return False
         try:
             with pyast.quietly():
                 code = compile(self._prepared.first, "<first half>", "exec", dont_inherit=True)
@@ -194,7 +212,7 @@ def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
     # budget is three times the frames left), and with this process's limit on the digits
     # of an integer literal.
     head = _head(len(payload), flags, headroom - frames_below, digits)
-    return _Prepared(first, flags, head, payload)
+    return _Prepared(first, flags, head, payload, headroom - frames_below, digits)
 
 
 def _head(size: int, flags: int, budget: int, digits: int) -> bytes:
@@ -326,6 +344,7 @@ class _Helper:
     """The helper process, started on first use, shared by the process's threads."""
 
     def __init__(self) -> None:
+        self._pid = os.getpid()  # a forked child's copy of this helper is not its own
         self._lock = threading.Lock()
         self._process: subprocess.Popen[bytes] | None = None
         self._checked = False  # its first bytes said it runs this very Python
@@ -362,7 +381,10 @@ class _Helper:
             self._lock.release()
 
     def answer(self, process: subprocess.Popen[bytes]) -> bool:
-        """The helper's answer to the half it was sent (False on silence or death)."""
+        """The helper's answer to the half it was sent (False on silence or death; False,
+        unread, in a forked child: the answer is its parent's)."""
+        if os.getpid() != self._pid:
+            return False
         assert process.stdout is not None
         fd = process.stdout.fileno()
         try:
@@ -451,8 +473,11 @@ class _Helper:
             self._cpus = set()
 
     def stop(self) -> None:
-        """Kill the helper (a later call starts another, within ``_RESTARTS``)."""
+        """Kill the helper (a later call starts another, within ``_RESTARTS``); in a forked
+        child, only forget it (it is the parent's)."""
         process, self._process = self._process, None
+        if os.getpid() != self._pid:
+            return
         if process is None:
             return
         with contextlib.suppress(OSError):
@@ -519,8 +544,9 @@ def _close() -> None:
 def _forget_after_fork() -> None:
     """A forked child must not share its parent's helper (the two would read each other's
     answers): it starts its own when it needs one."""
-    global _HELPER
+    global _HELPER, _AHEAD
     _HELPER = _Helper()
+    _AHEAD = threading.local()  # a half the parent sent ahead is the parent's
 
 
 if hasattr(os, "register_at_fork"):

@@ -452,6 +452,7 @@ class Runtime:
             with compiling_ahead(
                 (rel, item.original.text if item.original else None, item.text)
                 for rel, item in staged.items()
+                if item.original is None or item.original.text != item.text
             ):
                 changes = self._changes(staged)
                 error = self._check(changes)
