@@ -540,9 +540,12 @@ class Budgets:
         return None
 
     def wall_time_left(self) -> float | None:
-        """Seconds until the wall-time budget is spent (0 or less: spent); None: no limit."""
+        """Seconds until the wall-time budget is spent (0 or less: spent); None: no limit
+        (also a NaN one, which never fires)."""
         limit = self.limits.max_wall_time
-        return None if limit is None else limit - (time.monotonic() - self.started)
+        if limit is None or math.isnan(limit):
+            return None
+        return limit - (time.monotonic() - self.started)
 
     def _count(self, tokens: int, cost: float) -> tuple[int, float]:
         """What the budgets have counted, given the totals now."""

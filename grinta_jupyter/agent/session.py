@@ -220,6 +220,7 @@ class Session:
         self._driver: asyncio.Future[None] | None = None  # the unit of work in progress
         self._loop: asyncio.AbstractEventLoop | None = None  # where the driver runs
         self._committing = False  # a commit or command is in flight: it is not cancelled
+        self._staging = False  # a call is being staged (in a worker thread)
         self._cancel_command = threading.Event()  # set by stop(): a running command ends
         # Set by stop() and rewind: a staging in its worker thread stops early (a search
         # would otherwise go on for its whole timeout after the session stopped waiting).
@@ -1071,9 +1072,11 @@ class Session:
             self._wall_watch = (budgets, loop, timer)
 
     def _wall_time_out(self, budgets: Budgets) -> None:
-        """The wall-time budget's timer: end the session, cutting short what runs (a command
-        is told to stop, as by Stop; a write in progress finishes). A session waiting for a
-        person is left waiting: the budget ends it before its next step."""
+        """The wall-time budget's timer: end the session, cutting short what runs then (a
+        model call or condensation is cancelled, a staging stopped, a command told to stop
+        as by Stop; a write in progress finishes). Between those, and while a person
+        decides (or their decision waits to be acted on), nothing is cut: the budget ends
+        the session before its next step, and a step the person approves runs first."""
         if self.done or budgets is not self.guards.budgets:
             return
         firing = budgets.wall_time()
@@ -1082,7 +1085,11 @@ class Session:
             with contextlib.suppress(RuntimeError):  # no loop runs here any more
                 self._watch_wall_time()
             return
-        if self.pending is not None and self._decision is None:
+        thinking = any(
+            task is not None and not task.done() for task in (self._model_task, self._condensing)
+        )
+        running = self._committing or self._staging or thinking
+        if self.pending is not None or self._stop_after_commit is not None or not running:
             return
         self._fire(firing)
         self.stop(ending(firing))
@@ -1214,7 +1221,11 @@ class Session:
         # Staging reads files, matches patterns and parses: off the event loop, so a slow read
         # never freezes the kernel (the Stop button and every widget keep working). The call
         # leaves the queue only once staged: staging cancelled half-way is done again later.
-        proposal, snapshots = await asyncio.to_thread(self._stage, call, self._cancel_staging)
+        self._staging = True
+        try:
+            proposal, snapshots = await asyncio.to_thread(self._stage, call, self._cancel_staging)
+        finally:
+            self._staging = False
         moved = (
             await asyncio.to_thread(self._moved_since_tests)
             if isinstance(proposal, FinishProposal) and proposal.ok
