@@ -2,6 +2,7 @@
 
 grinta demo [--root DIR] [--auto]          the scripted demo on a copy of the raft_kv sample
 grinta run "TASK" [--model M] [--root DIR] [--auto] [--toolset T] [--max-steps N]
+                                           (TASK "-": read from standard input)
 grinta run --continue LOG "TASK" [--model M] [--root DIR] [--auto]
                                            give an ended session its next task
 grinta resume [LOG] [--model M] [--root DIR] [--auto]
@@ -120,7 +121,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--model", help="use a real model instead of the scripted demo")
 
     run = sub.add_parser("run", help="work on a task in a folder")
-    run.add_argument("task")
+    run.add_argument("task", help='what to do; "-": read it from standard input')
     run.add_argument(
         "--continue",
         dest="continue_log",
@@ -367,9 +368,41 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
         return _demo(args, config)
     if args.command == "resume":
         return _resume(args, config)
+    args.task = _task_argument(args.task, config)
     if args.continue_log is not None:
         return _continue(args, config)
     return _run(args, config)
+
+
+def _task_argument(task: str, config: Config) -> str:
+    """The task as given; ``-``: read from standard input to its end (``echo TASK | grinta
+    run -``). The answers to the session's questions then come from the terminal
+    (``/dev/tty``), since standard input is spent: without one, ``--auto`` is needed."""
+    if task != "-":
+        return task
+    from grinta_jupyter.agent.session import MAX_MESSAGE_CHARS
+
+    stdin = sys.stdin
+    if stdin is None or stdin.isatty():
+        raise UserError(
+            "grinta run -: the task is read from standard input, and that is "
+            + ("closed" if stdin is None else "a terminal")
+            + '; pipe it in (echo "fix the failing test" | grinta run -), or give it as '
+            "an argument"
+        )
+    text = stdin.read(MAX_MESSAGE_CHARS + 1)  # more is refused as too long a task
+    if config.policy == "auto":
+        return text
+    try:
+        terminal = open("/dev/tty", encoding=stdin.encoding or "utf-8", errors="replace")  # noqa: SIM115  (stdin for the rest of the run)
+    except OSError:
+        raise UserError(
+            "grinta run -: the task came from standard input, and there is no terminal to "
+            "answer the session's questions; add --auto to run without them, or give the "
+            "task as an argument"
+        ) from None
+    sys.stdin = terminal
+    return text
 
 
 def _metrics(args: argparse.Namespace) -> int:
