@@ -489,6 +489,12 @@ def _run(args: argparse.Namespace, config: Config) -> int:
             "; grinta run needs a litellm model string, e.g. openai/gpt-4o-mini"
         )
     model = configured_model(config, require_key=True)
+    if "/" not in config.model:
+        # A bare name is where typos live (gtp-4o): litellm says whether any provider serves
+        # it before a session and its log exist (the first call loads litellm anyway).
+        check_ready = getattr(model, "check_ready", None)
+        if check_ready is not None:
+            check_ready()
     _log_folder(config)
     return _run_session(args.task, model, config, root)
 

@@ -375,6 +375,12 @@ class LiteLLMModel:
         kwargs.update(self.extra)
         return kwargs
 
+    def check_ready(self) -> None:
+        """Raise the ModelError the first call would (a model string no provider serves, a
+        missing key) now, before a session starts. Loads litellm (seconds, once): for a
+        front end about to call the model anyway."""
+        self._check_ready(_import_litellm())
+
     def _check_ready(self, litellm: Any) -> str:
         """Fail before any request when the model string or the key cannot work."""
         try:
