@@ -73,8 +73,12 @@ def test_a_failing_test_deleted_or_skipped_sends_the_finish_back(
         root,
         [
             reply("", call("run", command=PYTEST)),
-            reply("", call("replace_string", path="test_calc.py", old_string=ADD_TEST,
-                           new_string=dropped)),  # fmt: skip
+            reply(
+                "",
+                call(
+                    "replace_string", path="test_calc.py", old_string=ADD_TEST, new_string=dropped
+                ),
+            ),  # fmt: skip
             reply("", call("run", command=PYTEST)),
             _finish(),
             _finish(),
@@ -96,8 +100,15 @@ def test_an_honest_fix_finishes_at_once(tmp_path: Path) -> None:
         root,
         [
             reply("", call("run", command=PYTEST)),
-            reply("", call("replace_string", path="calc.py", old_string="return a - b\n\n",
-                           new_string="return a + b\n\n")),  # fmt: skip
+            reply(
+                "",
+                call(
+                    "replace_string",
+                    path="calc.py",
+                    old_string="return a - b\n\n",
+                    new_string="return a + b\n\n",
+                ),
+            ),  # fmt: skip
             reply("", call("run", command=PYTEST)),
             _finish(),
         ],
@@ -113,13 +124,21 @@ def test_a_test_put_back_and_fixed_finishes(tmp_path: Path) -> None:
         root,
         [
             reply("", call("run", command=PYTEST)),
-            reply("", call("replace_string", path="test_calc.py", old_string=ADD_TEST,
-                           new_string="")),  # fmt: skip
+            reply(
+                "", call("replace_string", path="test_calc.py", old_string=ADD_TEST, new_string="")
+            ),  # fmt: skip
             reply("", call("run", command=PYTEST)),
             _finish(),
             reply("", call("create", path="test_calc.py", into="*", content=ADD_TEST)),
-            reply("", call("replace_string", path="calc.py", old_string="return a - b\n\n",
-                           new_string="return a + b\n\n")),  # fmt: skip
+            reply(
+                "",
+                call(
+                    "replace_string",
+                    path="calc.py",
+                    old_string="return a - b\n\n",
+                    new_string="return a + b\n\n",
+                ),
+            ),  # fmt: skip
             reply("", call("run", command=PYTEST)),
             _finish(),
         ],
@@ -136,8 +155,9 @@ def test_a_task_that_asks_to_remove_the_test_is_not_second_guessed(tmp_path: Pat
         root,
         [
             reply("", call("run", command=PYTEST)),
-            reply("", call("replace_string", path="test_calc.py", old_string=ADD_TEST,
-                           new_string="")),  # fmt: skip
+            reply(
+                "", call("replace_string", path="test_calc.py", old_string=ADD_TEST, new_string="")
+            ),  # fmt: skip
             reply("", call("run", command=PYTEST)),
             _finish(),
         ],
@@ -162,8 +182,15 @@ def test_a_unittest_test_skipped_sends_the_finish_back(tmp_path: Path) -> None:
         root,
         [
             reply("", call("run", command=run)),
-            reply("", call("replace_string", path="test_calc.py", old_string=body,
-                           new_string="        self.skipTest('later')\n" + body)),  # fmt: skip
+            reply(
+                "",
+                call(
+                    "replace_string",
+                    path="test_calc.py",
+                    old_string=body,
+                    new_string="        self.skipTest('later')\n" + body,
+                ),
+            ),  # fmt: skip
             reply("", call("run", command=run)),
             _finish(),
             _finish(),

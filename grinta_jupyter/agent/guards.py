@@ -14,6 +14,7 @@ import re
 import shlex
 import time
 from collections import deque
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -33,7 +34,7 @@ from grinta_jupyter.agent.testruns import (
     setup_change,
     setup_files_named,
     setups_of,
-    skipped_tests,
+    test_layout,
     test_names,
 )
 from grinta_jupyter.config import CondenseMethod, Config
@@ -654,11 +655,9 @@ class FinishGuard:
     setups_changed: dict[str, tuple[int, int, SetupChange]] = field(default_factory=dict)
     # Every test a run showed failing, passing runs since or not: id -> the first step.
     seen_failing: dict[str, int] = field(default_factory=dict)
-    # Each Python file the session wrote: the tests it marked skipped before the first write.
-    skipped_first: dict[str, frozenset[str]] = field(default_factory=dict)
-    # Tests the file held before the session's first write that its writes deleted, or marked
-    # to be skipped or to fail: path -> test name -> (step, "deleted" or "skipped").
-    dropped: dict[str, dict[str, tuple[int, str]]] = field(default_factory=dict)
+    # Each Python file the session wrote: its text before the first write and now, and the
+    # steps that wrote it ("" for no file). Read for its tests only at a finish.
+    test_texts: dict[str, tuple[str, str, tuple[int, ...]]] = field(default_factory=dict)
     _order: int = field(default=0, init=False, repr=False)  # orders changes and runs
 
     def observe(
@@ -708,9 +707,14 @@ class FinishGuard:
         file holds, and whether a test setup now differs from how the session found it.
         (A write replayed from a log holds no texts: nothing to keep.)"""
         for change in proposal.changes:
+            if change.after is None and change.before is None:
+                continue  # replayed from a log: no texts
             path = _same_path(change.path)
             if path.endswith(".py"):
-                self._note_tests(step, path, change.before or "", change.after or "")
+                first = self.tests_written.get(path, (test_names(change.before or ""),))[0]
+                self.tests_written[path] = (first, test_names(change.after or ""))
+                before, _, steps = self.test_texts.get(path, (change.before or "", "", ()))
+                self.test_texts[path] = (before, change.after or "", (*steps, step))
             if change.after is None:
                 continue
             original = self.setup_originals.setdefault(path, change.before)
@@ -719,26 +723,6 @@ class FinishGuard:
                 self.setups_changed.pop(path, None)  # put back as it was
             else:
                 self.setups_changed[path] = (self._order, step, setup)
-
-    def _note_tests(self, step: int, path: str, before: str, after: str) -> None:
-        """The tests a write to the Python file ``path`` leaves: which the session wrote,
-        and which it deleted or marked skipped of those the file had (``after`` "": the
-        file was deleted)."""
-        first = self.tests_written.get(path, (test_names(before),))[0]
-        now = test_names(after)
-        self.tests_written[path] = (first, now)
-        skipped_first = self.skipped_first.setdefault(path, skipped_tests(before))
-        skipped = skipped_tests(after) - skipped_first
-        earlier = self.dropped.get(path, {})
-        dropped = {
-            name: earlier.get(name, (step, "deleted" if name not in now else "skipped"))
-            for name in first
-            if name not in now or name in skipped
-        }
-        if dropped:
-            self.dropped[path] = dropped
-        else:
-            self.dropped.pop(path, None)
 
     def _not_evidence(self, run: _Run) -> _Run | None:
         """``run`` (a pass) as no evidence when it went through a test setup the session
@@ -916,29 +900,49 @@ class FinishGuard:
         return None
 
     def _dropped_failing(self) -> tuple[str, str] | None:
-        """The tests seen failing that the session then deleted or marked skipped, unless
-        the task speaks of doing so."""
-        if not self.dropped or _ASKS_TO_DROP_TESTS.search(self.task):
+        """A test seen failing that the session's writes then deleted, or marked to be
+        skipped or to fail, unless the task asks for that (read here, at a finish: the
+        files' texts are parsed only then, and only those holding such a test)."""
+        if not self.seen_failing or not self.test_texts or _asks_to_drop_tests(self.task):
             return None
-        found: list[tuple[int, str, int, str]] = []  # (failed at, test, dropped at, how)
-        for test, failed_at in self.seen_failing.items():
-            path, name = _test_place(test, self.dropped)
-            if path is not None:
-                dropped_at, how = self.dropped[path][name]
-                found.append((failed_at, test, dropped_at, how))
-        if not found:
+        for test, failed_at in sorted(self.seen_failing.items(), key=lambda item: item[1]):
+            for path, name in _test_places(test, self.test_texts):
+                first, now, steps = self.test_texts[path]
+                how = self._dropped(path, name, first, now)
+                if how is None:
+                    continue
+                when = (
+                    f"step {steps[0]}"
+                    if len(steps) == 1
+                    else f"the edits of {path} at steps {', '.join(map(str, steps))}"
+                )
+                done = "deleted it" if how == "deleted" else "marked it to be skipped or to fail"
+                return (
+                    "a test seen failing was deleted or skipped by the session",
+                    f"{test} failed at step {failed_at}, and {when} {done}; a failing test "
+                    "shows a problem to fix, and a suite that passes without it shows nothing. "
+                    "Put the test back, fix the code (or correct the test, keeping what it "
+                    "checks) until it passes, run the tests, then finish.",
+                )
+        return None
+
+    def _dropped(self, path: str, name: str, first: str, now: str) -> str | None:
+        """ "deleted" or "skipped" when test ``name`` (qualified) of ``path`` was in ``first``
+        and is gone from ``now`` (not moved to another file the session wrote) or newly
+        marked skipped there; None otherwise, or when a text cannot be read."""
+        before, after = test_layout(first), test_layout(now)
+        if before is None or after is None or name not in before[0]:
             return None
-        found.sort()
-        failed_at, test, dropped_at, how = found[0]
-        more = f" (and {len(found) - 1} more)" if len(found) > 1 else ""
-        done = "deleted it" if how == "deleted" else "marked it to be skipped or to fail"
-        return (
-            "a test seen failing was deleted or skipped by the session",
-            f"{test} failed at step {failed_at}, and step {dropped_at} {done}{more}; a failing "
-            "test shows a problem to fix, and a suite that passes without it shows nothing. "
-            "Put the test back, fix the code (or correct the test, keeping what it checks) "
-            "until it passes, run the tests, then finish.",
-        )
+        if name not in after[0]:
+            bare = name.rpartition(".")[2]
+            for other, (_, text, _) in self.test_texts.items():
+                layout = test_layout(text) if other != path else None
+                if layout and any(t.rpartition(".")[2] == bare for t in layout[0] - layout[1]):
+                    return None  # moved to another file, and not skipped there
+            return "deleted"
+        if name in after[1] and name not in before[1]:
+            return "skipped"
+        return None
 
     def _left_out(self) -> tuple[str, str]:
         """The tests seen failing that the passing runs since left out."""
@@ -982,31 +986,38 @@ class FinishGuard:
         self.last_change = _Change(self._order, what, tuple(paths or ()))
 
 
-# A task that speaks of skipping, removing or disabling tests: doing so may be the work.
-_ASKS_TO_DROP_TESTS = re.compile(
-    r"\b(?:skip|xfail|remov|delet|drop|disabl)\w*\b[^.;\n]{0,40}\btest"
-    r"|\btest\w*[^.;\n]{0,40}\b(?:skip|xfail|remov|delet|drop|disabl)",
+# A clause of the task that asks for tests to be skipped, removed or disabled ("remove the
+# obsolete test_add"): then doing so is the work. Not a mention ("the test for deleting a
+# user fails", "without skipping any test").
+_DROP_CLAUSE = re.compile(
+    r"^(?:(?:please|and|then|also|just|now)\s+)*(?:skip|xfail|remov|delet|drop|disabl)\w*"
+    r"\b[^.;,\n]{0,40}?\btest",
     re.IGNORECASE,
 )
+_CLAUSES = re.compile(r"[.;,\n!?]|\band\b|\bthen\b", re.IGNORECASE)
 
 
-def _test_place(
-    test: str, dropped: dict[str, dict[str, tuple[int, str]]]
-) -> tuple[str | None, str]:
-    """(path, name) of a failing test's id (``tests/t.py::T::test_x[1]``, or unittest's
-    ``tests.t.T.test_x``) when ``dropped`` holds it; else (None, name)."""
+def _asks_to_drop_tests(task: str) -> bool:
+    return any(_DROP_CLAUSE.search(clause.strip()) for clause in _CLAUSES.split(task))
+
+
+def _test_places(test: str, texts: Mapping[str, object]) -> list[tuple[str, str]]:
+    """The files (of ``texts``) and qualified names a failing test's id may stand for: a
+    pytest id (``sub/t.py::TestA::test_x[1]``) by its path or a path ending in it (a run
+    from a subfolder names paths from there), a unittest id (``pkg.t.T.test_x``) by each
+    way to split it into a module and a name."""
+    places: list[tuple[str, str]] = []
     if "::" in test:
         path, _, rest = test.partition("::")
-        name = rest.split("::")[-1].split("[")[0]
+        name = ".".join(part.split("[")[0] for part in rest.split("::"))
         path = _same_path(path)
-        return (path if name in dropped.get(path, {}) else None), name
+        return [(p, name) for p in texts if p == path or p.endswith("/" + path)]
     parts = test.split(".")
-    name = parts[-1]
     for size in range(len(parts) - 1, 0, -1):
-        path = "/".join(parts[:size]) + ".py"
-        if name in dropped.get(path, {}):
-            return path, name
-    return None, name
+        module = "/".join(parts[:size]) + ".py"
+        name = ".".join(parts[size:])
+        places += [(p, name) for p in texts if p == module or p.endswith("/" + module)]
+    return places
 
 
 def _listing(paths: list[str], shown: int = 2) -> str:

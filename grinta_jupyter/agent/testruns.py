@@ -28,6 +28,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import fnmatch
+import functools
 import json
 import os
 import posixpath
@@ -883,7 +884,8 @@ def _drops_failures(words: list[str]) -> str | None:
 # -- which tests a run showed failing, and which a later run covers -----------------------
 
 _PYTEST_FAILING = re.compile(
-    r"^(?:FAILED|ERROR) (\S+?)(?: - .*)?$|^(\S+::\S+) (?:FAILED|ERROR)\b", re.MULTILINE
+    r"^(?:FAILED|ERROR) ([^\s\[]+(?:\[[^\]\n]*\])?)(?: - .*)?$|^(\S+::\S+) (?:FAILED|ERROR)\b",
+    re.MULTILINE,
 )
 _UNITTEST_FAILING = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.MULTILINE)
 _MAX_FAILING = 200  # ids kept from one run: enough to name them, bounded for a huge suite
@@ -1254,74 +1256,146 @@ def test_names(text: str) -> frozenset[str]:
     return frozenset(_TEST_DEFINITION.findall(text[:_MAX_CODE_CHARS]))
 
 
-# Words of the marks and calls that skip a test or expect it to fail.
-_SKIP_WORD = re.compile(r"skip|xfail|expectedFailure", re.IGNORECASE)
+_LAYOUT_MAX_CHARS = 2_000_000  # a larger test file is not read for its tests' layout
 
 
-def skipped_tests(text: str) -> frozenset[str]:
-    """The Python test functions and methods (``def test*``) ``text`` marks to be skipped
-    or to fail: by a decorator of theirs or of their class naming ``skip``, ``skipif``,
-    ``xfail``, ``skipIf``, ``skipUnless`` or ``expectedFailure``; by a statement of their
-    body that calls ``*.skip``, ``*.skipTest`` or ``*.xfail`` or raises ``*SkipTest``; or,
-    all of the file's, by a module-level ``pytestmark`` naming one of them or a module-level
-    ``pytest.skip(...)`` call. Empty when ``text`` names none of these words or does not
-    parse (it is parsed only then)."""
-    text = text[:_MAX_CODE_CHARS]
-    if not _SKIP_WORD.search(text) or not _TEST_DEFINITION.search(text):
-        return frozenset()
+@functools.lru_cache(maxsize=16)
+def test_layout(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The test functions and methods ``text`` defines, by qualified name (``test_x``,
+    ``TestA.test_x``, ``TestA.TestB.test_x``), and those of them it marks to be skipped or
+    to fail; None when it does not parse (or is over ``_LAYOUT_MAX_CHARS``).
+
+    Skipped or expected to fail: a decorator of the test or of an enclosing class naming
+    ``skip``, ``skipif``, ``xfail``, ``skipIf``, ``skipUnless`` or ``expectedFailure``, or a
+    name bound to one (``later = pytest.mark.skip``, ``from unittest import skip as s``); a
+    call anywhere in its body to ``*.skip``, ``*.skipTest``, ``*.xfail``, ``*.importorskip``
+    or such a name, or a ``raise *SkipTest``; every test of the file for a module-level
+    ``pytestmark`` naming a mark of these, such a call at module level, or a fixture of the
+    file that makes such a call (which tests it skips is decided at run time). Only what
+    the file's text says: a conftest.py's hooks and fixtures are not read here."""
+    if len(text) > _LAYOUT_MAX_CHARS:
+        return None
     try:
         with pyast.quietly():
             tree = pyast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
-    tests = [
-        node
-        for node in ast.walk(tree)
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and node.name.startswith("test")
-    ]
-    if any(_skips_all(statement) for statement in tree.body):
-        return frozenset(node.name for node in tests)
-    found = {node.name for node in tests if _marked(node.decorator_list) or _skips(node.body)}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ClassDef) and _marked(node.decorator_list):
-            found |= {
-                item.name
-                for item in ast.walk(node)
-                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))
-                and item.name.startswith("test")
-            }
-    return frozenset(found)
+        return None
+    aliases = _skip_aliases(tree)
+    every = any(_skips_all(statement, aliases) for statement in tree.body) or any(
+        _skipping_fixture(node, aliases) for node in ast.walk(tree)
+    )
+    defined: set[str] = set()
+    skipped: set[str] = set()
+
+    def visit(body: list[ast.stmt], prefix: str, marked: bool) -> None:
+        for node in body:
+            if isinstance(node, ast.ClassDef):
+                inner = marked or _marked(node.decorator_list, aliases)
+                visit(node.body, f"{prefix}{node.name}.", inner)
+            elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
+                "test"
+            ):
+                name = prefix + node.name
+                defined.add(name)
+                if (
+                    every
+                    or marked
+                    or _marked(node.decorator_list, aliases)
+                    or _skips(node.body, aliases)
+                ):
+                    skipped.add(name)
+
+    visit(tree.body, "", False)
+    return frozenset(defined), frozenset(skipped)
+
+
+def skipped_tests(text: str) -> frozenset[str]:
+    """The names (unqualified) of the tests ``test_layout`` finds marked to be skipped or to
+    fail in ``text``; empty when it does not parse."""
+    layout = test_layout(text)
+    return frozenset(name.rpartition(".")[2] for name in layout[1]) if layout else frozenset()
 
 
 _SKIP_MARK = re.compile(r"\b(?:skip|skipif|xfail|skipIf|skipUnless|expectedFailure)\b")
-_SKIP_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|xfail)$")
+_SKIP_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|xfail|importorskip)$")
+_SKIP_IMPORTED = re.compile(
+    r"^(?:skip|skipif|xfail|skipIf|skipUnless|expectedFailure|skipTest|SkipTest|importorskip)$"
+)
 
 
-def _marked(decorators: list[ast.expr]) -> bool:
-    return any(_SKIP_MARK.search(ast.unparse(decorator)) for decorator in decorators)
+def _skip_aliases(tree: ast.Module) -> frozenset[str]:
+    """Names the file binds to a skip mark or call: imported under another name
+    (``from pytest import skip as later``) or assigned one (``later = pytest.mark.skip``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            names |= {
+                alias.asname
+                for alias in node.names
+                if alias.asname and _SKIP_IMPORTED.match(alias.name)
+            }
+        elif (
+            isinstance(node, (ast.Assign, ast.AnnAssign))
+            and node.value is not None
+            and _SKIP_MARK.search(ast.unparse(node.value))
+        ):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+    return frozenset(names)
 
 
-def _skips(body: list[ast.stmt]) -> bool:
-    """Whether a statement of ``body`` (not nested in another) skips or expects a failure."""
+def _root_name(node: ast.expr) -> str | None:
+    """The name a decorator or callee is reached by (``later`` of ``later(...)``)."""
+    while isinstance(node, (ast.Call, ast.Attribute)):
+        node = node.func if isinstance(node, ast.Call) else node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _marked(decorators: list[ast.expr], aliases: frozenset[str]) -> bool:
+    return any(
+        _SKIP_MARK.search(ast.unparse(decorator)) or _root_name(decorator) in aliases
+        for decorator in decorators
+    )
+
+
+def _skips(body: list[ast.stmt], aliases: frozenset[str]) -> bool:
+    """Whether ``body`` (at any depth) calls a skip or raises ``SkipTest``."""
     for statement in body:
-        call = statement.value if isinstance(statement, ast.Expr) else None
-        if isinstance(call, ast.Call) and _SKIP_CALL.search(ast.unparse(call.func)):
-            return True
-        if isinstance(statement, ast.Raise) and statement.exc is not None:
-            raised = statement.exc.func if isinstance(statement.exc, ast.Call) else statement.exc
-            if ast.unparse(raised).endswith("SkipTest"):
-                return True
+        for node in ast.walk(statement):
+            if isinstance(node, ast.Call):
+                callee = ast.unparse(node.func)
+                if _SKIP_CALL.search(callee) or callee in aliases:
+                    return True
+            elif isinstance(node, ast.Raise) and node.exc is not None:
+                raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+                if ast.unparse(raised).endswith("SkipTest"):
+                    return True
     return False
 
 
-def _skips_all(statement: ast.stmt) -> bool:
+def _skipping_fixture(node: ast.AST, aliases: frozenset[str]) -> bool:
+    """Whether ``node`` is a fixture that may skip the tests using it (any of the file's:
+    which ones an autouse fixture picks is decided at run time)."""
+    return (
+        isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        and any("fixture" in ast.unparse(decorator) for decorator in node.decorator_list)
+        and _skips(node.body, aliases)
+    )
+
+
+def _skips_all(statement: ast.stmt, aliases: frozenset[str]) -> bool:
     """Whether a module-level ``statement`` skips every test of the file."""
-    if isinstance(statement, ast.Assign) and any(
-        isinstance(target, ast.Name) and target.id == "pytestmark" for target in statement.targets
-    ):
-        return bool(_SKIP_MARK.search(ast.unparse(statement.value)))
-    return _skips([statement])
+    if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
+        targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
+        if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets):
+            value = statement.value
+            return bool(_SKIP_MARK.search(ast.unparse(value))) or any(
+                isinstance(n, ast.Name) and n.id in aliases for n in ast.walk(value)
+            )
+        return False
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        return _skips([statement], aliases)
+    return False
 
 
 @dataclass(frozen=True)
