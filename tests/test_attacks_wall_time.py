@@ -216,7 +216,8 @@ def test_a_write_committed_as_the_budget_runs_out_lands_whole(tmp_path: Path) ->
     body = "".join(f"line_{i} = {i}\n" for i in range(3000))
     calls = [call("create", path=f"m{i}.py", content=body) for i in range(400)]
     model = ScriptedModel([reply("", *calls), reply("Done.", call("finish", summary="made"))])
-    session = Session("make", model=model, root=tmp_path, policy="auto", limits=_limits(1.0))
+    # 3 s: a loaded machine commits some of them first (400 take about 12 s).
+    session = Session("make", model=model, root=tmp_path, policy="auto", limits=_limits(3.0))
     session.run_sync()
     assert session.end_reason == "budget:wall_time"
     events = _check_log(session)

@@ -110,7 +110,8 @@ def test_multi_line_secrets_are_redacted_line_by_line():
 
 def test_plain_words_and_short_values_are_left_alone():
     secrets = Secrets.from_env({"TOKEN_KIND": "observation", "AUTH_MODE": "basic"})
-    assert secrets.values == ()
+    # (Keys held process-wide by earlier tests in this worker are there too: ``hold``.)
+    assert not {"observation", "basic"} & set(secrets.values)
     assert secrets.redact_data({"type": "observation", "x": ["observation"]}) == {
         "type": "observation",
         "x": ["observation"],
