@@ -621,7 +621,7 @@ class FinishGuard:
        and ``python -c "print('1 passed')"`` are not), whose output shows the
        runner's own summary of a pass, with exit code 0;
     3. a test a run showed failing was then deleted by the session, or marked to be
-       skipped or to fail (``testruns.skipped_tests``), and is not back as it was: a
+       skipped or to fail (``testruns.test_layout``), and is not back as it was: a
        failing test shows a problem to fix, and a suite passing without it shows nothing
        (unless the task itself speaks of skipping, removing or disabling tests);
     4. the summary says the tests pass and the last test run did not show it.
