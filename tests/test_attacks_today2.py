@@ -334,7 +334,17 @@ class PacedModel:
             def do_POST(self) -> None:
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 model.requests += 1
-                script = model.replies.pop(0) if model.replies else []
+                if not model.replies:
+                    # Refused at once (a 400 is not retried): an empty stream would be
+                    # retried by the model's backoff, seconds of nothing for these tests.
+                    body = json.dumps({"error": {"message": "paced: no scripted reply"}})
+                    self.send_response(400)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body.encode())
+                    return
+                script = model.replies.pop(0)
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.end_headers()
