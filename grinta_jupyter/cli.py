@@ -533,6 +533,7 @@ def _continue(args: argparse.Namespace, config: Config) -> int:
     session = _resumed(log, model, config, root)
     if not session.done:  # checked above; a log that changed in between is not continued
         raise UserError(f"{log}: its task has not ended; go on with it first (grinta resume)")
+    _kept_from_log(config, session)
     session.continue_task(args.task)
     print(
         f"model: {visible(session.model.name)}   task {len(session.tasks)}: "
@@ -568,6 +569,7 @@ def _resume(args: argparse.Namespace, config: Config) -> int:
     root = _resume_root(args.root, log, start)
     model = _model_for(config, start)
     session = _resumed(log, model, config, root)
+    _kept_from_log(config, session)
     resumed = [e for e in session.log.events if isinstance(e, ev.Resumed)][-1:]
     again = len(resumed[0].requeued) if resumed else 0
     landed = len(resumed[0].recovered) if resumed else 0
@@ -650,6 +652,31 @@ def _model_for(config: Config, start: SessionStart) -> Model:
             "(or set GRINTA_MODEL) to go on with it"
         )
     return configured_model(config, require_key=True)
+
+
+# The settings a session keeps from its log when it is resumed or continued.
+_KEPT = ("toolset", "max_steps", "max_tokens", "max_cost", "max_wall_time", "context_budget",
+         "condense")  # fmt: skip
+
+
+def _kept_from_log(config: Config, session: Session) -> None:
+    """Say which of the environment's settings a resumed or continued session does not take:
+    it keeps the toolset and limits it started with (its log has them). Not refused like
+    the flags: the environment is set for every session, not for this one."""
+    for name in _KEPT:
+        origin = config.origin(name)
+        if not origin.startswith("GRINTA_"):
+            continue
+        wanted = getattr(config, name)
+        kept = session.runtime.toolset.name if name == "toolset" else getattr(session.limits, name)
+        if wanted != kept:
+            _complain(
+                visible(
+                    f"note: {origin}={wanted} does not apply: this session keeps the "
+                    f"{name.replace('_', ' ')} it started with "
+                    f"({'no limit' if kept is None else kept}); start a new session to use it"
+                )
+            )
 
 
 def _resumed(log: Path, model: Model, config: Config, root: Path) -> Session:
