@@ -10,9 +10,14 @@ demo session (the demo model, approved throughout).
 from __future__ import annotations
 
 import json
+import os
+import select
+import signal
+import subprocess
+import time
 from pathlib import Path
 
-from tests.test_cli_hostile import grinta
+from tests.test_cli_hostile import ENTRY, REPO, cli_env, grinta
 
 
 def demo_log(tmp_path: Path) -> Path:
@@ -59,3 +64,35 @@ def test_no_note_when_the_environment_sets_no_limit(tmp_path: Path) -> None:
     done = grinta("run", "--continue", str(demo_log(tmp_path)), "now add a test", "--auto")
     assert done.returncode == 0, done.stderr
     assert notes(done.stderr) == []
+
+
+def test_a_resumed_session_names_them_too(tmp_path: Path) -> None:
+    """``grinta resume`` of a demo session killed (SIGKILL) while it asked about a step."""
+    root = tmp_path / "demo"
+    child = subprocess.Popen(
+        [*ENTRY, "demo", "--root", str(root)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=cli_env(),
+        cwd=REPO,
+    )
+    assert child.stdout is not None
+    seen = b""
+    deadline = time.monotonic() + 60
+    while b"approve?" not in seen and time.monotonic() < deadline:
+        if select.select([child.stdout], [], [], 1)[0]:
+            chunk = os.read(child.stdout.fileno(), 4096)
+            if not chunk:
+                break
+            seen += chunk
+    assert b"approve?" in seen, seen
+    child.send_signal(signal.SIGKILL)
+    child.communicate(timeout=30)
+    (log,) = (root / ".grinta" / "sessions").glob("*.jsonl")
+    done = grinta("resume", str(log), "--auto", timeout=60, GRINTA_MAX_WALL_TIME="60")
+    assert done.returncode == 0, done.stderr
+    assert notes(done.stderr) == [
+        "note: GRINTA_MAX_WALL_TIME=60.0 does not apply: this session keeps the max wall time "
+        "it started with (no limit); start a new session to use it",
+    ]
