@@ -19,6 +19,7 @@ import re
 import secrets as _random
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from grinta_jupyter.runtime.secrets import Secrets
@@ -364,11 +365,33 @@ def message_tokens(message: dict[str, Any]) -> int:
 
 
 def _piece_tokens(message: dict[str, Any], tail: str) -> int | None:
-    """Tokens of ``message``'s piece of a request (see ``_Renderer``); None if it has none."""
+    """Tokens of ``message``'s piece of a request (see ``_Renderer``); None if it has none.
+
+    A message is counted with one tail as the request's last and with the other once a
+    message follows it: its text up to the run of ASCII punctuation it ends with (``"}``)
+    is counted once (``_head_tokens``), the run and the tail each time. o200k cuts a text
+    into pieces before it encodes each on its own, and the place where that run starts is
+    a cut whatever follows it when an ASCII letter or digit comes before it: the piece
+    before ends there, and the run and the tail, all punctuation, are one piece."""
     text = _compact(message)
     if not (text.startswith('{"') and text[2:3].isascii() and text[2:3].isalpha()):
         return None
-    return _count(text[2:] + tail)
+    body = text[2:]
+    cut = len(body.rstrip(_ASCII_PUNCTUATION))
+    if cut == 0 or not (body[cut - 1].isascii() and body[cut - 1].isalnum()):
+        return _count(body + tail)
+    return _head_tokens(body[:cut]) + _count(body[cut:] + tail)
+
+
+# Every ASCII character that is neither a letter, a digit nor a space: o200k's pieces of
+# punctuation are runs of these (and of other characters that are none of the three).
+_ASCII_PUNCTUATION = "".join(chr(c) for c in range(0x21, 0x7F) if not chr(c).isalnum())
+
+
+@lru_cache(maxsize=16)
+def _head_tokens(head: str) -> int:
+    """``_count`` of a message's text before its last punctuation, kept for its other tail."""
+    return _count(head)
 
 
 def _compact(value: Any) -> str:
