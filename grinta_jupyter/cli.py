@@ -654,21 +654,21 @@ def _model_for(config: Config, start: SessionStart) -> Model:
     return configured_model(config, require_key=True)
 
 
-# The settings a session keeps from its log when it is resumed or continued.
-_KEPT = ("toolset", "max_steps", "max_tokens", "max_cost", "max_wall_time", "context_budget",
-         "condense")  # fmt: skip
+# The limits a session keeps from its log when it is resumed or continued, that the
+# environment can set (the toolset is kept too, but only a flag names one, and --continue
+# refuses it).
+_KEPT = ("max_steps", "max_tokens", "max_cost", "max_wall_time", "context_budget", "condense")
 
 
 def _kept_from_log(config: Config, session: Session) -> None:
-    """Say which of the environment's settings a resumed or continued session does not take:
-    it keeps the toolset and limits it started with (its log has them). Not refused like
-    the flags: the environment is set for every session, not for this one."""
+    """Say which of the environment's limits a resumed or continued session does not take:
+    it keeps the limits it started with (its log has them). Not refused like the flags: the
+    environment is set for every session, not for this one."""
     for name in _KEPT:
         origin = config.origin(name)
         if not origin.startswith("GRINTA_"):
             continue
-        wanted = getattr(config, name)
-        kept = session.runtime.toolset.name if name == "toolset" else getattr(session.limits, name)
+        wanted, kept = getattr(config, name), getattr(session.limits, name)
         if wanted != kept:
             _complain(
                 visible(
