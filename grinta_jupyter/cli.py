@@ -56,7 +56,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from grinta_jupyter.config import Config, ConfigError, positive_float, positive_int
+from grinta_jupyter.config import ENVIRONMENT, Config, ConfigError, positive_float, positive_int
 from grinta_jupyter.experiment.commands import (
     TASKS_HELP,
     add_eval_options,
@@ -666,7 +666,7 @@ def _kept_from_log(config: Config, session: Session) -> None:
     environment is set for every session, not for this one."""
     for name in _KEPT:
         origin = config.origin(name)
-        if not origin.startswith("GRINTA_"):
+        if origin not in ENVIRONMENT:  # the default, or a flag (--continue refuses them)
             continue
         wanted, kept = getattr(config, name), getattr(session.limits, name)
         if wanted != kept:
