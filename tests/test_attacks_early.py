@@ -250,8 +250,10 @@ def test_stop_before_the_headers_closes_the_connection():
 
 
 def test_a_trickling_server_ends_as_with_litellm():
-    # Each read comes in time (0.05 s < 0.5 s): the stream ends with no finish_reason.
-    litellm_side, early_side = both([TEXT] + [b": keep\n\n"] * 20, gap=0.05, timeout=0.5)
+    # Each read comes in time (0.1 s < 1.5 s), the whole stream does not (2 s > 1.5 s): the
+    # stream ends with no finish_reason. (A 0.05 s gap against 0.5 s was once missed by
+    # litellm's side on a loaded CI machine: a timeout, not the end of the stream.)
+    litellm_side, early_side = both([TEXT] + [b": keep\n\n"] * 20, gap=0.1, timeout=1.5)
     assert early_side == litellm_side
 
 
