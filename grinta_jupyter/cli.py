@@ -654,25 +654,19 @@ def _model_for(config: Config, start: SessionStart) -> Model:
     return configured_model(config, require_key=True)
 
 
-# The limits a session keeps from its log when it is resumed or continued, that the
-# environment can set (the toolset is kept too, but only a flag names one, and --continue
-# refuses it).
-_KEPT = ("max_steps", "max_tokens", "max_cost", "max_wall_time", "context_budget", "condense")
-
-
 def _kept_from_log(config: Config, session: Session) -> None:
     """Say which of the environment's limits a resumed or continued session does not take:
     it keeps the limits it started with (its log has them). Not refused like the flags: the
     environment is set for every session, not for this one."""
-    for name in _KEPT:
-        origin = config.origin(name)
-        if origin not in ENVIRONMENT:  # the default, or a flag (--continue refuses them)
-            continue
+    limits = {f.name for f in fields(session.limits)}
+    for variable, (name, _) in ENVIRONMENT.items():
+        if name not in limits or config.origin(name) != variable:
+            continue  # not a limit, or not set by the environment (a flag: --continue refuses)
         wanted, kept = getattr(config, name), getattr(session.limits, name)
         if wanted != kept:
             _complain(
                 visible(
-                    f"note: {origin}={wanted} does not apply: this session keeps the "
+                    f"note: {variable}={wanted} does not apply: this session keeps the "
                     f"{name.replace('_', ' ')} it started with "
                     f"({'no limit' if kept is None else kept}); start a new session to use it"
                 )
