@@ -76,21 +76,25 @@ def _ahead_cut(text: str) -> int:
 
 def _after_cut(text: str, statement: str) -> str:
     """``text`` with a module-level ``statement`` at the first top-level start after the cut
-    ``ahead`` makes (so only the helper's half holds it); the cut does not move."""
+    ``ahead`` makes (so only the helper's half holds it, wherever the longer text's cut
+    falls)."""
     cut = _ahead_cut(text)
     found = halves._CUT.search(text, cut + 1)
     assert found is not None
     at = found.start() + 1
     new = text[:at] + "\n" + statement + "\n" + text[at:]
-    assert _ahead_cut(new) == cut, "the cut moved"
+    assert _ahead_cut(new) <= at, "the statement is not in the second half"
     return new
 
 
 def _before_cut(text: str, statement: str) -> str:
-    """``text`` with ``statement`` at the module level just before the cut (first half)."""
-    cut = _ahead_cut(text)
-    new = text[: cut - 1] + statement + "\n\n" + text[cut:]
-    assert _ahead_cut(new) == cut + len(statement) + 1, "the cut moved"
+    """``text`` with ``statement`` just before the cut (first half), at the cut's level: the
+    module's, or the body of the class the cut is in."""
+    place = halves._place(text, halves._SHARE_AHEAD)
+    assert place is not None
+    lines = "".join(f"{place.indent}{line}\n" for line in statement.split("\n"))
+    new = text[: place.at - 1] + lines + "\n" + text[place.at :]
+    assert _ahead_cut(new) >= place.at + len(lines), "the statement is not in the first half"
     return new
 
 

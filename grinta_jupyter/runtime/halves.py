@@ -31,6 +31,28 @@ Why two halves that compile make a whole that compiles, and what is kept out:
 - A text declaring a coding (``compile`` reads such a file's bytes by it), holding a
   character UTF-8 cannot encode, or with no cut near its middle is compiled whole.
 
+A large file is often a few large classes, so the cut may also fall inside a class: before a
+``def``, ``class`` or decorator at the indentation of the body of a class at column 0, after
+a blank line. The helper then compiles the second half under a ``class <the same name>:``
+line, and the first half is compiled with one statement appended at the cut's indentation,
+storing a name the text does not hold (``_PROBE``). That the first half so compiles shows
+that the cut line's indentation closes exactly to a level of the block it continues (the
+same characters: tabs are compared as the tokenizer does); that the name is stored by a
+class body found among the module's constants, under that name, shows that the block is the
+body of a class in the module's scope. Then the second half, up to where it leaves the
+class, continues that body as it continues the one it is compiled under: the same kind of
+scope (a class in the module's), the same name (private names are mangled by it), the same
+depth of nesting. What a class body's statement in one half can do to one in the other is
+what a ``global`` statement does. One in the second half after its name was used or bound
+in the first: the wrapper's body starts with a use of each name the second half's
+``global`` statements may declare, as the module's level does. One in the first half, whose
+name the second annotates (an error): the wrapper's body first declares global every name
+any ``global`` of the first half may declare, from anywhere in it (the class line found in
+the text may not be the class's own, and a declaration too many only ever makes the helper
+fail). A wrong guess of the class (the cut in a method's nested function, in a class nested
+in a block, a ``class`` line inside a string) only fails to prove, and so does a line after
+the class that returns to an indentation the shorter wrapper does not have.
+
 ``ahead(text)`` sends the second half before the caller needs the answer: a write proposal
 (``tools/facade.py``, through ``validation.compiling_ahead``) starts it before making the
 diff and running the content guards, which then run beside the helper's compile, and cuts
@@ -59,6 +81,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import itertools
 import keyword
 import os
 import re
@@ -68,6 +91,8 @@ import sys
 import threading
 import unicodedata
 from collections.abc import Iterator
+from types import CodeType
+from typing import NamedTuple
 
 from grinta_jupyter.runtime import pyast, regions
 
@@ -92,6 +117,20 @@ _MAX_HEADROOM = 4_000  # frames the helper is allowed at most (3x as many levels
 _HEAD_WIDTHS = (8, 4, 4, 4)  # a half's size, its compile flags, frames and digits allowed
 
 _CUT = re.compile(r"\n\r?\n(?=(?:def|class|async[ \t]+def)[ \t]|@)")
+# The same inside a block: the indentation is group 1 (the second half then starts inside a
+# module-level class's body: ``_inside``).
+_INNER_CUT = re.compile(r"\n\r?\n([ \t]+)(?=(?:def|class|async[ \t]+def)[ \t]|@)")
+# A class statement at column 0 up to its name (not one with type parameters, whose body is
+# another scope's child, nor a name beyond ASCII, which the compiler would normalize).
+_CLASS_HEAD = re.compile(r"class[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(:]")
+# A line starting at column 0 with anything but a comment or the bracket closing a header.
+_TOP_LINE = re.compile(r"\n[^ \t\r\n#)]")
+_BODY_LINE = re.compile(r"\n([ \t]+)[^ \t\r\n#]")  # an indented line, not a comment
+# A name stored by the statement appended to a first half that ends inside a class body: the
+# class's code object holding it shows which class that body is (``_in_class``).
+_PROBE = "__grinta_half__"
+_OPTIMIZED = 0x1  # CO_OPTIMIZED: a function's code object, never a class body's
+_INNER_TRIES = 8  # candidates inside classes looked at on each side of the target
 # The rest of a global statement's logical line: it holds no brackets, strings or comments,
 # and may go on over backslash continuations.
 _GLOBAL_TAIL = re.compile(r"(?:[^\n\r;#\\]|\\(?:\r\n|\r|\n))*")
@@ -148,16 +187,34 @@ def ahead(text: str) -> Iterator[None]:
             _AHEAD.started = None
 
 
+class _Place(NamedTuple):
+    """Where a text is cut: the second half starts at ``at``; ``inside`` names the
+    module-level class whose body it continues there, at ``indent`` (None and "" at the
+    module's level)."""
+
+    at: int
+    inside: str | None = None
+    indent: str = ""
+
+
 class _Prepared:
     """A text cut in two: the first half to compile here, the head and payload to send."""
 
-    __slots__ = ("budget", "digits", "first", "flags", "head", "payload")
+    __slots__ = ("budget", "digits", "first", "flags", "head", "inside", "payload")
 
     def __init__(
-        self, first: str, flags: int, head: bytes, payload: bytes, budget: int, digits: int
+        self,
+        first: str,
+        flags: int,
+        head: bytes,
+        payload: bytes,
+        budget: int,
+        digits: int,
+        inside: str | None,
     ) -> None:
         self.first, self.flags, self.head, self.payload = first, flags, head, payload
         self.budget, self.digits = budget, digits  # the frames and digits the helper allows
+        self.inside = inside  # the class the cut is inside (``first`` then ends with a probe)
 
 
 class _Started:
@@ -179,12 +236,26 @@ class _Started:
             return False
         try:
             with pyast.quietly():
-                code = compile(self._prepared.first, "<first half>", "exec", dont_inherit=True)
+                code = compile(prepared.first, "<first half>", "exec", dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+        if prepared.inside is not None and not _in_class(code, prepared.inside):
             return False
         # The features the whole file has are the first half's: the second was compiled
         # with the ones guessed from its text, so a wrong guess proves nothing.
-        return code.co_flags & _FUTURE_MASK == self._prepared.flags and self._ask.ok()
+        return code.co_flags & _FUTURE_MASK == prepared.flags and self._ask.ok()
+
+
+def _in_class(code: CodeType, name: str) -> bool:
+    """Whether the probe ending a first half is a statement of the body of a class called
+    ``name`` in the module's scope (``code`` is the first half's)."""
+    return any(
+        isinstance(const, CodeType)
+        and const.co_name == name
+        and not const.co_flags & _OPTIMIZED
+        and _PROBE in const.co_names
+        for const in code.co_consts
+    )
 
 
 def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
@@ -194,15 +265,29 @@ def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
     than this thread has now: the whole compile it stands for runs that much deeper."""
     if len(text) < SPLIT_MIN_CHARS or regions.declares_coding(text):
         return None
-    cut = _cut(text, share)
-    if cut is None:
+    place = _place(text, share)
+    if place is None:
         return None
-    first, second = text[:cut], text[cut:]
-    if _mentions_future(second):
+    first, second = text[: place.at], text[place.at :]
+    if _mentions(second, "__future__"):
         return None
+    if place.inside is not None and _mentions(text, _PROBE):
+        return None  # a class of the text could store it: the probe would prove nothing
     flags = _ANNOTATIONS if _IMPORTS_ANNOTATIONS.search(first) else 0
+    uses = _uses_of_globals(second)
+    if place.inside is not None:
+        # The second half continues a class body: compiled under that class's line, whose
+        # body first declares global every name the first half may (the class's part of it
+        # may hold any of them, wherever its line is: then an annotation of such a name
+        # fails as it does whole), then uses what the second half may declare global; the
+        # first half ends with the probe.
+        declared = _uses_of_globals(first).split("\n")[:-1]
+        lines = [f"global {name}" for name in declared] + uses.split("\n")[:-1]
+        body = "".join(f"{place.indent}{line}\n" for line in lines)
+        uses = f"{uses}class {place.inside}:\n{body}"
+        first += f"{place.indent}{_PROBE} = 0\n"
     try:
-        payload = (_uses_of_globals(second) + second).encode("utf-8")
+        payload = (uses + second).encode("utf-8")
     except UnicodeEncodeError:  # lone surrogates: the whole compile says where
         return None
     headroom, digits = frames_left(), sys.get_int_max_str_digits()
@@ -212,7 +297,7 @@ def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
     # budget is three times the frames left), and with this process's limit on the digits
     # of an integer literal.
     head = _head(len(payload), flags, headroom - frames_below, digits)
-    return _Prepared(first, flags, head, payload, headroom - frames_below, digits)
+    return _Prepared(first, flags, head, payload, headroom - frames_below, digits, place.inside)
 
 
 def _head(size: int, flags: int, budget: int, digits: int) -> bytes:
@@ -238,25 +323,56 @@ def frames_left(depth: int = 0) -> int:
 
 def _cut(text: str, share: float = _SHARE) -> int | None:
     """Where the second half starts: the cut nearest ``share`` of the text, else None."""
-    target = int(len(text) * share)
+    place = _place(text, share)
+    return None if place is None else place.at
+
+
+def _place(text: str, share: float = _SHARE) -> _Place | None:
+    """The cut nearest ``share`` of the text, at the module's level or inside a class
+    (``_inside``), within its middle half; None when there is none."""
+    target, low, high = int(len(text) * share), len(text) // 4, len(text) * 3 // 4
+    window = max(0, target - len(text) // 4)
+    places: list[_Place] = []
     after = _CUT.search(text, target)
-    earlier = list(_CUT.finditer(text, max(0, target - len(text) // 4), target))
-    before = earlier[-1] if earlier else None
-    best = min(
-        (m for m in (after, before) if m is not None),
-        key=lambda m: abs(m.start() - target),
+    earlier = list(_CUT.finditer(text, window, target))
+    places.extend(_Place(m.end()) for m in (after, earlier[-1] if earlier else None) if m)
+    # The nearest inside a class on each side, of the first few there (a candidate that is
+    # not is passed over).
+    for matches in (
+        _INNER_CUT.finditer(text, target, high),
+        reversed(list(_INNER_CUT.finditer(text, window, target))),
+    ):
+        for match in itertools.islice(matches, _INNER_TRIES):
+            head = _inside(text, match.start(1), match.group(1))
+            if head is not None:
+                places.append(_Place(match.start(1), head.group(1), match.group(1)))
+                break
+    return min(
+        (place for place in places if low <= place.at <= high),
+        key=lambda place: abs(place.at - target),
         default=None,
     )
-    if best is None or not len(text) // 4 <= best.end() <= len(text) * 3 // 4:
+
+
+def _inside(text: str, at: int, indent: str) -> re.Match[str] | None:
+    """The class statement at column 0 (its name is group 1) whose body the line at ``at``,
+    indented by ``indent``, seems to continue: the last one before it, with no line at
+    column 0 between them and a first body line indented alike. A guess: the first half's
+    compile checks it (``_in_class``)."""
+    head = _CLASS_HEAD.match(text, text.rfind("\nclass", 0, at) + 1)
+    if head is None:
         return None
-    return best.end()
+    body = _BODY_LINE.search(text, head.end(), at)
+    if body is None or body.group(1) != indent:
+        return None
+    return head if _TOP_LINE.search(text, head.end(), at) is None else None
 
 
-def _mentions_future(text: str) -> bool:
-    """Whether ``text`` may name ``__future__`` (the compiler reads names NFKC-normalized)."""
-    if "__future__" in text:
+def _mentions(text: str, name: str) -> bool:
+    """Whether ``text`` may hold the name ``name`` (the compiler reads names NFKC-normalized)."""
+    if name in text:
         return True
-    return not text.isascii() and "__future__" in unicodedata.normalize("NFKC", text)
+    return not text.isascii() and name in unicodedata.normalize("NFKC", text)
 
 
 def _uses_of_globals(text: str) -> str:
