@@ -15,6 +15,7 @@ import sysconfig
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import CodeType
 
 import pytest
 
@@ -77,7 +78,9 @@ def test_large_classes_are_cut_inside_and_proven(monkeypatch: pytest.MonkeyPatch
     seen: list[str] = []
     real = halves._in_class
     monkeypatch.setattr(
-        halves, "_in_class", lambda code, name: seen.append(name) or real(code, name)
+        halves,
+        "_in_class",
+        lambda code, name, *lines: seen.append(name) or real(code, name, *lines),
     )
     monkeypatch.setattr(halves, "_SHARE", 0.44)
     for _ in range(60):
@@ -157,7 +160,7 @@ def test_what_crosses_a_cut_inside_a_class_is_never_proven(case: str) -> None:
     [
         ("global, then an annotation", "_uses_of_globals", lambda text: ""),
         ("use, then a global", "_uses_of_globals", lambda text: ""),
-        ("mangled by the name a string holds", "_in_class", lambda code, name: True),
+        ("mangled by the name a string holds", "_in_class", lambda code, name, *lines: True),
     ],
 )
 def test_each_guard_is_what_catches_its_case(
@@ -174,18 +177,33 @@ def test_the_probe_is_never_named_by_the_text(
     spelling: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A module-level class named as the one found in a string, storing the probe's name
-    (the compiler reads names NFKC-normalized): without the check of the text, the probe
-    would seem to be in its body."""
+    (the compiler reads names NFKC-normalized): the probe would seem to be in its body. Such
+    a text is not cut inside a class at all, and were it cut, the class's lines would not
+    match (two checks: each alone keeps the answer right, both off it is wrong)."""
     text = f"class Fake:\n    {spelling} = 1\n\n\n" + _crossing(
         "mangled by the name a string holds"
     )
     assert not _whole_ok(text)
+    place = halves._place(text)
+    assert place is not None and place.inside == "Fake"
+    assert halves._prepare(text, halves._SHARE, 1) is None
     _helper_up()
     assert not halves.compiles(text)
     monkeypatch.setattr(
         halves, "_mentions", lambda text, name: name == "__future__" and name in text
     )
+    assert halves._prepare(text, halves._SHARE, 1) is not None
+    assert not halves.compiles(text), "the lines of Fake's code are not the string's"
+    monkeypatch.setattr(halves, "_in_class", lambda code, name, *lines: _probed(code, name))
     assert halves.compiles(text), "expected the unguarded halves to be fooled"
+
+
+def _probed(code: CodeType, name: str) -> bool:
+    """``_in_class`` without its line check: a class of that name stores the probe."""
+    return any(
+        isinstance(const, CodeType) and const.co_name == name and halves._PROBE in const.co_names
+        for const in code.co_consts
+    )
 
 
 @pytest.mark.parametrize(

@@ -195,12 +195,13 @@ class _Place(NamedTuple):
     at: int
     inside: str | None = None
     indent: str = ""
+    lines: tuple[int, int] = (0, 0)  # the class line's number, and its body's first line's
 
 
 class _Prepared:
     """A text cut in two: the first half to compile here, the head and payload to send."""
 
-    __slots__ = ("budget", "digits", "first", "flags", "head", "inside", "payload")
+    __slots__ = ("budget", "digits", "first", "flags", "head", "inside", "lines", "payload")
 
     def __init__(
         self,
@@ -211,10 +212,12 @@ class _Prepared:
         budget: int,
         digits: int,
         inside: str | None,
+        lines: tuple[int, int],
     ) -> None:
         self.first, self.flags, self.head, self.payload = first, flags, head, payload
         self.budget, self.digits = budget, digits  # the frames and digits the helper allows
         self.inside = inside  # the class the cut is inside (``first`` then ends with a probe)
+        self.lines = lines  # that class's line, and its body's first line (``_in_class``)
 
 
 class _Started:
@@ -239,23 +242,36 @@ class _Started:
                 code = compile(prepared.first, "<first half>", "exec", dont_inherit=True)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return False
-        if prepared.inside is not None and not _in_class(code, prepared.inside):
+        if prepared.inside is not None and not _in_class(code, prepared.inside, *prepared.lines):
             return False
         # The features the whole file has are the first half's: the second was compiled
         # with the ones guessed from its text, so a wrong guess proves nothing.
         return code.co_flags & _FUTURE_MASK == prepared.flags and self._ask.ok()
 
 
-def _in_class(code: CodeType, name: str) -> bool:
-    """Whether the probe ending a first half is a statement of the body of a class called
-    ``name`` in the module's scope (``code`` is the first half's)."""
-    return any(
-        isinstance(const, CodeType)
-        and const.co_name == name
-        and not const.co_flags & _OPTIMIZED
-        and _PROBE in const.co_names
-        for const in code.co_consts
-    )
+def _in_class(code: CodeType, name: str, head_line: int, body_line: int) -> bool:
+    """Whether the probe ending a first half (``code`` is its code) is a statement of the body
+    of a class called ``name`` in the module's scope, at that body's own level (not in a
+    block of it), the class at column 0 (not in a block of the module).
+
+    The class whose body stores the probe is found among the module's constants. Its code
+    starting on ``head_line``, where the text has ``class <name>`` at column 0, shows that
+    line is its own (a compound statement's first token starts its logical line, so nothing
+    but indentation precedes it on its line: at column 0, the class is in no block). Its
+    first instruction after that line being on ``body_line``, the first indented line after
+    it that is not a comment, shows that line starts the body's first statement, so the
+    body's level is that line's indentation, which the text showed is the cut's. The probe
+    compiled at that indentation inside the class: at the body's level."""
+    for const in code.co_consts:
+        if (
+            isinstance(const, CodeType)
+            and const.co_name == name
+            and not const.co_flags & _OPTIMIZED
+            and _PROBE in const.co_names
+        ):
+            body = (line for _, _, line in const.co_lines() if line and line != head_line)
+            return const.co_firstlineno == head_line and next(body, None) == body_line
+    return False
 
 
 def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
@@ -273,6 +289,8 @@ def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
         return None
     if place.inside is not None and _mentions(text, _PROBE):
         return None  # a class of the text could store it: the probe would prove nothing
+    if place.inside is not None and first.count("\r") != first.count("\r\n"):
+        return None  # a lone CR ends a line for the compiler: the lines would not match
     flags = _ANNOTATIONS if _IMPORTS_ANNOTATIONS.search(first) else 0
     uses = _uses_of_globals(second)
     if place.inside is not None:
@@ -297,7 +315,9 @@ def _prepare(text: str, share: float, frames_below: int) -> _Prepared | None:
     # budget is three times the frames left), and with this process's limit on the digits
     # of an integer literal.
     head = _head(len(payload), flags, headroom - frames_below, digits)
-    return _Prepared(first, flags, head, payload, headroom - frames_below, digits, place.inside)
+    return _Prepared(
+        first, flags, head, payload, headroom - frames_below, digits, place.inside, place.lines
+    )
 
 
 def _head(size: int, flags: int, budget: int, digits: int) -> bytes:
@@ -343,9 +363,11 @@ def _place(text: str, share: float = _SHARE) -> _Place | None:
         reversed(list(_INNER_CUT.finditer(text, window, target))),
     ):
         for match in itertools.islice(matches, _INNER_TRIES):
-            head = _inside(text, match.start(1), match.group(1))
-            if head is not None:
-                places.append(_Place(match.start(1), head.group(1), match.group(1)))
+            found = _inside(text, match.start(1), match.group(1))
+            if found is not None:
+                head, body = found
+                lines = (text.count("\n", 0, head.start()) + 1, text.count("\n", 0, body) + 1)
+                places.append(_Place(match.start(1), head.group(1), match.group(1), lines))
                 break
     return min(
         (place for place in places if low <= place.at <= high),
@@ -354,18 +376,20 @@ def _place(text: str, share: float = _SHARE) -> _Place | None:
     )
 
 
-def _inside(text: str, at: int, indent: str) -> re.Match[str] | None:
+def _inside(text: str, at: int, indent: str) -> tuple[re.Match[str], int] | None:
     """The class statement at column 0 (its name is group 1) whose body the line at ``at``,
-    indented by ``indent``, seems to continue: the last one before it, with no line at
-    column 0 between them and a first body line indented alike. A guess: the first half's
-    compile checks it (``_in_class``)."""
-    head = _CLASS_HEAD.match(text, text.rfind("\nclass", 0, at) + 1)
-    if head is None:
-        return None
+    indented by ``indent``, seems to continue, and where that body's first line starts: the
+    last class line before it, not decorated, with no line at column 0 between them and a
+    first body line indented alike. A guess: the first half's compile checks it
+    (``_in_class``)."""
+    start = text.rfind("\nclass", 0, at) + 1
+    head = _CLASS_HEAD.match(text, start)
+    if head is None or text.startswith(("@", ")"), text.rfind("\n", 0, max(0, start - 1)) + 1):
+        return None  # a decorated class's code starts at its first decorator's line
     body = _BODY_LINE.search(text, head.end(), at)
     if body is None or body.group(1) != indent:
         return None
-    return head if _TOP_LINE.search(text, head.end(), at) is None else None
+    return (head, body.start() + 1) if _TOP_LINE.search(text, head.end(), at) is None else None
 
 
 def _mentions(text: str, name: str) -> bool:
