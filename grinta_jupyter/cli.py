@@ -56,7 +56,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from grinta_jupyter.config import ENVIRONMENT, Config, ConfigError, positive_float, positive_int
+from grinta_jupyter.config import Config, ConfigError, positive_float, positive_int
 from grinta_jupyter.experiment.commands import (
     TASKS_HELP,
     add_eval_options,
@@ -655,22 +655,9 @@ def _model_for(config: Config, start: SessionStart) -> Model:
 
 
 def _kept_from_log(config: Config, session: Session) -> None:
-    """Say which of the environment's limits a resumed or continued session does not take:
-    it keeps the limits it started with (its log has them). Not refused like the flags: the
-    environment is set for every session, not for this one."""
-    limits = {f.name for f in fields(session.limits)}
-    for variable, (name, _) in ENVIRONMENT.items():
-        if name not in limits or config.origin(name) != variable:
-            continue  # not a limit, or not set by the environment (a flag: --continue refuses)
-        wanted, kept = getattr(config, name), getattr(session.limits, name)
-        if wanted != kept:
-            _complain(
-                visible(
-                    f"note: {variable}={wanted} does not apply: this session keeps the "
-                    f"{name.replace('_', ' ')} it started with "
-                    f"({'no limit' if kept is None else kept}); start a new session to use it"
-                )
-            )
+    """Say which of the environment's limits a resumed or continued session does not take."""
+    for note in config.kept_limits(session.limits):
+        _complain(visible(note))
 
 
 def _resumed(log: Path, model: Model, config: Config, root: Path) -> Session:

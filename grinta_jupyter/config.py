@@ -299,6 +299,25 @@ class Config:
             condense=self.condense,
         )
 
+    def kept_limits(self, kept: Limits) -> list[str]:
+        """A note for each limit the environment sets (``GRINTA_MAX_STEPS``...) that a
+        resumed or continued session does not take: it keeps the limits it started with
+        (``kept``, from its log). Not refused like the options: the environment is set for
+        every session, not for this one."""
+        notes = []
+        limits = {item.name for item in fields(kept)}
+        for variable, (name, _) in ENVIRONMENT.items():
+            if name not in limits or self.origin(name) != variable:
+                continue  # not a limit, or not set by the environment
+            wanted, was = getattr(self, name), getattr(kept, name)
+            if wanted != was:
+                notes.append(
+                    f"note: {variable}={wanted} does not apply: this session keeps the "
+                    f"{name.replace('_', ' ')} it started with "
+                    f"({'no limit' if was is None else was}); start a new session to use it"
+                )
+        return notes
+
     def settings(self) -> Settings:
         """Tool settings. Notebooks are edited as cells, validated before every commit; in a
         kernel the cell running the session is protected (docs/notebook.md)."""

@@ -66,8 +66,8 @@ def test_no_note_when_the_environment_sets_no_limit(tmp_path: Path) -> None:
     assert notes(done.stderr) == []
 
 
-def test_a_resumed_session_names_them_too(tmp_path: Path) -> None:
-    """``grinta resume`` of a demo session killed (SIGKILL) while it asked about a step."""
+def killed_at_the_prompt(tmp_path: Path) -> Path:
+    """The log of a demo session killed (SIGKILL) while it asked about a step: unfinished."""
     root = tmp_path / "demo"
     child = subprocess.Popen(
         [*ENTRY, "demo", "--root", str(root)],
@@ -90,6 +90,12 @@ def test_a_resumed_session_names_them_too(tmp_path: Path) -> None:
     child.send_signal(signal.SIGKILL)
     child.communicate(timeout=30)
     (log,) = (root / ".grinta" / "sessions").glob("*.jsonl")
+    return log
+
+
+def test_a_resumed_session_names_them_too(tmp_path: Path) -> None:
+    """``grinta resume`` of a demo session killed while it asked about a step."""
+    log = killed_at_the_prompt(tmp_path)
     done = grinta("resume", str(log), "--auto", timeout=60, GRINTA_MAX_WALL_TIME="60")
     assert done.returncode == 0, done.stderr
     assert notes(done.stderr) == [

@@ -250,3 +250,37 @@ def test_resume_names_what_is_missing_in_one_line(ip, ws, capsys, monkeypatch):
     magic(ip, "say hello")
     (line,) = lines(capsys)
     assert line.startswith("%grinta: no session yet: start one with %grinta TASK")
+
+
+@pytest.mark.parametrize("option", ["--max-steps 3", "--toolset intent"])
+def test_resume_refuses_what_it_would_not_apply(ip, ws, capsys, option):
+    """A resumed session keeps the toolset and limits of its log: the options were dropped
+    without a word (``%grinta resume --max-steps 3`` bounded nothing). Refused before any
+    log is looked for, and nothing is resumed."""
+    magic(ip, f"resume {option} --root {ws}")
+    (line,) = lines(capsys)
+    assert line == (
+        f"%grinta: {option.split()[0]} cannot change a resumed session: it keeps the toolset "
+        "and limits it started with; leave it out, or start a new session"
+    )
+    assert grinta_jupyter.current() is None
+
+
+def test_resume_names_the_environments_limits_it_does_not_take(ip, tmp_path, capsys, monkeypatch):
+    """The same limits from the environment are not refused (it is set for every session),
+    but named, as ``grinta resume`` names them (tests/test_cli_kept_settings.py)."""
+    from tests.test_cli_kept_settings import killed_at_the_prompt
+
+    log = killed_at_the_prompt(tmp_path)
+    monkeypatch.setenv("GRINTA_MAX_WALL_TIME", "60")
+    monkeypatch.setenv("GRINTA_MAX_STEPS", "40")  # the log's own: nothing to say
+    magic(ip, f"resume {log}")
+    out = lines(capsys)
+    assert out[0].startswith("resumed session ")
+    assert [line for line in out if line.startswith("note: ")] == [
+        "note: GRINTA_MAX_WALL_TIME=60.0 does not apply: this session keeps the max wall time "
+        "it started with (no limit); start a new session to use it",
+    ]
+    session = grinta_jupyter.current()
+    assert session is not None and session.limits.max_wall_time is None
+    magic(ip, "stop")
