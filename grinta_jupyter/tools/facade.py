@@ -794,7 +794,9 @@ def _refuse_lone_surrogates(value: Any) -> None:
     while stack:
         item, place, is_key = stack.pop()
         if isinstance(item, str):
-            found = _SURROGATE.search(item)
+            # Only a surrogate fails to encode: a 100 kB text is checked in microseconds, not
+            # scanned by the pattern (0.6 ms); the pattern then says which one.
+            found = None if item.isascii() or _encodes(item) else _SURROGATE.search(item)
             if found:
                 names = []
                 while place is not None:
@@ -819,6 +821,15 @@ def _refuse_lone_surrogates(value: Any) -> None:
                     stack.append((child, (place, str(key)), False))
         elif isinstance(item, list):
             stack.extend((child, (place, str(n)), False) for n, child in enumerate(item))
+
+
+def _encodes(text: str) -> bool:
+    """Whether ``text`` has a UTF-8 form (every code point but a surrogate has one)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _describe(tool: str, exc: ValidationError) -> str:
