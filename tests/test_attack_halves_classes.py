@@ -86,10 +86,27 @@ def _fails_whole(text: str) -> bool:
 NESTED = {
     "header continued over lines": "class Box(\n    object,\n):\n  for _ in range(1):\n",
     "header continued by a backslash": "class Box(object, \\\n    ):\n  for _ in ():\n",
-    "a form feed line first": "class Box:\n    \x0c\n  while 1:\n",
-    "a form feed comment first": "class Box:\n    \x0c# c\n  with a:\n",
     "a class line in a string": 'class Box:\n  for _ in ():\n    doc = """\nclass Box:\n    """\n',
 }
+
+
+# Two more routes of the same holes when written: a line of spaces and a form feed (blank to
+# the tokenizer) taken for the body's first line. Since the body line must be indented by
+# spaces and tabs only up to its first character, they are not cut inside Box at all.
+FORM_FEED = {
+    "a form feed line first": "class Box:\n    \x0c\n  while 1:\n",
+    "a form feed comment first": "class Box:\n    \x0c# c\n  with a:\n",
+}
+
+
+@pytest.mark.parametrize("route", sorted(FORM_FEED))
+def test_a_form_feed_line_is_not_taken_for_the_body(route: str) -> None:
+    text = f"{FORM_FEED[route]}{_methods('early')}{MARK}{_nested_blocks(20)}{_methods('late')}"
+    assert not _whole_ok(text)
+    place = halves._place(text)
+    assert place is None or place.inside is None, place
+    _helper_up()
+    assert not halves.compiles(text)
 
 
 def _nested_blocks(count: int, keyword: str = "for _ in ():") -> str:
@@ -231,7 +248,11 @@ HELD: dict[str, tuple[str, str, str]] = {
     "an open triple quote before the cut": ("class Box:\n", "    x = '''\n", ""),
     "an unfinished try before the cut": ("class Box:\n", "    try:\n        pass\n", ""),
     "a block header before the cut": ("class Box:\n", "    if x:\n", ""),
-    "a dedent the wrapper lacks after the cut": (NESTED["a form feed line first"], "", "  z = 1\n"),
+    "a dedent the wrapper lacks after the cut": (
+        NESTED["header continued over lines"],
+        "",
+        "  z = 1\n",
+    ),
     "an else at column 0 after the class": ("class Box:\n", "", "else:\n    pass\n"),
     "except at column 0 after the class": ("class Box:\n", "", "except E:\n    pass\n"),
 }

@@ -125,7 +125,9 @@ _INNER_CUT = re.compile(r"\n\r?\n([ \t]+)(?=(?:def|class|async[ \t]+def)[ \t]|@)
 _CLASS_HEAD = re.compile(r"class[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(:]")
 # A line starting at column 0 with anything but a comment or the bracket closing a header.
 _TOP_LINE = re.compile(r"\n[^ \t\r\n#)]")
-_BODY_LINE = re.compile(r"\n([ \t]+)[^ \t\r\n#]")  # an indented line, not a comment
+# An indented line that is not a comment, its indentation spaces and tabs only: a form feed
+# in it sets the tokenizer's column back to 0, so it would not be indented as the text reads.
+_BODY_LINE = re.compile(r"\n([ \t]+)[^ \t\r\n#\x0c]")
 # A name stored by the statement appended to a first half that ends inside a class body: the
 # class's code object holding it shows which class that body is (``_in_class``).
 _PROBE = "__grinta_half__"
