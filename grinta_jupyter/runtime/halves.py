@@ -42,8 +42,8 @@ body that stores the name must be among the module's constants, under that name,
 code starting on the class line found at column 0 and its first instruction after that
 line on the first indented line after it that is not a comment (``_in_class``): then the
 class is in no block of the module, and the cut is at its body's own level, not in a block
-of the body (that body line is indented by spaces and tabs only, as the cut is: a form feed
-would reset the tokenizer's column). So the second half, up to where it leaves the class,
+of the body (that body line, the first the tokenizer does not skip, is indented by spaces
+and tabs only, as the cut is: a form feed would reset the tokenizer's column). So the second half, up to where it leaves the class,
 continues that body as it continues the one it is compiled under: the same kind of scope (a
 class in the module's), the same name (private names are mangled by it), the same depth of
 blocks, indentation and nesting. What a class body's statement in one half can do to one in
@@ -131,9 +131,11 @@ _INNER_CUT = re.compile(r"\n\r?\n([ \t]+)(?=(?:def|class|async[ \t]+def)[ \t]|@)
 _CLASS_HEAD = re.compile(r"class[ \t]+([A-Za-z_][A-Za-z0-9_]*)[ \t]*[(:]")
 # A line starting at column 0 with anything but a comment or the bracket closing a header.
 _TOP_LINE = re.compile(r"\n[^ \t\r\n#)]")
-# An indented line that is not a comment, its indentation spaces and tabs only: a form feed
-# in it sets the tokenizer's column back to 0, so it would not be indented as the text reads.
-_BODY_LINE = re.compile(r"\n([ \t]+)[^ \t\r\n#\x0c]")
+# An indented line the tokenizer does not skip (not blank, not a comment), its indentation
+# as the tokenizer reads it: spaces, tabs and form feeds. A form feed sets the column back to
+# 0, so such a line is never taken to be indented as the cut is (the texts differ): it is
+# not skipped either, since it may start a statement that goes on over the next lines.
+_BODY_LINE = re.compile(r"\n([ \t\x0c]+)[^ \t\x0c\r\n#]")
 # A name stored by the statement appended to a first half that ends inside a class body: the
 # class's code object holding it shows which class that body is (``_in_class``).
 _PROBE = "__grinta_half__"
