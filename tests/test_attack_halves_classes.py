@@ -21,34 +21,12 @@ kept so that it keeps withstanding them.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from grinta_jupyter.runtime import halves
-from tests.test_halves import _whole_ok
-from tests.test_halves_classes import _probed
-
-
-@pytest.fixture(autouse=True)
-def _fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(halves, "SPLIT_MIN_CHARS", 20_000)
-    halves._HELPER.close()
-    halves._HELPER = halves._Helper()
-    yield
-    halves._HELPER.close()
-
-
-def _methods(tag: str, indent: str = "    ", count: int = 170) -> str:
-    """Methods with no blank line between them (no place to cut) at ``indent``."""
-    return "".join(
-        f"{indent}def {tag}_{k}(self, a, b=1):\n{indent}    total = a + b * {k}\n"
-        f"{indent}    return [total]\n"
-        for k in range(count)
-    )
-
-
-MARK = "\n\n    def marker(self):\n        pass\n"
+from tests.test_halves import _fresh_helper, _whole_ok  # noqa: F401  (autouse)
+from tests.test_halves_classes import MARK, _methods, _probed
 
 
 def _in_box(header: str, first: str = "", second: str = "") -> str:

@@ -26,23 +26,11 @@ other way.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from grinta_jupyter.runtime import halves
 from tests.test_attack_halves_classes import MARK, _helper_up, _in_box, _methods, _nested_blocks
-from tests.test_halves import _whole_ok
-
-
-@pytest.fixture(autouse=True)
-def _fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(halves, "SPLIT_MIN_CHARS", 20_000)
-    halves._HELPER.close()
-    halves._HELPER = halves._Helper()
-    yield
-    halves._HELPER.close()
-
+from tests.test_halves import _fresh_helper, _whole_ok  # noqa: F401  (autouse)
 
 # -- holes: a form feed in the body line's indentation ---------------------------------------
 

@@ -37,25 +37,15 @@ from __future__ import annotations
 import random
 import re
 import sysconfig
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from grinta_jupyter.runtime import halves
 from tests.test_attack_halves_classes import MARK, _helper_up, _methods, _nested_blocks
-from tests.test_halves import _whole_ok
+from tests.test_halves import _fresh_helper, _whole_ok  # noqa: F401  (autouse)
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
-
-
-@pytest.fixture(autouse=True)
-def _fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(halves, "SPLIT_MIN_CHARS", 20_000)
-    halves._HELPER.close()
-    halves._HELPER = halves._Helper()
-    yield
-    halves._HELPER.close()
 
 
 # -- holes: a form feed line starting a statement continued over lines -----------------------

@@ -13,26 +13,16 @@ from __future__ import annotations
 import random
 import sysconfig
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import CodeType
 
 import pytest
 
 from grinta_jupyter.runtime import halves
-from tests.test_halves import _whole_ok
+from tests.test_halves import _fresh_helper, _whole_ok  # noqa: F401  (autouse)
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
 CLASSY = ["tarfile.py", "typing.py", "argparse.py", "enum.py", "configparser.py"]
-
-
-@pytest.fixture(autouse=True)
-def _fresh_helper(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.setattr(halves, "SPLIT_MIN_CHARS", 20_000)
-    halves._HELPER.close()
-    halves._HELPER = halves._Helper()
-    yield
-    halves._HELPER.close()
 
 
 def _methods(tag: str, indent: str = "    ", count: int = 170) -> str:
