@@ -513,15 +513,9 @@ def _continue(args: argparse.Namespace, config: Config) -> int:
 
     if not args.task.strip():
         raise UserError('the task is empty; say what to do next, e.g. "now add a test"')
-    for option in ("toolset", "max_steps"):
-        if config.origin(option).startswith("--"):
-            # Were silently dropped: a continued session keeps the toolset and the limits
-            # it started with (they are in its log), so --max-steps 3 bounded nothing.
-            raise UserError(
-                f"{config.origin(option)} cannot change a continued session: it keeps the "
-                "toolset and limits it started with; leave it out, or start a new session "
-                "without --continue"
-            )
+    refused = config.kept_options("continued", " without --continue")  # were dropped unsaid
+    if refused is not None:
+        raise UserError(refused)
     log, events, start = _session_log(args.continue_log)
     if unfinished(events):
         raise UserError(

@@ -299,6 +299,19 @@ class Config:
             condense=self.condense,
         )
 
+    def kept_options(self, which: str, instead: str) -> str | None:
+        """Why an option given here cannot apply to a ``which`` ("continued", "resumed")
+        session, else None: it keeps the toolset and limits it started with (they are in its
+        log), so ``--max-steps 3`` would have bounded nothing. ``instead`` ends the advice."""
+        for option in ("toolset", "max_steps"):
+            if self.origin(option).startswith("--"):
+                return (
+                    f"{self.origin(option)} cannot change a {which} session: it keeps the "
+                    f"toolset and limits it started with; leave it out, or start a new "
+                    f"session{instead}"
+                )
+        return None
+
     def kept_limits(self, kept: Limits) -> list[str]:
         """A note for each limit the environment sets (``GRINTA_MAX_STEPS``...) that a
         resumed or continued session does not take: it keeps the limits it started with

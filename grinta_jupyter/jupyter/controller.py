@@ -917,15 +917,9 @@ def resume(log: str | None, config: Config) -> Session:
     from grinta_jupyter.events.log import LogError, read_events
     from grinta_jupyter.jupyter import modelbar
 
-    for option in ("toolset", "max_steps"):
-        if config.origin(option).startswith("--"):
-            # Were dropped without a word: a resumed session keeps the toolset and the
-            # limits it started with (they are in its log), so --max-steps 3 bounded nothing.
-            raise MagicUsageError(
-                f"{config.origin(option)} cannot change a resumed session: it keeps the "
-                "toolset and limits it started with; leave it out, or start a new session",
-                usage=False,
-            )
+    refused = config.kept_options("resumed", "")  # were dropped without a word
+    if refused is not None:
+        raise MagicUsageError(refused, usage=False)
     path = _log_to_resume(log, config)
     try:
         events = read_events(path)
