@@ -52,6 +52,9 @@ TESTS = "python -m pytest -q tests"
 TASK = "fix the failing test in pkg/core.py"
 WAIT = 60.0  # seconds before a test gives up waiting for something that should happen
 _agents = itertools.count(1)
+# What Python prints for something still open at the end (an unclosed writer collected after
+# the loop closed printed "Exception ignored in: <function StreamWriter.__del__ ...>").
+LEFT_OPEN = ("Exception ignored", "ResourceWarning")
 
 
 class Editor:
@@ -140,7 +143,8 @@ async def grinta_acp(
     **variables: str,
 ) -> AsyncIterator[tuple[ClientSideConnection, Any]]:
     """``python -m grinta_jupyter.acp`` in a subprocess, initialized; its stderr to a file,
-    which must hold none of ``stderr_must_not_hold`` at the end.
+    which must hold none of ``stderr_must_not_hold`` at the end, nor a sign of something the
+    agent left open (``LEFT_OPEN``: a writer, a transport, a file) when the client left.
 
     The model is the local server's (none: the demo model), unless ``variables`` say
     otherwise."""
@@ -155,6 +159,7 @@ async def grinta_acp(
             "GRINTA_API_BASE": server.url,
             "GRINTA_API_KEY": "sk-test-key-for-acp",
         }
+    env["PYTHONWARNINGS"] = "always::ResourceWarning"  # what it leaves open, said on stderr
     env |= variables
     stderr = tmp_path / f"agent-{next(_agents)}.stderr"
     with open(stderr, "wb") as err:
@@ -177,7 +182,7 @@ async def grinta_acp(
             assert hello.agent_capabilities is not None and hello.agent_capabilities.load_session
             yield conn, process
     text = stderr.read_text()
-    assert not any(mark in text for mark in stderr_must_not_hold), text
+    assert not any(mark in text for mark in stderr_must_not_hold + LEFT_OPEN), text
 
 
 async def until(condition: Any, what: str) -> None:

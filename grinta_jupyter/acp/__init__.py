@@ -18,6 +18,7 @@ import os
 import stat
 import sys
 from collections.abc import Sequence
+from typing import IO
 
 USAGE = """\
 usage: grinta acp
@@ -80,6 +81,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except NotAPipe as exc:
         print(f"grinta acp: {exc}", file=sys.stderr)
         return 2
+    finally:
+        protocol_out.close()  # the transport closed it, unless serve never opened one
     return 0
 
 
@@ -101,7 +104,7 @@ def _stdio_problem() -> str | None:
     return None
 
 
-def _claim_stdout() -> object:
+def _claim_stdout() -> IO[str]:
     """A text file on the real stdout, for the protocol alone; fd 1 now writes to stderr."""
     sys.stdout.flush()
     fd = os.dup(1)

@@ -361,6 +361,9 @@ class GrintaAgent(Agent):
                 turns.append(conv.turn)
         if turns:
             await asyncio.wait(turns, timeout=CLOSE_WAIT)
+        for conv in self._conversations.values():
+            if conv.session is not None:
+                conv.session.release()  # a loaded session never prompted held its log
 
     # -- not offered (the capabilities say so) -----------------------------------------------
 
@@ -897,6 +900,11 @@ async def serve(config: Config, protocol_out: Any) -> None:
     finally:
         sieve.cancel()
         await agent.close()
+        # Closed here, while the loop runs: left to the garbage collector, the writer closed
+        # itself after ``asyncio.run`` had closed the loop ("Exception ignored ... Event loop
+        # is closed" on stderr when a thread collected it in between).
+        writer.close()
+        await asyncio.sleep(0)  # the transport's connection_lost closes the pipe
 
 
 def _answered_not_kept() -> dict[str, Any]:

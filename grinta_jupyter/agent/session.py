@@ -426,6 +426,13 @@ class Session:
             return
         self._end(reason)
 
+    def release(self) -> None:
+        """Close the log of a session nobody drives now, because its front end is going
+        away (an ACP client that left). What it recorded stays, and a later resume goes on
+        from it; a session being driven keeps its log, which its end closes."""
+        if self._driver is None:
+            self.log.close()
+
     def undo(self) -> Observation:
         """Undo this session's last commit (a user action, recorded and reported to the
         model); never another session's in the same folder.
