@@ -353,7 +353,8 @@ class GrintaAgent(Agent):
             self._cancel(conv)
 
     async def close(self) -> None:
-        """The client went away: stop every session; wait for commits and commands in flight."""
+        """The client went away: stop every session; wait for commits and commands in flight
+        and for loads (each opens its session's log); close every session's log."""
         turns = []
         for conv in self._conversations.values():
             if conv.running and conv.turn is not None:
@@ -361,6 +362,8 @@ class GrintaAgent(Agent):
                 turns.append(conv.turn)
         if turns:
             await asyncio.wait(turns, timeout=CLOSE_WAIT)
+        if self._loading:  # a load goes on after its request is gone: it opens the log
+            await asyncio.wait(list(self._loading.values()), timeout=CLOSE_WAIT)
         for conv in self._conversations.values():
             if conv.session is not None:
                 conv.session.release()  # a loaded session never prompted held its log
