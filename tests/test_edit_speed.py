@@ -23,10 +23,12 @@ import pytest
 from grinta_jupyter import Runtime
 from grinta_jupyter.code import edits, symbols
 from grinta_jupyter.code.edits import delete_symbol, insert_symbol, replace_symbol
-from grinta_jupyter.runtime import pyast, validation
+from grinta_jupyter.runtime import grammars, pyast, validation
+from grinta_jupyter.runtime.proposal import WriteProposal
 from grinta_jupyter.tools.facade import _REINDEXER
 
 STDLIB = Path(sysconfig.get_paths()["stdlib"])
+REPO = Path(__file__).resolve().parent.parent
 
 
 class Parses:
@@ -35,6 +37,7 @@ class Parses:
     def __init__(self, monkeypatch: pytest.MonkeyPatch, size: int) -> None:
         self.size = size
         self.counts: Counter[str] = Counter()
+        self.texts: Counter[tuple[str, bytes]] = Counter()  # (kind, text): how many parses
         real_parser_for = symbols.parser_for
         real_compile = validation._python
         real_ast_parse = pyast.parse
@@ -52,6 +55,7 @@ class Parses:
 
         monkeypatch.setattr(symbols, "parser_for", parser_for)
         monkeypatch.setattr(edits, "parser_for", parser_for)
+        monkeypatch.setattr(grammars, "parser_for", parser_for)  # the check of other languages
         monkeypatch.setattr(validation, "_python", compile_text)
         monkeypatch.setitem(validation.PARSERS, "python", compile_text)
         monkeypatch.setattr(pyast, "parse", ast_parse)
@@ -70,9 +74,11 @@ class Parses:
     def count(self, kind: str, text: str | bytes) -> None:
         if len(text) >= self.size:
             self.counts[kind] += 1
+            self.texts[kind, text if isinstance(text, bytes) else text.encode()] += 1
 
     def reset(self) -> None:
         self.counts.clear()
+        self.texts.clear()
 
 
 class _CountingParser:
@@ -140,6 +146,40 @@ def test_symbol_insert_and_delete_parse_the_file_once(
     proposal = rt.propose("edit_symbols", {"edits": [edit]})
     assert proposal.ok, proposal.error
     assert parses.counts == Counter({"tree-sitter": 1, "compile": 1})
+
+
+@pytest.mark.parametrize(
+    ("action", "new_source"),
+    [
+        ("replace", "export function added(): number {\n  return 1;\n}\n"),
+        ("insert_after", "export function added(): number {\n  return 1;\n}\n"),
+        ("delete", None),
+    ],
+)
+def test_a_typescript_symbol_edit_parses_its_result_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, action: str, new_source: str | None
+) -> None:
+    """The file is parsed once to find the definition again, and the result once: the edit
+    checks the text it made and the runtime checks it again before the proposal is shown,
+    and one parse serves both (each was a whole parse)."""
+    text = (REPO / "labextension" / "src" / "schema.ts").read_text() + f"\n// {uuid.uuid4()}\n"
+    root = tmp_path / "ws"
+    root.mkdir()
+    (root / "schema.ts").write_text(text)
+    rt = Runtime(root)
+    assert rt.call("read", {"path": "schema.ts", "outline": True}).ok  # the index is built
+    parses = Parses(monkeypatch, len(text) // 2)
+    edit: dict[str, str] = {"symbol": "schema.ts::parseMark", "action": action}
+    if new_source is not None:
+        edit["new_source"] = new_source
+    proposal = rt.propose("edit_symbols", {"edits": [edit]})
+    assert proposal.ok, proposal.error
+    assert isinstance(proposal, WriteProposal)
+    result = proposal.changes[0].after
+    assert result is not None
+    assert parses.texts == Counter(
+        {("tree-sitter", text.encode()): 1, ("tree-sitter", result.encode()): 1}
+    ), parses.counts
 
 
 def test_large_file_compiles_only_the_touched_definitions(

@@ -360,6 +360,7 @@ def forget() -> None:
     """Drop every cached answer (tests start from cold caches)."""
     _ERRORS.clear()
     regions.forget()
+    grammars.forget()
 
 
 def _first_error(language: str, path: str, text: str) -> FirstError:
