@@ -51,14 +51,14 @@ import re
 import sys
 import time
 import uuid
-from collections.abc import AsyncGenerator, Sequence
+from collections.abc import AsyncGenerator, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
 from urllib.parse import unquote, urlparse
 
-from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent, stdio_streams
+from acp import PROTOCOL_VERSION, Agent, Client, RequestError, run_agent
 from acp.core import DEFAULT_STDIO_BUFFER_LIMIT_BYTES
 from acp.helpers import update_agent_message_text, update_agent_thought_text, update_current_mode
 from acp.schema import (
@@ -883,21 +883,19 @@ class NotAPipe(RuntimeError):
 
 
 async def serve(config: Config, protocol_out: Any) -> None:
-    """Run the agent on stdin and ``protocol_out`` (the real stdout) until the client leaves."""
+    """Run the agent on stdin and ``protocol_out`` (the real stdout) until the client leaves:
+    it closes stdin, or it stops reading what the agent writes."""
     agent = GrintaAgent(config)
-    stdout = sys.stdout
-    sys.stdout = protocol_out  # the SDK opens its writer on sys.stdout
+    messages = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     try:
-        reader, writer = await stdio_streams(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+        stdin, reader, writer, writing = await _stdio(protocol_out)
     except ValueError as exc:  # asyncio's pipe transports take pipes and sockets only
         raise NotAPipe(
             f"standard input and output must be pipes from an ACP client ({exc}); an editor "
             "such as Zed starts `grinta acp` and talks to it through them"
         ) from None
-    finally:
-        sys.stdout = stdout
-    messages = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
     sieve = asyncio.ensure_future(_messages_only(reader, messages))
+    writing.when_lost(lambda: _client_left(sieve, messages))
     try:
         await run_agent(agent, writer, messages, **_answered_not_kept())
     finally:
@@ -907,7 +905,79 @@ async def serve(config: Config, protocol_out: Any) -> None:
         # itself after ``asyncio.run`` had closed the loop ("Exception ignored ... Event loop
         # is closed" on stderr when a thread collected it in between).
         writer.close()
-        await asyncio.sleep(0)  # the transport's connection_lost closes the pipe
+        stdin.close()  # open still when the client stopped reading but did not close it
+        await asyncio.sleep(0)  # the transports' connection_lost close the pipes
+
+
+async def _stdio(
+    protocol_out: Any,
+) -> tuple[asyncio.ReadTransport, asyncio.StreamReader, asyncio.StreamWriter, _Writing]:
+    """Streams on stdin (its transport, and a reader) and ``protocol_out``, as the SDK's
+    ``stdio_streams`` makes them, but with a writer that notices the client has stopped
+    reading (``_Writing``)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=DEFAULT_STDIO_BUFFER_LIMIT_BYTES)
+    stdin, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
+    writing = _Writing()
+    transport, _ = await loop.connect_write_pipe(lambda: writing, protocol_out)
+    return stdin, reader, asyncio.StreamWriter(transport, writing, None, loop), writing
+
+
+class _Writing(asyncio.BaseProtocol):
+    """The protocol under the writer to the client: flow control as asyncio's streams do it,
+    and the end of the pipe noticed. The SDK's own ignores it, and asyncio's pipe transport
+    then drops every write unsaid: a client that stopped reading (closed its end) was sent a
+    whole turn, and more model calls, for nobody, and a permission asked of it waited
+    forever, its session's log locked. Here every write after that fails (the turn ends as
+    when the client went away) and ``when_lost``'s callback is called, once."""
+
+    def __init__(self) -> None:
+        self._on_lost: Callable[[], None] | None = None
+        self._paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._gone = False
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake()
+
+    def when_lost(self, callback: Callable[[], None]) -> None:
+        """Call ``callback`` once the pipe is gone (now, if it already is)."""
+        self._on_lost = callback
+        if self._gone:
+            self._tell()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._gone = True
+        self._wake()
+        self._tell()
+
+    def _tell(self) -> None:
+        tell, self._on_lost = self._on_lost, None
+        if tell is not None:
+            tell()
+
+    async def _drain_helper(self) -> None:  # what asyncio.StreamWriter.drain awaits
+        if not self._gone and self._paused:
+            self._drained = asyncio.get_running_loop().create_future()
+            await self._drained
+        if self._gone:
+            raise ConnectionResetError("the ACP client stopped reading what grinta writes")
+
+    def _wake(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+
+def _client_left(sieve: asyncio.Future[None], messages: asyncio.StreamReader) -> None:
+    """The client stopped reading: end the connection as if it had closed stdin too (the
+    requests it still sends could not be answered)."""
+    sieve.cancel()
+    messages.feed_eof()
 
 
 def _answered_not_kept() -> dict[str, Any]:
