@@ -17,6 +17,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -107,6 +108,34 @@ def load_and_prompt(
     return asyncio.run(go())
 
 
+def prompt_then_leave(
+    editor: Editor,
+    tmp_path: Path,
+    server: OpenAIServer,
+    root: Path,
+    ready: Callable[[], Awaitable[object]],
+    started: Callable[[Any], None] | None = None,
+    **how: bool,
+) -> tuple[str, int]:
+    """A session on ``root`` is given the task; once ``ready()`` is done (what the agent must
+    be doing then), the client leaves (``leave(process, **how)``). The session's id and the
+    agent's exit status. ``started`` gets the agent's process first."""
+
+    async def scenario() -> tuple[str, int]:
+        async with grinta_acp(editor, tmp_path, server) as (conn, process):
+            if started is not None:
+                started(process)
+            sid = (await conn.new_session(cwd=str(root))).session_id
+            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
+            await ready()
+            code = await leave(process, **how)
+            with contextlib.suppress(Exception):
+                await turn
+            return sid, code
+
+    return asyncio.run(scenario())
+
+
 def finish(server: OpenAIServer, n: int = 1) -> None:
     server.queue(*[tool_reply(tool_call("finish", {"summary": "Done."})) for _ in range(n)])
 
@@ -124,17 +153,13 @@ def test_stdin_closed_while_the_model_streams_a_reply(openai_server, tmp_path):
     openai_server.queue(stall_reply(300.0))  # the first chunk, then a long pause
     editor = Editor("approve")
 
-    async def scenario() -> tuple[str, int]:
-        async with grinta_acp(editor, tmp_path, openai_server) as (conn, process):
-            sid = (await conn.new_session(cwd=str(root))).session_id
-            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
-            await until(lambda: len(openai_server.requests) == 1, "the model call")
-            code = await leave(process)
-            with contextlib.suppress(Exception):
-                await turn
-            return sid, code
-
-    sid, code = asyncio.run(scenario())
+    sid, code = prompt_then_leave(
+        editor,
+        tmp_path,
+        openai_server,
+        root,
+        lambda: until(lambda: len(openai_server.requests) == 1, "the model call"),
+    )
     assert code == 0
     assert snapshot(root) == before
     assert openai_server.disconnects, "the model call was not cut"
@@ -151,17 +176,9 @@ def test_stdin_closed_while_a_permission_waits_then_the_write_is_asked_again(
     editor = Editor("approve")
     editor.hold = asyncio.Event()  # never set: the user never answers
 
-    async def scenario() -> tuple[str, int]:
-        async with grinta_acp(editor, tmp_path, openai_server) as (conn, process):
-            sid = (await conn.new_session(cwd=str(root))).session_id
-            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
-            await asyncio.wait_for(editor.asked.wait(), WAIT)
-            code = await leave(process)
-            with contextlib.suppress(Exception):
-                await turn
-            return sid, code
-
-    sid, code = asyncio.run(scenario())
+    sid, code = prompt_then_leave(
+        editor, tmp_path, openai_server, root, lambda: asyncio.wait_for(editor.asked.wait(), WAIT)
+    )
     assert code == 0
     assert (root / "pkg" / "core.py").read_text() == CORE
     finish(openai_server)
@@ -175,17 +192,13 @@ def test_stdin_closed_while_a_command_and_its_child_run(openai_server, tmp_path)
     openai_server.queue(tool_reply(tool_call("run", {"command": SLEEP})))
     editor = Editor("approve")
 
-    async def scenario() -> tuple[str, int]:
-        async with grinta_acp(editor, tmp_path, openai_server) as (conn, process):
-            sid = (await conn.new_session(cwd=str(root))).session_id
-            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
-            await until(lambda: (root / "child.pid").exists(), "the command to start")
-            code = await leave(process)
-            with contextlib.suppress(Exception):
-                await turn
-            return sid, code
-
-    sid, code = asyncio.run(scenario())
+    sid, code = prompt_then_leave(
+        editor,
+        tmp_path,
+        openai_server,
+        root,
+        lambda: until(lambda: (root / "child.pid").exists(), "the command to start"),
+    )
     assert code == 0
     assert_no_orphans(root)
     assert len([e for e in log_events(root, sid) if e["type"] == "observation"]) == 1
@@ -214,18 +227,14 @@ def test_stdin_closed_the_moment_a_big_write_is_approved(openai_server, tmp_path
 
     editor = LeavesAsItApproves("approve")
 
-    async def scenario() -> tuple[str, int]:
-        async with grinta_acp(editor, tmp_path, openai_server) as (conn, process):
-            editor.process = process
-            sid = (await conn.new_session(cwd=str(root))).session_id
-            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
-            await asyncio.wait_for(editor.asked.wait(), WAIT)
-            code = await leave(process)
-            with contextlib.suppress(Exception):
-                await turn
-            return sid, code
-
-    sid, code = asyncio.run(scenario())
+    sid, code = prompt_then_leave(
+        editor,
+        tmp_path,
+        openai_server,
+        root,
+        lambda: asyncio.wait_for(editor.asked.wait(), WAIT),
+        started=lambda process: setattr(editor, "process", process),
+    )
     assert code == 0
     now = new.read_text() if new.exists() else None
     assert now in (None, big), f"half-written: {len(now or '')} chars"
@@ -384,17 +393,15 @@ def test_stdout_closed_with_stdin_open_ends_the_agent_and_frees_the_log(openai_s
     openai_server.queue(tool_reply(tool_call("replace_string", FIX), delay=1.0))
     editor = Editor("approve")
 
-    async def scenario() -> tuple[str, int]:
-        async with grinta_acp(editor, tmp_path, openai_server) as (conn, process):
-            sid = (await conn.new_session(cwd=str(root))).session_id
-            turn = asyncio.ensure_future(conn.prompt(session_id=sid, prompt=[text_block(TASK)]))
-            await until(lambda: len(openai_server.requests) == 1, "the model call")
-            code = await leave(process, stdin=False, stdout=True)  # it exits on its own
-            with contextlib.suppress(Exception):
-                await turn
-            return sid, code
-
-    sid, code = asyncio.run(scenario())
+    sid, code = prompt_then_leave(
+        editor,
+        tmp_path,
+        openai_server,
+        root,
+        lambda: until(lambda: len(openai_server.requests) == 1, "the model call"),
+        stdin=False,  # it exits on its own
+        stdout=True,
+    )
     assert code == 0
     assert last_end(root, sid)["reason"] == "the ACP client went away"
     assert (root / "pkg" / "core.py").read_text() == CORE
