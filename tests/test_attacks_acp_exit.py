@@ -529,3 +529,69 @@ def test_a_client_killed_with_sigkill_while_a_command_runs(openai_server, tmp_pa
     assert last_end(root, sid)["reason"] == "the ACP client went away"
     finish(openai_server)
     assert load_and_prompt(tmp_path, openai_server, root, sid) == "end_turn"
+
+
+# -- the client leaves while litellm is still being imported ----------------------------------
+
+SLOW_IMPORT = '''
+import importlib.machinery, os, sys, time
+
+class SlowLoader:
+    """A disk slow to give litellm: running its module takes a minute more (a file marks
+    the start). Finding it (which the token counter does) is not slowed."""
+
+    def __init__(self, loader):
+        self.loader = loader
+
+    def create_module(self, spec):
+        return self.loader.create_module(spec)
+
+    def exec_module(self, module):
+        open(os.environ["SLOW_IMPORT_MARK"], "w").close()
+        time.sleep(60)
+        self.loader.exec_module(module)
+
+class SlowLitellm:
+    def find_spec(self, name, path=None, target=None):
+        if name != "litellm":
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(name, path)
+        spec.loader = SlowLoader(spec.loader)
+        return spec
+
+sys.meta_path.insert(0, SlowLitellm())
+'''
+
+
+def test_a_client_leaving_while_litellm_is_imported_does_not_wait_for_the_import(
+    openai_server, tmp_path
+):
+    """A first call to a local server is sent without litellm, which a thread then imports
+    for the calls after it; a client that leaves meanwhile ends the agent at once (with its
+    exit handlers run), not when the import ends: this one takes a minute."""
+    root = workspace(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_IMPORT)
+    mark = tmp_path / "importing"
+    finish(openai_server)
+    variables = {"PYTHONPATH": str(site), "SLOW_IMPORT_MARK": str(mark)}
+
+    async def scenario() -> tuple[str, str, int]:
+        async with grinta_acp(Editor("approve"), tmp_path, openai_server, **variables) as (
+            conn,
+            process,
+        ):
+            sid = (await conn.new_session(cwd=str(root))).session_id
+            done = await asyncio.wait_for(
+                conn.prompt(session_id=sid, prompt=[text_block("what does pkg/core.py do?")]),
+                WAIT,
+            )
+            await until(mark.exists, "litellm's import to start")
+            return sid, done.stop_reason, await leave(process)
+
+    sid, stop, code = asyncio.run(scenario())
+    assert (stop, code) == ("end_turn", 0)
+    assert last_end(root, sid)["reason"] == "finished"
+    finish(openai_server)
+    assert load_and_prompt(tmp_path, openai_server, root, sid) == "end_turn"

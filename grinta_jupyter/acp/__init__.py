@@ -14,6 +14,9 @@ lands in the client's log instead of corrupting a JSON-RPC message.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
+import gc
 import os
 import stat
 import sys
@@ -83,7 +86,31 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     finally:
         protocol_out.close()  # the transport closed it, unless serve never opened one
+    _end_without_litellm()
     return 0
+
+
+def _end_without_litellm() -> None:
+    """End the process now, if all that keeps it is litellm's background import.
+
+    After an early first call (a local server's), litellm is imported in a thread the
+    interpreter waits for at exit (``litellm_model.importing_soon``): a client that left
+    in the first seconds of a session saw its agent linger 4-6 s more, for an import
+    nothing will use. Everything of the connection is closed by now; the exit handlers
+    (the symbol index's save, the compile helper's end, logging's flush) run as they
+    would, leaks are collected (a ``ResourceWarning`` is still said), and the process
+    ends without finalising the interpreter under the import.
+    """
+    from grinta_jupyter.agent.models import litellm_model
+
+    if not litellm_model.importing_soon():
+        return
+    gc.collect()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # closed or broken: nothing left to say there
+            stream.flush()
+    os._exit(0)
 
 
 def _stdio_problem() -> str | None:

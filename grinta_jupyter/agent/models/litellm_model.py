@@ -494,6 +494,8 @@ _import_planned = threading.Event()
 # Set once a real call has asked for litellm: a rehearsal not yet begun is then skipped,
 # the call loading what it would load, without waiting for it first.
 _call_waiting = threading.Event()
+# The thread ``_import_soon`` started, if it did.
+_import_thread: threading.Thread | None = None
 
 # litellm's lists of logging callbacks: a rehearsal (``warm``) would be logged as a call.
 _CALLBACK_LISTS = (
@@ -547,10 +549,19 @@ def _import_soon() -> None:
     """After an early call, import litellm in the background when nothing else will (the
     CLI, a script): the calls after the first seconds are then litellm's, as they are in a
     kernel. Not a daemon: a process that ends meanwhile waits for the import, as it once
-    waited for it before its first call, rather than stop it half-done."""
+    waited for it before its first call, rather than stop it half-done (``grinta acp``,
+    whose client may leave seconds after a first call, ends without it: ``importing_soon``).
+    """
+    global _import_thread
     if _litellm is None and not _import_planned.is_set() and not _importing.is_set():
         _import_planned.set()
-        threading.Thread(target=_import_quietly, name="grinta-litellm").start()
+        _import_thread = threading.Thread(target=_import_quietly, name="grinta-litellm")
+        _import_thread.start()
+
+
+def importing_soon() -> bool:
+    """Whether the background import ``_import_soon`` started is still under way."""
+    return _import_thread is not None and _import_thread.is_alive()
 
 
 def _import_quietly() -> None:
