@@ -115,14 +115,16 @@ def prompt_then_leave(
     root: Path,
     ready: Callable[[], Awaitable[object]],
     started: Callable[[Any], None] | None = None,
+    variables: dict[str, str] | None = None,
     **how: bool,
 ) -> tuple[str, int]:
     """A session on ``root`` is given the task; once ``ready()`` is done (what the agent must
     be doing then), the client leaves (``leave(process, **how)``). The session's id and the
-    agent's exit status. ``started`` gets the agent's process first."""
+    agent's exit status. ``started`` gets the agent's process first; ``variables`` are added
+    to its environment."""
 
     async def scenario() -> tuple[str, int]:
-        async with grinta_acp(editor, tmp_path, server) as (conn, process):
+        async with grinta_acp(editor, tmp_path, server, **(variables or {})) as (conn, process):
             if started is not None:
                 started(process)
             sid = (await conn.new_session(cwd=str(root))).session_id
@@ -593,5 +595,37 @@ def test_a_client_leaving_while_litellm_is_imported_does_not_wait_for_the_import
     sid, stop, code = asyncio.run(scenario())
     assert (stop, code) == ("end_turn", 0)
     assert last_end(root, sid)["reason"] == "finished"
+    finish(openai_server)
+    assert load_and_prompt(tmp_path, openai_server, root, sid) == "end_turn"
+
+
+def test_a_client_leaving_while_a_turn_waits_for_litellm_does_not_wait_for_the_import(
+    openai_server, tmp_path
+):
+    """A model that litellm must call (a ``gpt-`` name) waits for litellm's import (a minute
+    here) before its first call: a client that leaves then ends the turn and the agent at
+    once, and the session loads and goes on in the next agent."""
+    root = workspace(tmp_path)
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(SLOW_IMPORT)
+    mark = tmp_path / "importing"
+    variables = {
+        "PYTHONPATH": str(site),
+        "SLOW_IMPORT_MARK": str(mark),
+        "GRINTA_MODEL": "openai/gpt-4o-mini",
+    }
+
+    sid, code = prompt_then_leave(
+        Editor("approve"),
+        tmp_path,
+        openai_server,
+        root,
+        lambda: until(mark.exists, "litellm's import to start"),
+        variables=variables,
+    )
+    assert code == 0
+    assert not openai_server.requests
+    assert last_end(root, sid)["reason"] == "the ACP client went away"
     finish(openai_server)
     assert load_and_prompt(tmp_path, openai_server, root, sid) == "end_turn"

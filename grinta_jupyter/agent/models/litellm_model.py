@@ -519,7 +519,14 @@ async def _load_litellm() -> Any:
     """
     if _litellm is None:
         _call_waiting.set()
-        return await asyncio.to_thread(_import_litellm)
+        # Imported by ``_import_soon``'s thread unless the warming imports it, and waited for
+        # here, not in a worker thread: a call cancelled meanwhile leaves no worker that the
+        # loop's end (``asyncio.run``: a ``grinta acp`` whose client left) would wait for.
+        _import_soon()
+        while importing_soon():
+            await asyncio.sleep(0.02)
+        if _litellm is None:
+            return await asyncio.to_thread(_import_litellm)
     return _litellm
 
 
@@ -546,12 +553,11 @@ def plan_import() -> None:
 
 
 def _import_soon() -> None:
-    """After an early call, import litellm in the background when nothing else will (the
-    CLI, a script): the calls after the first seconds are then litellm's, as they are in a
-    kernel. Not a daemon: a process that ends meanwhile waits for the import, as it once
-    waited for it before its first call, rather than stop it half-done (``grinta acp``,
-    whose client may leave seconds after a first call, ends without it: ``importing_soon``).
-    """
+    """Import litellm in the background when nothing else will (the CLI, a script, the ACP
+    agent), after an early call or for a call that needs it: the calls after the first
+    seconds are then litellm's, as they are in a kernel. Not a daemon: a process that ends
+    meanwhile waits for the import rather than stop it half-done (``grinta acp``, whose
+    client may leave during it, ends without it: ``importing_soon``)."""
     global _import_thread
     if _litellm is None and not _import_planned.is_set() and not _importing.is_set():
         _import_planned.set()
