@@ -116,7 +116,7 @@ from grinta_jupyter.runtime.textfile import sha256
 from grinta_jupyter.tools import TOOLSETS
 from grinta_jupyter.tools.base import Settings, Toolset
 from grinta_jupyter.tools.facade import Runtime
-from grinta_jupyter.tools.tokens import schema_tokens
+from grinta_jupyter.tools.tokens import schema_json_tokens
 
 SNAPSHOT_READ_BYTES = 8 * 1024 * 1024  # a file read for its snapshot (the tools' own cap)
 
@@ -1126,8 +1126,9 @@ class Session:
         generation = self._generation
         self.state = State.THINKING
         self._feed.ready()
-        tools = self.runtime.tool_schemas()
-        tool_tokens = schema_tokens(tools)
+        schemas = self.runtime.tool_schemas_json()  # one text until the toolset changes
+        tools = json.loads(schemas)
+        tool_tokens = schema_json_tokens(schemas)
         if not await self._condense(tool_tokens) or generation != self._generation:
             return
         request = self.context.request()  # a turn costs what changed since the last one

@@ -143,6 +143,12 @@ class Runtime:
         (a ``ToolSpec`` is frozen: its schema changes only with the spec). Each call
         returns a fresh copy, so a caller that changes it changes nothing here.
         """
+        schemas: list[dict[str, Any]] = json.loads(self.tool_schemas_json())
+        return schemas
+
+    def tool_schemas_json(self) -> str:
+        """``tool_schemas()`` as compact JSON, the same text (the same object) until the
+        toolset changes: what its tokens are counted from (``tokens.schema_json_tokens``)."""
         specs = (self.toolset, *self.toolset.tools.values())
         built = self._schemas
         if (
@@ -150,9 +156,9 @@ class Runtime:
             or len(built[0]) != len(specs)
             or any(a is not b for a, b in zip(built[0], specs, strict=True))
         ):
-            built = self._schemas = (specs, json.dumps(self.toolset.schemas()))
-        schemas: list[dict[str, Any]] = json.loads(built[1])
-        return schemas
+            text = json.dumps(self.toolset.schemas(), separators=(",", ":"))
+            built = self._schemas = (specs, text)
+        return built[1]
 
     def propose(
         self,

@@ -50,7 +50,12 @@ def counted_in_request(text: str) -> int:
 
 def schema_tokens(schemas: list[dict[str, Any]]) -> int:
     """Tokens of the schemas as compact JSON (how providers serialise tools, roughly)."""
-    return _cached_count(json.dumps(schemas, separators=(",", ":")))
+    return schema_json_tokens(json.dumps(schemas, separators=(",", ":")))
+
+
+def schema_json_tokens(text: str) -> int:
+    """``schema_tokens`` of schemas already serialised as compact JSON (``text``)."""
+    return _cached_count(text)
 
 
 @lru_cache(maxsize=16)
