@@ -535,34 +535,55 @@ def test_a_client_killed_with_sigkill_while_a_command_runs(openai_server, tmp_pa
 
 # -- the client leaves while litellm is still being imported ----------------------------------
 
-SLOW_IMPORT = '''
+# ``SLOW_IMPORT_PLAN``: one ``seconds[:fail]`` per attempt to import litellm, the last one
+# repeated. Each attempt touches ``<mark>.<n>`` (and ``<mark>``) as it starts and
+# ``<mark>.done`` when it imported litellm.
+PLANNED_IMPORT = """
 import importlib.machinery, os, sys, time
 
-class SlowLoader:
-    """A disk slow to give litellm: running its module takes a minute more (a file marks
-    the start). Finding it (which the token counter does) is not slowed."""
+PLAN = os.environ["SLOW_IMPORT_PLAN"].split(",")
+MARK = os.environ["SLOW_IMPORT_MARK"]
+ATTEMPTS = [0]
 
-    def __init__(self, loader):
-        self.loader = loader
+# litellm's own loader's exec_module, run as the plan says (its loader is kept, so
+# importlib.resources still finds litellm's data files).
+def planned(exec_module):
 
-    def create_module(self, spec):
-        return self.loader.create_module(spec)
+    def run(module):
+        ATTEMPTS[0] += 1
+        n = ATTEMPTS[0]
+        step = PLAN[min(n, len(PLAN)) - 1]
+        seconds, _, fail = step.partition(":")
+        open(MARK, "w").close()
+        open(f"{MARK}.{n}", "w").close()
+        time.sleep(float(seconds))
+        if fail:
+            raise ImportError(f"litellm is broken here (attempt {n})", name="litellm")
+        exec_module(module)
+        open(f"{MARK}.done", "w").close()
 
-    def exec_module(self, module):
-        open(os.environ["SLOW_IMPORT_MARK"], "w").close()
-        time.sleep(60)
-        self.loader.exec_module(module)
+    return run
 
-class SlowLitellm:
+class PlannedLitellm:
     def find_spec(self, name, path=None, target=None):
         if name != "litellm":
             return None
         spec = importlib.machinery.PathFinder.find_spec(name, path)
-        spec.loader = SlowLoader(spec.loader)
+        spec.loader.exec_module = planned(spec.loader.exec_module)
         return spec
 
-sys.meta_path.insert(0, SlowLitellm())
-'''
+sys.meta_path.insert(0, PlannedLitellm())
+"""
+
+
+def planned_import(tmp_path: Path, plan: str, **more: str) -> tuple[dict[str, str], Path]:
+    """The agent's environment for litellm's import to go as ``plan`` says, and its mark."""
+    site = tmp_path / "site"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(PLANNED_IMPORT)
+    mark = tmp_path / "importing"
+    variables = {"PYTHONPATH": str(site), "SLOW_IMPORT_MARK": str(mark), "SLOW_IMPORT_PLAN": plan}
+    return variables | more, mark
 
 
 def test_a_client_leaving_while_litellm_is_imported_does_not_wait_for_the_import(
@@ -572,12 +593,8 @@ def test_a_client_leaving_while_litellm_is_imported_does_not_wait_for_the_import
     for the calls after it; a client that leaves meanwhile ends the agent at once (with its
     exit handlers run), not when the import ends: this one takes a minute."""
     root = workspace(tmp_path)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SLOW_IMPORT)
-    mark = tmp_path / "importing"
+    variables, mark = planned_import(tmp_path, "60")
     finish(openai_server)
-    variables = {"PYTHONPATH": str(site), "SLOW_IMPORT_MARK": str(mark)}
 
     async def scenario() -> tuple[str, str, int]:
         async with grinta_acp(Editor("approve"), tmp_path, openai_server, **variables) as (
@@ -606,15 +623,7 @@ def test_a_client_leaving_while_a_turn_waits_for_litellm_does_not_wait_for_the_i
     here) before its first call: a client that leaves then ends the turn and the agent at
     once, and the session loads and goes on in the next agent."""
     root = workspace(tmp_path)
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "sitecustomize.py").write_text(SLOW_IMPORT)
-    mark = tmp_path / "importing"
-    variables = {
-        "PYTHONPATH": str(site),
-        "SLOW_IMPORT_MARK": str(mark),
-        "GRINTA_MODEL": "openai/gpt-4o-mini",
-    }
+    variables, mark = planned_import(tmp_path, "60", GRINTA_MODEL="openai/gpt-4o-mini")
 
     sid, code = prompt_then_leave(
         Editor("approve"),

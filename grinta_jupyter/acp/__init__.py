@@ -98,15 +98,15 @@ def _end_without_litellm() -> None:
     in the first seconds of a session saw its agent linger 4-6 s more, for an import
     nothing will use. Everything of the connection is closed by now; the exit handlers
     (the symbol index's save, the compile helper's end, logging's flush) run as they
-    would, leaks are collected (a ``ResourceWarning`` is still said), and the process
+    would, then leaks are collected (a ``ResourceWarning`` is still said), and the process
     ends without finalising the interpreter under the import.
     """
     from grinta_jupyter.agent.models import litellm_model
 
     if not litellm_model.importing_soon():
         return
+    atexit._run_exitfuncs()  # first: the index's save finds what a collection would drop
     gc.collect()
-    atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):  # closed or broken: nothing left to say there
             stream.flush()

@@ -15,7 +15,6 @@ never an API key.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import email.utils
 import functools
 import importlib.util
@@ -494,8 +493,9 @@ _import_planned = threading.Event()
 # Set once a real call has asked for litellm: a rehearsal not yet begun is then skipped,
 # the call loading what it would load, without waiting for it first.
 _call_waiting = threading.Event()
-# The thread ``_import_soon`` started, if it did.
+# The thread ``_import_soon`` started, if it did, and why its import failed, if it did.
 _import_thread: threading.Thread | None = None
+_import_failure: Exception | None = None
 
 # litellm's lists of logging callbacks: a rehearsal (``warm``) would be logged as a call.
 _CALLBACK_LISTS = (
@@ -522,11 +522,14 @@ async def _load_litellm() -> Any:
         # Imported by ``_import_soon``'s thread unless the warming imports it, and waited for
         # here, not in a worker thread: a call cancelled meanwhile leaves no worker that the
         # loop's end (``asyncio.run``: a ``grinta acp`` whose client left) would wait for.
-        _import_soon()
+        _import_soon(again=True)
         while importing_soon():
             await asyncio.sleep(0.02)
+        failure = _import_failure
+        if _litellm is None and failure is not None:
+            raise failure  # a broken install, said where litellm is needed
         if _litellm is None:
-            return await asyncio.to_thread(_import_litellm)
+            return await asyncio.to_thread(_import_litellm)  # the warming's import
     return _litellm
 
 
@@ -552,17 +555,23 @@ def plan_import() -> None:
     _import_planned.set()
 
 
-def _import_soon() -> None:
+def _import_soon(*, again: bool = False) -> None:
     """Import litellm in the background when nothing else will (the CLI, a script, the ACP
     agent), after an early call or for a call that needs it: the calls after the first
     seconds are then litellm's, as they are in a kernel. Not a daemon: a process that ends
     meanwhile waits for the import rather than stop it half-done (``grinta acp``, whose
-    client may leave during it, ends without it: ``importing_soon``)."""
-    global _import_thread
-    if _litellm is None and not _import_planned.is_set() and not _importing.is_set():
-        _import_planned.set()
-        _import_thread = threading.Thread(target=_import_quietly, name="grinta-litellm")
-        _import_thread.start()
+    client may leave during it, ends without it: ``importing_soon``). ``again``: also when
+    an import it started failed (a call that needs litellm tries once more; an early call
+    does not, or a broken install would be imported again beside every call)."""
+    global _import_thread, _import_failure
+    if _litellm is not None or _importing.is_set() or importing_soon():
+        return
+    if _import_planned.is_set() and not (again and _import_failure is not None):
+        return
+    _import_planned.set()
+    _import_failure = None
+    _import_thread = threading.Thread(target=_import_quietly, name="grinta-litellm")
+    _import_thread.start()
 
 
 def importing_soon() -> bool:
@@ -571,8 +580,11 @@ def importing_soon() -> bool:
 
 
 def _import_quietly() -> None:
-    with contextlib.suppress(Exception):  # a broken install fails again where it is needed
+    global _import_failure
+    try:
         _import_litellm()
+    except Exception as exc:  # a broken install: said by the call that needs litellm
+        _import_failure = exc
 
 
 def warm() -> bool:
