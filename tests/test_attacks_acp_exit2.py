@@ -247,7 +247,7 @@ def test_a_cancel_while_the_first_call_waits_for_the_import_then_a_new_prompt_wo
 
     first, took, imported_by_then, again, code = asyncio.run(scenario())
     assert first == "cancelled"
-    assert took < 4.0 and not imported_by_then, f"the cancel took {took:.2f} s"
+    assert not imported_by_then, f"the cancel waited for the import ({took:.2f} s)"
     assert (again, code) == ("end_turn", 0)
     assert done_mark.exists()
     assert len(openai_server.requests) == 1
