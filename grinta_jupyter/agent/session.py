@@ -949,7 +949,7 @@ class Session:
         """sha256 of the file at ``path`` now (None: absent); "" when it cannot be read."""
         try:
             where = self.runtime.workspace.resolve(path)
-            data, _ = read_regular(where.abs, path, SNAPSHOT_READ_BYTES)
+            data, _ = read_regular(where.abs, path, SNAPSHOT_READ_BYTES, within=where.root)
         except ToolFailure as exc:
             return None if exc.error.code == "FILE_NOT_FOUND" else ""
         return sha256(data)
@@ -1591,7 +1591,9 @@ class Session:
             try:
                 where = self.runtime.workspace.resolve(path)
                 if where.rel not in self._snapshotted:
-                    found[where.rel] = read_regular(where.abs, path, SNAPSHOT_READ_BYTES)[0]
+                    found[where.rel] = read_regular(
+                        where.abs, path, SNAPSHOT_READ_BYTES, within=where.root
+                    )[0]
             except ToolFailure:
                 pass  # nothing was read: nothing to record
         snapshots = []

@@ -811,7 +811,12 @@ class SymbolIndex:
             todo = []
         for path in todo:
             try:
-                source, _ = read_regular(os.path.join(self._root_str, path), path, MAX_FILE_BYTES)
+                source, _ = read_regular(
+                    os.path.join(self._root_str, path),
+                    path,
+                    MAX_FILE_BYTES,
+                    within=self._real_prefix,
+                )
             except ToolFailure:
                 found.add(path)  # the parse decides (and drops it)
                 continue

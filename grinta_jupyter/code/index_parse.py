@@ -33,9 +33,10 @@ Result = tuple[str, "bytes | None", "list[Row] | None"]
 
 def parse_files(root: str, jobs: list[tuple[str, bytes]]) -> list[Result]:
     results: list[Result] = []
+    real = os.path.realpath(root)  # a file opened outside it (a folder swapped) is not parsed
     for path, known_digest in jobs:
         try:  # regular files only, never a FIFO or device swapped in since the listing
-            source, _ = read_regular(os.path.join(root, path), path, MAX_FILE_BYTES)
+            source, _ = read_regular(os.path.join(root, path), path, MAX_FILE_BYTES, within=real)
         except ToolFailure:
             results.append((path, None, None))
             continue

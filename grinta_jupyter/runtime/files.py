@@ -8,17 +8,27 @@ a FIFO in between is caught too. Files over a byte limit are refused before a
 byte is read, and a file that grows past it while being read is refused as
 well. OS failures become ToolErrors by errno (``os_error``). Nothing here
 writes.
+
+Given ``within`` (a workspace's resolved root), it also checks that the file it opened
+lies inside that folder, by asking the OS which file the descriptor is
+(``/proc/self/fd`` on Linux, ``F_GETPATH`` on macOS): a path is resolved before it is
+read, and a folder on the way swapped for a link out of the workspace in between
+made the read return a file outside it (a race another process can win; stop 43).
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import stat
+import sys
 
 from grinta_jupyter.runtime.errors import (
     FILE_TOO_LARGE,
     INVALID_ARGS,
     NOT_A_REGULAR_FILE,
+    PATH_OUTSIDE_WORKSPACE,
     ToolError,
     ToolFailure,
     os_error,
@@ -46,7 +56,12 @@ class FileRefused(ToolFailure):
 
 
 def read_regular(
-    path: str | os.PathLike[str], what: str, max_bytes: int, advice: str = TOO_LARGE_ADVICE
+    path: str | os.PathLike[str],
+    what: str,
+    max_bytes: int,
+    advice: str = TOO_LARGE_ADVICE,
+    *,
+    within: str | os.PathLike[str] | None = None,
 ) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` and its status, or a ToolFailure.
 
@@ -54,7 +69,8 @@ def read_regular(
     is INVALID_ARGS, a FIFO, socket or device NOT_A_REGULAR_FILE (never opened
     for reading), a file over ``max_bytes`` FILE_TOO_LARGE (with ``advice``),
     and an OS failure its ``os_error`` code (SYMLINK_LOOP, PATH_TOO_LONG,
-    PERMISSION_DENIED, FILE_NOT_FOUND, ...).
+    PERMISSION_DENIED, FILE_NOT_FOUND, ...). With ``within`` (a resolved folder), a
+    file opened outside it is PATH_OUTSIDE_WORKSPACE, and not a byte of it is read.
     """
     try:
         check_regular(os.stat(path), what, max_bytes, advice)
@@ -64,6 +80,15 @@ def read_regular(
     try:
         status = os.fstat(fd)  # the file actually opened: it may have been swapped meanwhile
         check_regular(status, what, max_bytes, advice)
+        if within is not None and not _opened_within(fd, status, path, os.fspath(within)):
+            raise FileRefused(
+                ToolError(
+                    PATH_OUTSIDE_WORKSPACE,
+                    f"{what} was not read: a folder on its path was replaced by a link out of "
+                    "the workspace while it was being opened; tools never read outside it",
+                ),
+                "moved out of the workspace while opened",
+            )
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -79,6 +104,39 @@ def read_regular(
         raise _refused(os_error(exc, what), what) from None
     finally:
         os.close(fd)
+
+
+def _opened_within(
+    fd: int, status: os.stat_result, path: str | os.PathLike[str], root: str
+) -> bool:
+    """Whether the file open as ``fd`` lies inside the resolved folder ``root``."""
+    opened = _opened_path(fd, status)
+    if opened is None:  # the OS does not say: the path resolved now must be the file opened
+        try:
+            opened = os.path.realpath(path)
+            again = os.stat(opened)
+        except OSError:
+            return False
+        if (again.st_dev, again.st_ino) != (status.st_dev, status.st_ino):
+            return False
+    return opened == root or opened.startswith(root.rstrip("/") + "/")
+
+
+def _opened_path(fd: int, status: os.stat_result) -> str | None:
+    """The path of the file open as ``fd`` as the OS knows it, or None when it does not say."""
+    if sys.platform.startswith("linux"):
+        with contextlib.suppress(OSError):
+            name = os.readlink(f"/proc/self/fd/{fd}")
+            if status.st_nlink == 0 and name.endswith(" (deleted)"):  # removed since opened
+                name = name[: -len(" (deleted)")]
+            return name if name.startswith("/") else None  # else not a path ("anon_inode:")
+        return None
+    getpath = getattr(fcntl, "F_GETPATH", None)  # macOS
+    if getpath is not None:
+        with contextlib.suppress(OSError):
+            raw = fcntl.fcntl(fd, getpath, bytes(1024))
+            return os.fsdecode(raw.split(b"\0", 1)[0])
+    return None
 
 
 def check_regular(

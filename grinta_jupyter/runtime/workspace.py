@@ -93,6 +93,13 @@ class WorkspacePath:
     rel: str
     abs: Path
 
+    @property
+    def root(self) -> Path:
+        """The resolved workspace root ``abs`` lies in (``abs`` is ``root / rel``)."""
+        if self.rel in ("", "."):
+            return self.abs
+        return Path(str(self.abs)[: -len(self.rel) - 1])
+
 
 @dataclass(frozen=True)
 class Skipped:
@@ -246,7 +253,13 @@ class Workspace:
         except OSError as exc:
             if exc.errno == errno.ELOOP:
                 raise fail(SYMLINK_LOOP, f"{path!r} runs into a symbolic link loop") from None
-        real = Path(os.path.realpath(lexical))
+        try:
+            real = Path(os.path.realpath(lexical))
+        except OSError as exc:  # a link on the way replaced or removed while it was followed
+            raise fail(
+                os_error(exc, path).code,
+                f"{path!r} changed while it was being resolved ({exc.strerror or exc}); try again",
+            ) from None
         if not _is_within(real, self.root):
             raise fail(
                 PATH_OUTSIDE_WORKSPACE,

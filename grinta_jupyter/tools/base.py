@@ -156,7 +156,9 @@ class ToolContext:
         except ToolFailure as failure:
             if failure.error.code != NOTEBOOK_INVALID:
                 raise
-            raw, _ = read_regular(where.abs, where.rel, self.settings.max_file_bytes)
+            raw, _ = read_regular(
+                where.abs, where.rel, self.settings.max_file_bytes, within=where.root
+            )
             return where, TextFile.decode(raw, where.rel)
 
     def open(self, path: str) -> StagedFile:
@@ -255,7 +257,7 @@ def _decode(
 ) -> tuple[TextFile, os.stat_result]:
     """The decoded file and its status, read by the safe reader (regular files, bounded size)."""
     name = where.rel or "."
-    raw, status = read_regular(where.abs, name, settings.max_file_bytes, advice)
+    raw, status = read_regular(where.abs, name, settings.max_file_bytes, advice, within=where.root)
     return decode_file(raw, name), status
 
 

@@ -310,7 +310,7 @@ def _text(rel: str, ctx: ToolContext) -> str | Skipped:
     if is_notebook(rel):
         limit = max(limit, ctx.settings.max_file_bytes)
     try:
-        data, _ = read_regular(ctx.workspace.root / rel, rel, limit)
+        data, _ = read_regular(ctx.workspace.root / rel, rel, limit, within=ctx.workspace.root)
     except FileRefused as refused:
         which = " for search" if refused.error.code == FILE_TOO_LARGE else ""
         return Skipped(rel, refused.reason + which)
