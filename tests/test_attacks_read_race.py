@@ -124,9 +124,7 @@ def test_the_reader_refuses_a_file_opened_outside_the_folder_it_is_given(swapped
     assert inside.startswith(b"inside")
 
 
-def test_links_inside_the_workspace_and_a_root_given_through_a_link_still_read(
-    swapped, tmp_path
-):
+def test_links_inside_the_workspace_and_a_root_given_through_a_link_still_read(swapped, tmp_path):
     ws, _ = swapped
     (ws / "alias").symlink_to(ws / "d")
     (tmp_path / "ws-link").symlink_to(ws)
