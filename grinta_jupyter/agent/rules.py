@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from grinta_jupyter.events.models import RulesFile
-from grinta_jupyter.runtime.files import size_text
+from grinta_jupyter.runtime.files import opened_within, size_text
 from grinta_jupyter.runtime.secrets import Secrets
 from grinta_jupyter.tools.tokens import counted_in_request
 
@@ -166,6 +166,8 @@ def _read(base: Path, name: str) -> tuple[bytes, tuple[int, int]] | str | None:
             return why
         if (opened.st_dev, opened.st_ino) != (status.st_dev, status.st_ino):
             return "changed while it was being read"
+        if not opened_within(fd, target, str(base)):  # a folder on the way swapped for a link
+            return "a link to a file outside the workspace"
         chunks: list[bytes] = []
         size = 0
         while size <= MAX_FILE_BYTES:

@@ -103,7 +103,7 @@ from grinta_jupyter.runtime.errors import (
     ToolError,
     ToolFailure,
 )
-from grinta_jupyter.runtime.files import read_regular
+from grinta_jupyter.runtime.files import FORBIDDEN_DIRS, read_regular
 from grinta_jupyter.runtime.proposal import (
     FinishProposal,
     Observation,
@@ -949,7 +949,9 @@ class Session:
         """sha256 of the file at ``path`` now (None: absent); "" when it cannot be read."""
         try:
             where = self.runtime.workspace.resolve(path)
-            data, _ = read_regular(where.abs, path, SNAPSHOT_READ_BYTES, within=where.root)
+            data, _ = read_regular(
+                where.abs, path, SNAPSHOT_READ_BYTES, within=where.root, keep_out=FORBIDDEN_DIRS
+            )
         except ToolFailure as exc:
             return None if exc.error.code == "FILE_NOT_FOUND" else ""
         return sha256(data)
@@ -1592,7 +1594,11 @@ class Session:
                 where = self.runtime.workspace.resolve(path)
                 if where.rel not in self._snapshotted:
                     found[where.rel] = read_regular(
-                        where.abs, path, SNAPSHOT_READ_BYTES, within=where.root
+                        where.abs,
+                        path,
+                        SNAPSHOT_READ_BYTES,
+                        within=where.root,
+                        keep_out=FORBIDDEN_DIRS,
                     )[0]
             except ToolFailure:
                 pass  # nothing was read: nothing to record

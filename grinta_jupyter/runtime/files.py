@@ -23,11 +23,13 @@ import fcntl
 import os
 import stat
 import sys
+from collections.abc import Collection
 
 from grinta_jupyter.runtime.errors import (
     FILE_TOO_LARGE,
     INVALID_ARGS,
     NOT_A_REGULAR_FILE,
+    PATH_FORBIDDEN,
     PATH_OUTSIDE_WORKSPACE,
     ToolError,
     ToolFailure,
@@ -41,6 +43,8 @@ _OPEN_FLAGS = (
     | getattr(os, "O_CLOEXEC", 0)
 )
 _CHUNK = 1 << 20
+STATE_DIR = ".grinta"  # grinta's own state in a workspace
+FORBIDDEN_DIRS = frozenset({".git", STATE_DIR})  # never read or written by a tool
 # What to do instead when a file is too large to read whole.
 TOO_LARGE_ADVICE = (
     "read a part of it with run (e.g. `head -n 100`, `sed -n '100,200p'`, `grep -n`) instead"
@@ -62,6 +66,7 @@ def read_regular(
     advice: str = TOO_LARGE_ADVICE,
     *,
     within: str | os.PathLike[str] | None = None,
+    keep_out: Collection[str] = (),
 ) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` and its status, or a ToolFailure.
 
@@ -70,25 +75,27 @@ def read_regular(
     for reading), a file over ``max_bytes`` FILE_TOO_LARGE (with ``advice``),
     and an OS failure its ``os_error`` code (SYMLINK_LOOP, PATH_TOO_LONG,
     PERMISSION_DENIED, FILE_NOT_FOUND, ...). With ``within`` (a resolved folder), a
-    file opened outside it is PATH_OUTSIDE_WORKSPACE, and not a byte of it is read.
+    file opened outside it is PATH_OUTSIDE_WORKSPACE, and one opened inside a folder of
+    it named in ``keep_out`` (``.git``, ``.grinta``; compared as ``folded_name`` does)
+    PATH_FORBIDDEN; not a byte of either is read.
     """
+    root = None if within is None else os.fspath(within)
     try:
-        check_regular(os.stat(path), what, max_bytes, advice)
+        first = os.stat(path)
+        try:
+            check_regular(first, what, max_bytes, advice)
+        except FileRefused:
+            if root is not None:  # its size or kind is said only of the workspace's own file
+                _check_path(_named_path(path, first), what, root, keep_out)
+            raise
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         raise _refused(os_error(exc, what), what) from None
     try:
         status = os.fstat(fd)  # the file actually opened: it may have been swapped meanwhile
+        if root is not None:
+            _check_path(_opened_path(fd, status, path), what, root, keep_out)
         check_regular(status, what, max_bytes, advice)
-        if within is not None and not _opened_within(fd, status, path, os.fspath(within)):
-            raise FileRefused(
-                ToolError(
-                    PATH_OUTSIDE_WORKSPACE,
-                    f"{what} was not read: a folder on its path was replaced by a link out of "
-                    "the workspace while it was being opened; tools never read outside it",
-                ),
-                "moved out of the workspace while opened",
-            )
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -106,23 +113,104 @@ def read_regular(
         os.close(fd)
 
 
+def folded_name(name: str) -> str:
+    """A name as a case-insensitive file system compares it: ``.GIT``, ``.git.`` and
+    ``.git `` are all ``.git`` on Windows shares and many SMB and exFAT mounts."""
+    return name.casefold().rstrip(" .") or name
+
+
+def _check_path(opened: str | None, what: str, root: str, keep_out: Collection[str]) -> None:
+    """FileRefused unless ``opened`` (a file's resolved path; None: not known) lies in
+    ``root``, outside its folders named in ``keep_out``."""
+    if opened is None or not (opened == root or opened.startswith(root.rstrip("/") + "/")):
+        raise FileRefused(
+            ToolError(
+                PATH_OUTSIDE_WORKSPACE,
+                f"{what} was not read: a folder on its path was replaced by a link out of "
+                "the workspace while it was being opened; tools never read outside it",
+            ),
+            "moved out of the workspace while opened",
+        )
+    inside = opened[len(root.rstrip("/")) + 1 :].split("/")
+    if any(folded_name(part) in keep_out for part in inside[:-1]):
+        raise FileRefused(
+            ToolError(
+                PATH_FORBIDDEN,
+                f"{what} was not read: a folder on its path was replaced by a link into "
+                f"{' or '.join(sorted(keep_out))} while it was being opened; tools never read "
+                "there",
+            ),
+            "moved into a protected folder while opened",
+        )
+
+
+def _named_path(path: str | os.PathLike[str], status: os.stat_result) -> str | None:
+    """``path`` resolved now, if it still names the file ``status`` describes, else None."""
+    try:
+        again = os.path.realpath(path)
+        found = os.stat(again)
+    except OSError:
+        return None
+    return again if (found.st_dev, found.st_ino) == (status.st_dev, status.st_ino) else None
+
+
+def entry_exists(path: str | os.PathLike[str], what: str, root: str) -> bool:
+    """Whether ``path`` names an entry (a dangling link too), looked up in its folder opened
+    and found inside the resolved folder ``root``; a FileRefused when that folder lies
+    outside it (one on the way swapped for a link: whether a file is there is not the
+    workspace's to tell)."""
+    parent, name = os.path.split(os.fspath(path))
+    try:
+        fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    except OSError as exc:
+        raise _refused(os_error(exc, what), what) from None
+    try:
+        _check_path(_opened_path(fd, os.fstat(fd), parent), what, root, ())
+        os.stat(name, dir_fd=fd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False
+    except OSError as exc:
+        raise _refused(os_error(exc, what), what) from None
+    finally:
+        os.close(fd)
+
+
+def opened_within(fd: int, path: str | os.PathLike[str], root: str) -> bool:
+    """Whether the file or folder open as ``fd`` (opened by ``path``) lies inside the
+    resolved folder ``root``; False when that cannot be told."""
+    try:
+        return _opened_within(fd, os.fstat(fd), path, root)
+    except OSError:
+        return False
+
+
 def _opened_within(
     fd: int, status: os.stat_result, path: str | os.PathLike[str], root: str
 ) -> bool:
     """Whether the file open as ``fd`` lies inside the resolved folder ``root``."""
-    opened = _opened_path(fd, status)
-    if opened is None:  # the OS does not say: the path resolved now must be the file opened
-        try:
-            opened = os.path.realpath(path)
-            again = os.stat(opened)
-        except OSError:
-            return False
-        if (again.st_dev, again.st_ino) != (status.st_dev, status.st_ino):
-            return False
-    return opened == root or opened.startswith(root.rstrip("/") + "/")
+    opened = _opened_path(fd, status, path)
+    return opened is not None and (opened == root or opened.startswith(root.rstrip("/") + "/"))
 
 
-def _opened_path(fd: int, status: os.stat_result) -> str | None:
+def _opened_path(fd: int, status: os.stat_result, path: str | os.PathLike[str]) -> str | None:
+    """The path of the file open as ``fd`` (opened by ``path``), or None when it cannot be told.
+
+    The OS says it where it can; elsewhere ``path`` resolved again must be that same file."""
+    told = _told_path(fd, status)
+    if told is not None:
+        return told
+    try:
+        again = os.path.realpath(path)
+        found = os.stat(again)
+    except OSError:
+        return None
+    return again if (found.st_dev, found.st_ino) == (status.st_dev, status.st_ino) else None
+
+
+def _told_path(fd: int, status: os.stat_result) -> str | None:
     """The path of the file open as ``fd`` as the OS knows it, or None when it does not say."""
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError):

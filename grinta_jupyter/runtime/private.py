@@ -26,7 +26,7 @@ FILE_MODE = 0o600
 _OPEN = os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 
 
-STATE_NAME = ".grinta"  # the state folder's name (runtime/workspace.py: STATE_DIR)
+STATE_NAME = ".grinta"  # the state folder's name (runtime/files.py: STATE_DIR)
 
 
 def make_dir(path: Path, *, exist_ok: bool = True) -> None:

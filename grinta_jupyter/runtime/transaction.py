@@ -282,7 +282,7 @@ def _parse_file(entry: object, txid: str, damaged: Callable[[str], DamagedJourna
         raise damaged("a file entry has no path inside the workspace")
     path = entry["path"]
     if _NOT_WRITTEN.intersection(path.split("/")):
-        # No commit writes there (runtime/workspace.py: FORBIDDEN_DIRS); a planted journal
+        # No commit writes there (runtime/files.py: FORBIDDEN_DIRS); a planted journal
         # could otherwise delete a file of known bytes, such as a fresh clone's .git/HEAD.
         raise damaged(f"{path} lies in a folder grinta never writes")
     new_dirs = entry.get("new_dirs", [])

@@ -45,10 +45,15 @@ from grinta_jupyter.runtime.errors import (
     fail,
     os_error,
 )
-from grinta_jupyter.runtime.files import file_kind, read_regular
+from grinta_jupyter.runtime.files import (
+    FORBIDDEN_DIRS,
+    STATE_DIR,
+    file_kind,
+    folded_name,
+    opened_within,
+    read_regular,
+)
 
-STATE_DIR = ".grinta"
-FORBIDDEN_DIRS = frozenset({".git", STATE_DIR})
 # Never walked when listing or searching, even without a .gitignore.
 SKIPPED_DIRS = frozenset(
     {
@@ -81,6 +86,9 @@ def _os_limit(name: str, default: int) -> int:
 NAME_MAX = _os_limit("PC_NAME_MAX", 255)  # bytes in one file name
 PATH_MAX = _os_limit("PC_PATH_MAX", 4096)  # bytes in a whole path
 _MISSING = "the workspace folder {root} was deleted or moved; nothing can be read or written"
+# A folder a walk lists: never through a link in its last name (a folder the listing above
+# found, swapped for a link since); one on the way is caught by ``opened_within``.
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 # (folder relative to the root, "" for the root; its .gitignore), outermost first
 _Specs = list[tuple[str, pathspec.GitIgnoreSpec]]
@@ -374,27 +382,33 @@ class Workspace:
         if own is not None:
             specs = [*specs, (folder, own)]
         try:
-            with os.scandir(directory) as listing:
-                entries = sorted(listing, key=lambda e: e.name)
+            entries = _listed(directory, self._root_str)
         except OSError as exc:
-            yield Skipped(folder + "/", _why(exc))
+            why = "replaced by a link while walking" if exc.errno == errno.ELOOP else _why(exc)
+            yield Skipped(folder + "/", why)
             return
-        for entry in entries:
-            rel = f"{folder}/{entry.name}" if folder else entry.name
+        if entries is None:
+            yield Skipped(folder + "/", "moved out of the workspace while walking")
+            return
+        for name, kind in entries:
+            rel = f"{folder}/{name}" if folder else name
             try:
-                is_dir = entry.is_dir(follow_symlinks=False)
-                if is_dir and entry.name in SKIPPED_DIRS:
+                if isinstance(kind, OSError):
+                    raise kind
+                is_dir = kind == "dir"
+                if is_dir and name in SKIPPED_DIRS:
                     continue
                 if _ignored(rel, is_dir, specs):
                     continue
                 if is_dir:
                     yield rel, specs
-                elif entry.is_symlink():
-                    yield from self._link(entry.path, rel)
-                elif entry.is_file(follow_symlinks=False):
+                elif kind == "link":
+                    yield from self._link(os.path.join(directory, name), rel)
+                elif kind == "file":
                     yield rel
                 else:
-                    yield Skipped(rel, _not_regular(entry.stat(follow_symlinks=False)))
+                    status = os.stat(os.path.join(directory, name), follow_symlinks=False)
+                    yield Skipped(rel, _not_regular(status))
             except OSError as exc:
                 yield Skipped(rel, _why(exc))
 
@@ -413,6 +427,32 @@ class Workspace:
             yield rel
         else:
             yield Skipped(rel, _not_regular(status))
+
+
+def _listed(directory: str, root: str) -> list[tuple[str, str | OSError]] | None:
+    """The entries of ``directory`` in name order, each with its kind (``dir``, ``link``,
+    ``file``, ``other``, or the OSError telling it raised), or None when the folder opened
+    lies outside ``root`` (a folder on the way swapped for a link since it was listed: its
+    names are not the workspace's to show). OSError when it cannot be opened."""
+    fd = os.open(directory, _FOLDER)
+    try:
+        if not opened_within(fd, directory, root):
+            return None
+        with os.scandir(fd) as listing:  # kinds read now, while the listing's folder is open
+            return sorted(((entry.name, _kind(entry)) for entry in listing), key=lambda e: e[0])
+    finally:
+        os.close(fd)
+
+
+def _kind(entry: os.DirEntry[str]) -> str | OSError:
+    try:
+        if entry.is_dir(follow_symlinks=False):
+            return "dir"
+        if entry.is_symlink():
+            return "link"
+        return "file" if entry.is_file(follow_symlinks=False) else "other"
+    except OSError as exc:
+        return exc
 
 
 def _load_gitignore(directory: str) -> pathspec.GitIgnoreSpec | None:
@@ -481,12 +521,6 @@ def _as_shell_would(text: str, named: str) -> str:
             f"{named!r} is a URL; give a file path relative to the workspace root",
         )
     return text
-
-
-def folded_name(name: str) -> str:
-    """A name as a case-insensitive file system compares it: ``.GIT``, ``.git.`` and
-    ``.git `` are all ``.git`` on Windows shares and many SMB and exFAT mounts."""
-    return name.casefold().rstrip(" .") or name
 
 
 def _is_within(path: Path, root: Path) -> bool:

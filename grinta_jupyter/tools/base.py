@@ -30,17 +30,17 @@ from grinta_jupyter.runtime.errors import (
     ToolFailure,
     fail,
 )
-from grinta_jupyter.runtime.files import TOO_LARGE_ADVICE, read_regular
+from grinta_jupyter.runtime.files import (
+    FORBIDDEN_DIRS,
+    TOO_LARGE_ADVICE,
+    folded_name,
+    read_regular,
+)
 from grinta_jupyter.runtime.notebook import decode_file
 from grinta_jupyter.runtime.proposal import CommandProposal, Observation, ToolKind
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import TextFile
-from grinta_jupyter.runtime.workspace import (
-    FORBIDDEN_DIRS,
-    Workspace,
-    WorkspacePath,
-    folded_name,
-)
+from grinta_jupyter.runtime.workspace import Workspace, WorkspacePath
 
 if TYPE_CHECKING:
     from grinta_jupyter.code.index import SymbolIndex
@@ -157,7 +157,11 @@ class ToolContext:
             if failure.error.code != NOTEBOOK_INVALID:
                 raise
             raw, _ = read_regular(
-                where.abs, where.rel, self.settings.max_file_bytes, within=where.root
+                where.abs,
+                where.rel,
+                self.settings.max_file_bytes,
+                within=where.root,
+                keep_out=FORBIDDEN_DIRS,
             )
             return where, TextFile.decode(raw, where.rel)
 
@@ -257,7 +261,9 @@ def _decode(
 ) -> tuple[TextFile, os.stat_result]:
     """The decoded file and its status, read by the safe reader (regular files, bounded size)."""
     name = where.rel or "."
-    raw, status = read_regular(where.abs, name, settings.max_file_bytes, advice, within=where.root)
+    raw, status = read_regular(
+        where.abs, name, settings.max_file_bytes, advice, within=where.root, keep_out=FORBIDDEN_DIRS
+    )
     return decode_file(raw, name), status
 
 

@@ -11,6 +11,7 @@ from grinta_jupyter.runtime.errors import (
     ToolFailure,
     fail,
 )
+from grinta_jupyter.runtime.files import entry_exists
 from grinta_jupyter.runtime.resolution import Resolution
 from grinta_jupyter.runtime.textfile import line_count
 from grinta_jupyter.tools.base import Args, ToolContext, ToolSpec, WriteResult, check_size
@@ -31,7 +32,7 @@ def stage(args: CreateArgs, ctx: ToolContext) -> WriteResult:
     if args.into is not None:
         return _add_definition(args, ctx, args.into.strip())
     staged = ctx.open_new(args.path)
-    if staged.path.abs.exists() or staged.path.abs.is_symlink():
+    if entry_exists(staged.path.abs, staged.rel, str(staged.path.root)):
         raise fail(
             FILE_EXISTS, f"{staged.rel} already exists; edit it, or add a definition with 'into'"
         )
