@@ -40,22 +40,22 @@ def swapped(tmp_path: Path) -> tuple[Path, Path]:
 
 
 @contextmanager
-def swapping(ws: Path, outside: Path, hold: float = 0.0) -> Iterator[None]:
-    """Swap ``ws/d`` for a link to ``outside`` and back, over and over, until the block ends;
-    the link stays ``hold`` seconds each time."""
+def swapping(target: Path, link_to: Path, hold: float = 0.0) -> Iterator[None]:
+    """Swap ``target`` (a folder or a file) for a link to ``link_to`` and back, over and
+    over, until the block ends; the link stays ``hold`` seconds each time."""
     stop = threading.Event()
-
+    real = target.with_name(target.name + "_real")
     failed: list[BaseException] = []
 
     def flip() -> None:
         try:
             while not stop.is_set():
-                os.rename(ws / "d", ws / "d_real")
-                os.symlink(outside, ws / "d")
+                os.rename(target, real)
+                os.symlink(link_to, target)
                 if hold:
                     time.sleep(hold)
-                os.unlink(ws / "d")
-                os.rename(ws / "d_real", ws / "d")
+                os.unlink(target)
+                os.rename(real, target)
         except BaseException as exc:  # said below: a swapper that stopped swaps nothing
             failed.append(exc)
 
@@ -77,7 +77,7 @@ def hammer(
     rt = Runtime(ws)
     seen: Counter[str] = Counter()
     deadline = time.monotonic() + 60
-    with swapping(ws, outside, hold):
+    with swapping(ws / "d", outside, hold):
         while sum(seen.values()) < times or (seen["ok"] == 0 and time.monotonic() < deadline):
             seen[attempt(rt)] += 1
     return seen

@@ -19,13 +19,14 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import pytest
 
 from grinta_jupyter import Runtime
 from grinta_jupyter.tools.base import Settings
+from tests.test_attacks_read_race import swapping
 
 SECRET = "OUTSIDE-SECRET-7f3a"
 NAME = "OUTSIDE-NAME-7f3a"  # a file name only the outside folder has
@@ -76,28 +77,6 @@ def swapped(tmp_path: Path) -> tuple[Path, Path]:
     (outside / "n.ipynb").write_text(notebook(f"x = '{SECRET}'\n"))
     (outside / "only-outside.txt").write_text("x\n")
     return ws, outside
-
-
-@contextmanager
-def swapping(target: Path, link_to: Path) -> Iterator[None]:
-    """Swap ``target`` (a folder or a file) for a link to ``link_to`` and back, over and over."""
-    stop = threading.Event()
-    real = target.with_name(target.name + "_real")
-
-    def flip() -> None:
-        while not stop.is_set():
-            os.rename(target, real)
-            os.symlink(link_to, target)
-            os.unlink(target)
-            os.rename(real, target)
-
-    thread = threading.Thread(target=flip, daemon=True)
-    thread.start()
-    try:
-        yield
-    finally:
-        stop.set()
-        thread.join()
 
 
 _EXCHANGER = """
@@ -153,13 +132,19 @@ def proposal_outcome(proposal, mark: str = MARK) -> str:  # type: ignore[no-unty
 
 
 def hammer(
-    rt: Runtime, target: Path, link_to: Path, attempt: Callable[[Runtime], str], times: int
+    rt: Runtime,
+    target: Path,
+    link_to: Path,
+    attempt: Callable[[Runtime], str],
+    times: int,
+    swap: Callable[[Path, Path], AbstractContextManager[None]] | None = None,
 ) -> Counter[str]:
-    """``attempt`` at least ``times`` times while ``target`` is swapped, and until one of
-    them succeeded (a loaded machine can starve either thread for a while)."""
+    """``attempt`` at least ``times`` times while ``target`` is swapped (by ``swap``: a
+    thread's ``swapping`` unless told), and until one of them succeeded (a loaded machine
+    can starve either thread for a while)."""
     seen: Counter[str] = Counter()
     deadline = time.monotonic() + 60
-    with swapping(target, link_to):
+    with (swap or swapping)(target, link_to):
         while sum(seen.values()) < times or (seen["ok"] == 0 and time.monotonic() < deadline):
             try:
                 seen[attempt(rt)] += 1
@@ -467,66 +452,52 @@ def test_a_fifo_swapped_in_outside_never_hangs_a_read_or_search(swapped):
 # -- the rules files (read into the system prompt) --------------------------------------
 
 
-def test_rules_in_dot_grinta_are_never_read_from_a_folder_swapped_in(tmp_path):
-    from grinta_jupyter.agent.rules import load_rules
-
+@pytest.mark.parametrize("swap", ["thread", "process"])
+def test_rules_in_dot_grinta_are_never_read_from_a_folder_swapped_in(tmp_path, swap):
     ws = tmp_path / "ws"
     (ws / ".grinta").mkdir(parents=True)
     (ws / ".grinta" / "rules.md").write_text("inside rules\n")
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "rules.md").write_text(f"{SECRET}\n")
-    seen: Counter[str] = Counter()
-    with swapping(ws / ".grinta", outside):
-        for _ in range(1500):
-            text = load_rules(ws).text
-            seen["outside" if MARK in text else "ok" if "inside rules" in text else "none"] += 1
-    assert seen["outside"] == 0, seen
+    assert rules_read_while_swapped(tmp_path, ws, ws / ".grinta", swap)["outside"] == 0
 
 
-def test_a_rules_link_into_a_folder_swapped_out_is_never_read_outside(tmp_path):
-    from grinta_jupyter.agent.rules import load_rules
-
+@pytest.mark.parametrize("swap", ["thread", "process"])
+def test_a_rules_link_into_a_folder_swapped_out_is_never_read_outside(tmp_path, swap):
     ws = tmp_path / "ws"
     (ws / "docs").mkdir(parents=True)
     (ws / "docs" / "rules.md").write_text("inside rules\n")
     (ws / "AGENTS.md").symlink_to(ws / "docs" / "rules.md")
+    assert rules_read_while_swapped(tmp_path, ws, ws / "docs", swap)["outside"] == 0
+
+
+def rules_read_while_swapped(tmp_path: Path, ws: Path, target: Path, swap: str) -> Counter[str]:
+    """The rules ``load_rules`` finds, 1,500 times, while ``target`` is swapped for a link
+    to a folder whose ``rules.md`` holds the secret (by a thread, or a process's
+    exchanges)."""
+    from grinta_jupyter.agent.rules import load_rules
+
     outside = tmp_path / "outside"
     outside.mkdir()
     (outside / "rules.md").write_text(f"{SECRET}\n")
     seen: Counter[str] = Counter()
-    with swapping(ws / "docs", outside):
+    with (swapping if swap == "thread" else exchanging)(target, outside):
         for _ in range(1500):
             text = load_rules(ws).text
             seen["outside" if MARK in text else "ok" if "inside rules" in text else "none"] += 1
-    assert seen["outside"] == 0, seen
+    return seen
 
 
 # -- the same, swapped from another process (in parallel, not interleaved by the GIL) ---
 
 
-def hammer_process(
-    rt: Runtime, target: Path, link_to: Path, attempt: Callable[[Runtime], str], times: int
-) -> Counter[str]:
-    seen: Counter[str] = Counter()
-    with exchanging(target, link_to):
-        for _ in range(times):
-            try:
-                seen[attempt(rt)] += 1
-            except Exception as exc:
-                seen[f"raised {type(exc).__name__}"] += 1
-    return seen
-
-
 def test_a_folder_listing_never_names_files_outside_exchanged_by_a_process(swapped):
     ws, outside = swapped
-    seen = hammer_process(Runtime(ws), ws / "d", outside, call("read", {"path": "d"}), 1000)
+    seen = hammer(Runtime(ws), ws / "d", outside, call("read", {"path": "d"}), 1000, exchanging)
     assert_held(seen)
 
 
 def test_a_root_listing_never_names_files_outside_exchanged_by_a_process(swapped):
     ws, outside = swapped
-    seen = hammer_process(Runtime(ws), ws / "d", outside, call("read", {"path": "."}), 1000)
+    seen = hammer(Runtime(ws), ws / "d", outside, call("read", {"path": "."}), 1000, exchanging)
     assert_held(seen)
 
 
@@ -538,40 +509,5 @@ def test_read_and_search_never_show_outside_exchanged_by_a_process(swapped):
         b = outcome(rt.call("search", {"query": "7f3[a]", "regex": True, "path": "d"}))
         return "outside" if "outside" in (a, b) else a
 
-    seen = hammer_process(Runtime(ws), ws / "d", outside, attempt, 800)
+    seen = hammer(Runtime(ws), ws / "d", outside, attempt, 800, exchanging)
     assert_held(seen)
-
-
-def test_rules_in_dot_grinta_never_read_from_outside_exchanged_by_a_process(tmp_path):
-    from grinta_jupyter.agent.rules import load_rules
-
-    ws = tmp_path / "ws"
-    (ws / ".grinta").mkdir(parents=True)
-    (ws / ".grinta" / "rules.md").write_text("inside rules\n")
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "rules.md").write_text(f"{SECRET}\n")
-    seen: Counter[str] = Counter()
-    with exchanging(ws / ".grinta", outside):
-        for _ in range(1500):
-            text = load_rules(ws).text
-            seen["outside" if MARK in text else "ok" if "inside rules" in text else "none"] += 1
-    assert seen["outside"] == 0, seen
-
-
-def test_a_rules_link_never_read_outside_exchanged_by_a_process(tmp_path):
-    from grinta_jupyter.agent.rules import load_rules
-
-    ws = tmp_path / "ws"
-    (ws / "docs").mkdir(parents=True)
-    (ws / "docs" / "rules.md").write_text("inside rules\n")
-    (ws / "AGENTS.md").symlink_to(ws / "docs" / "rules.md")
-    outside = tmp_path / "outside"
-    outside.mkdir()
-    (outside / "rules.md").write_text(f"{SECRET}\n")
-    seen: Counter[str] = Counter()
-    with exchanging(ws / "docs", outside):
-        for _ in range(1500):
-            text = load_rules(ws).text
-            seen["outside" if MARK in text else "ok" if "inside rules" in text else "none"] += 1
-    assert seen["outside"] == 0, seen

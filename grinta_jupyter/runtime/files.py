@@ -122,7 +122,7 @@ def folded_name(name: str) -> str:
 def _check_path(opened: str | None, what: str, root: str, keep_out: Collection[str]) -> None:
     """FileRefused unless ``opened`` (a file's resolved path; None: not known) lies in
     ``root``, outside its folders named in ``keep_out``."""
-    if opened is None or not (opened == root or opened.startswith(root.rstrip("/") + "/")):
+    if opened is None or not _is_inside(opened, root):
         raise FileRefused(
             ToolError(
                 PATH_OUTSIDE_WORKSPACE,
@@ -182,17 +182,14 @@ def opened_within(fd: int, path: str | os.PathLike[str], root: str) -> bool:
     """Whether the file or folder open as ``fd`` (opened by ``path``) lies inside the
     resolved folder ``root``; False when that cannot be told."""
     try:
-        return _opened_within(fd, os.fstat(fd), path, root)
+        opened = _opened_path(fd, os.fstat(fd), path)
     except OSError:
         return False
+    return opened is not None and _is_inside(opened, root)
 
 
-def _opened_within(
-    fd: int, status: os.stat_result, path: str | os.PathLike[str], root: str
-) -> bool:
-    """Whether the file open as ``fd`` lies inside the resolved folder ``root``."""
-    opened = _opened_path(fd, status, path)
-    return opened is not None and (opened == root or opened.startswith(root.rstrip("/") + "/"))
+def _is_inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def _opened_path(fd: int, status: os.stat_result, path: str | os.PathLike[str]) -> str | None:
@@ -200,14 +197,7 @@ def _opened_path(fd: int, status: os.stat_result, path: str | os.PathLike[str]) 
 
     The OS says it where it can; elsewhere ``path`` resolved again must be that same file."""
     told = _told_path(fd, status)
-    if told is not None:
-        return told
-    try:
-        again = os.path.realpath(path)
-        found = os.stat(again)
-    except OSError:
-        return None
-    return again if (found.st_dev, found.st_ino) == (status.st_dev, status.st_ino) else None
+    return told if told is not None else _named_path(path, status)
 
 
 def _told_path(fd: int, status: os.stat_result) -> str | None:
