@@ -17,7 +17,8 @@ Prints, each measured in fresh processes:
   call was already waiting): cold, as far as they got by the first card (so the card
   minus ``model`` is the first call after litellm's import); with the pause, also when
   the warming thread ended, and which client sent the first request (httpx before litellm
-  is loaded, or litellm: ``--model`` picks a name litellm knows to see the latter). With
+  is loaded, or litellm: ``--model`` picks a name litellm knows to see the latter;
+  ``--model demo`` runs the demo model, whose kernel never imports litellm). With
   ``--gaps``, also a fixed number of seconds after
   ``%load_ext`` without waiting for anything, as a user who types the task after loading
   the extension: from which gap the goal is met.
@@ -207,7 +208,11 @@ def first_card(
         result["load"] = load
         agent = server.requests[0].headers.get("user-agent", "") if server.requests else ""
         result["sender"] = (
-            "httpx, before litellm" if agent.startswith("python-httpx") else "litellm"
+            "nobody (the demo model)"
+            if not server.requests
+            else "httpx, before litellm"
+            if agent.startswith("python-httpx")
+            else "litellm"
         )
         result["warmed"] = warmed
         if pause:
@@ -233,7 +238,8 @@ def main() -> None:
         default="openai/test",
         help="the model the server plays: openai/test is unknown to litellm, so its first "
         "call goes out before litellm is loaded (agent/models/early.py); a name litellm "
-        "knows (openai/gpt-4o-mini) waits for litellm, as every first call did before",
+        "knows (openai/gpt-4o-mini) waits for litellm, as every first call did before; "
+        "demo: the demo model, no model configured (its kernel's warming leaves litellm out)",
     )
     parser.add_argument(
         "--gaps",

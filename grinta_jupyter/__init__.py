@@ -7,6 +7,7 @@ extension hooks. Everything else is imported on first use.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from typing import TYPE_CHECKING, Any
@@ -25,8 +26,9 @@ def load_ipython_extension(ipython: Any) -> None:
     """``%load_ext grinta_jupyter``: register ``%grinta`` / ``%%grinta`` (nothing heavy is imported).
 
     In a kernel, what the first ``%grinta`` would spend seconds on (imports, the
-    token encoding, litellm) starts in a background thread instead
-    (``jupyter.controller.warm_imports`` and ``warm_model``). A plain IPython shell
+    token encoding, and litellm when a model is configured or chosen: ``want_model``)
+    starts in a background thread instead (``jupyter.controller.warm_imports`` and
+    ``warm_model``). A plain IPython shell
     (a script, a test) gets no thread: it imports on first use, as before. Either way the
     shell's cell parses take grinta's parsing lock (``runtime/pyast.share_with_the_kernel``).
     """
@@ -59,6 +61,16 @@ MODEL_HOLD_S = 10.0
 _warming_times: dict[str, float] = {}
 
 
+# Whether litellm's import is wanted: a model that calls it is configured (``_warm`` looks
+# at the environment) or was chosen in a panel's picker since (``want_model``). A warming
+# that found it unwanted ends without it and says so (``_model_skipped``); a later choice
+# then imports it in a thread of its own (``_model_later``).
+_model_wanted = threading.Event()
+_model_lock = threading.Lock()
+_model_skipped = False
+_model_later: threading.Thread | None = None
+
+
 def _start_warming() -> None:
     global _warming
     if _warming is None:
@@ -73,20 +85,60 @@ def _warm() -> None:
     try:
         with collector.full_passes_paused():
             try:
-                from grinta_jupyter.jupyter.controller import warm_imports, warm_model
+                from grinta_jupyter.jupyter import controller
 
-                warm_imports()
+                if controller.model_configured():
+                    _model_wanted.set()
+                    controller.plan_model_import()  # early calls leave the import to us
+                controller.warm_imports()
             except Exception:
                 return
             finally:
                 _warming_times["imports"] = time.perf_counter() - started
                 _imported.set()
-            if _model_held.is_set():
-                _model_released.wait(MODEL_HOLD_S)
-            warm_model()
+            if not _model_still_wanted():
+                return
+            _warm_model()
             _warming_times["model"] = time.perf_counter() - started
     finally:
         _warmed.set()
+
+
+def _model_still_wanted() -> bool:
+    global _model_skipped
+    with _model_lock:
+        _model_skipped = not _model_wanted.is_set()
+        return not _model_skipped
+
+
+def _warm_model() -> None:
+    from grinta_jupyter.jupyter import controller
+
+    if _model_held.is_set():
+        _model_released.wait(MODEL_HOLD_S)
+    controller.warm_model()
+
+
+def want_model() -> None:
+    """A model that calls litellm was chosen (a panel's picker): a warming that skipped
+    litellm, no model being configured when the extension loaded, imports it now in a
+    background thread, so the first call does not wait seconds for it. Nothing happens
+    where the warming imports it anyway, or where none runs (a plain IPython shell)."""
+    global _model_later
+    with _model_lock:
+        _model_wanted.set()
+        if not _model_skipped or _model_later is not None:
+            return
+        _model_later = threading.Thread(target=_warm_model_later, name="grinta-model", daemon=True)
+        _model_later.start()
+
+
+def _warm_model_later() -> None:
+    with collector.full_passes_paused(), contextlib.suppress(Exception):
+        from grinta_jupyter.jupyter import controller
+
+        controller.plan_model_import()
+        _warm_model()
 
 
 def hold_model_warming() -> None:

@@ -95,7 +95,10 @@ def test_load_ext_in_a_kernel_leaves_the_heavy_work_to_the_warming_thread(tmp_pa
             "collector": gc.get_threshold() == thresholds and gc.isenabled(),
         }}))
         """
-    with running_kernel(tmp_path) as kc:
+    # A model configured: the warming imports litellm too (a demo kernel does not:
+    # tests/test_warming_demo.py).
+    model = {"GRINTA_MODEL": "openai/test-model", "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
+    with running_kernel(tmp_path, model) as kc:
         loaded = json.loads(execute(kc, textwrap.dedent(load)))
         after = json.loads(execute(kc, textwrap.dedent(warmed), timeout=150))
     assert loaded == {"heavy": [], "warming": True}
@@ -118,7 +121,9 @@ def test_a_warming_failure_is_silent_and_the_real_error_comes_when_needed(tmp_pa
         except ImportError as exc:
             print("the real error:", exc)
         """
-    with running_kernel(tmp_path, {"PYTHONPATH": f"{broken}:{REPO}"}) as kc:
+    # A model configured, so the warming tries the broken litellm too.
+    environment = {"PYTHONPATH": f"{broken}:{REPO}", "GRINTA_MODEL": "openai/x"}
+    with running_kernel(tmp_path, environment) as kc:
         seen = _all_messages(kc, "%load_ext grinta_jupyter")
         seen += _all_messages(kc, "import grinta_jupyter; grinta_jupyter._warming.join(120)")
         assert [m for m in seen if m["msg_type"] in ("stream", "error")] == []

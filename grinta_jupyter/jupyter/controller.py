@@ -539,13 +539,33 @@ def warm_imports() -> None:
     for name in START_MODULES:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
-    with contextlib.suppress(Exception):
-        from grinta_jupyter.agent.models.litellm_model import plan_import
-
-        plan_import()  # ``warm_model`` imports litellm: early calls need not
     for part in (_warm_schemas, _warm_tokens, _warm_parser):
         with contextlib.suppress(Exception):
             part()
+
+
+def model_configured() -> bool:
+    """Whether the environment names a model litellm calls (not the demo): the warming
+    imports litellm only then. A demo kernel is spared its import (4-5 s of processor
+    and 210 MB): a model chosen later in the picker warms it then (``want_model``), and
+    one named only by ``%grinta --model`` loads it on its first call, as the CLI does.
+    A configuration that cannot be read is taken to name one (the warming did then)."""
+    try:
+        from grinta_jupyter.agent.models.demo import DEMO_NAME
+        from grinta_jupyter.config import Config
+
+        model = Config.from_env(os.environ).model
+    except Exception:
+        return True
+    return bool(model and model.strip() and model.strip() != DEMO_NAME)
+
+
+def plan_model_import() -> None:
+    """Say that the warming imports litellm soon: an early first call starts no import."""
+    with contextlib.suppress(Exception):
+        from grinta_jupyter.agent.models.litellm_model import plan_import
+
+        plan_import()
 
 
 def warm_model() -> None:

@@ -142,6 +142,10 @@ class ModelBarWidget(anywidget.AnyWidget):
         with _lock:
             _choice = choice
             _problem = ""
+        if choice.source != "demo":
+            from grinta_jupyter import want_model
+
+            want_model()  # litellm, skipped by a demo kernel's warming, loads meanwhile
         running = f"; this session keeps {self.running}" if self.running else ""
         need = (
             f"; type a key for {choice.provider} in the key field first"
