@@ -73,7 +73,7 @@ from grinta_jupyter.code.symbols import SYMBOL_LANGUAGES, Symbol
 from grinta_jupyter.code.tree_watch import Changes, TreeWatch
 from grinta_jupyter.runtime import collector
 from grinta_jupyter.runtime.errors import ToolFailure
-from grinta_jupyter.runtime.files import FORBIDDEN_DIRS, read_regular
+from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.grammars import language_for
 
 T = TypeVar("T")
@@ -816,7 +816,6 @@ class SymbolIndex:
                     path,
                     MAX_FILE_BYTES,
                     within=self._real_prefix,
-                    keep_out=FORBIDDEN_DIRS,
                 )
             except ToolFailure:
                 found.add(path)  # the parse decides (and drops it)

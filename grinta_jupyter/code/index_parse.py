@@ -19,7 +19,7 @@ import threading
 
 from grinta_jupyter.code.symbols import Symbol, extract_symbols
 from grinta_jupyter.runtime.errors import ToolFailure
-from grinta_jupyter.runtime.files import FORBIDDEN_DIRS, read_regular
+from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.grammars import language_for
 from grinta_jupyter.runtime.notebook import is_notebook
 
@@ -36,9 +36,7 @@ def parse_files(root: str, jobs: list[tuple[str, bytes]]) -> list[Result]:
     real = os.path.realpath(root)  # a file opened outside it (a folder swapped) is not parsed
     for path, known_digest in jobs:
         try:  # regular files only, never a FIFO or device swapped in since the listing
-            source, _ = read_regular(
-                os.path.join(root, path), path, MAX_FILE_BYTES, within=real, keep_out=FORBIDDEN_DIRS
-            )
+            source, _ = read_regular(os.path.join(root, path), path, MAX_FILE_BYTES, within=real)
         except ToolFailure:
             results.append((path, None, None))
             continue

@@ -66,7 +66,7 @@ def read_regular(
     advice: str = TOO_LARGE_ADVICE,
     *,
     within: str | os.PathLike[str] | None = None,
-    keep_out: Collection[str] = (),
+    keep_out: Collection[str] = FORBIDDEN_DIRS,
 ) -> tuple[bytes, os.stat_result]:
     """The bytes of the regular file ``path`` and its status, or a ToolFailure.
 
@@ -76,8 +76,8 @@ def read_regular(
     and an OS failure its ``os_error`` code (SYMLINK_LOOP, PATH_TOO_LONG,
     PERMISSION_DENIED, FILE_NOT_FOUND, ...). With ``within`` (a resolved folder), a
     file opened outside it is PATH_OUTSIDE_WORKSPACE, and one opened inside a folder of
-    it named in ``keep_out`` (``.git``, ``.grinta``; compared as ``folded_name`` does)
-    PATH_FORBIDDEN; not a byte of either is read.
+    it named in ``keep_out`` (by default ``.git`` and ``.grinta``; compared as
+    ``folded_name`` does) PATH_FORBIDDEN; not a byte of either is read.
     """
     root = None if within is None else os.fspath(within)
     try:

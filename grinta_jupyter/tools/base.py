@@ -161,7 +161,6 @@ class ToolContext:
                 where.rel,
                 self.settings.max_file_bytes,
                 within=where.root,
-                keep_out=FORBIDDEN_DIRS,
             )
             return where, TextFile.decode(raw, where.rel)
 
@@ -261,9 +260,7 @@ def _decode(
 ) -> tuple[TextFile, os.stat_result]:
     """The decoded file and its status, read by the safe reader (regular files, bounded size)."""
     name = where.rel or "."
-    raw, status = read_regular(
-        where.abs, name, settings.max_file_bytes, advice, within=where.root, keep_out=FORBIDDEN_DIRS
-    )
+    raw, status = read_regular(where.abs, name, settings.max_file_bytes, advice, within=where.root)
     return decode_file(raw, name), status
 
 

@@ -65,7 +65,7 @@ from grinta_jupyter.runtime.errors import (
     ToolFailure,
     fail,
 )
-from grinta_jupyter.runtime.files import FORBIDDEN_DIRS, FileRefused, read_regular
+from grinta_jupyter.runtime.files import FileRefused, read_regular
 from grinta_jupyter.runtime.notebook import Notebook, is_notebook
 from grinta_jupyter.runtime.secrets import process_secrets
 from grinta_jupyter.runtime.textfile import split_lines
@@ -310,9 +310,7 @@ def _text(rel: str, ctx: ToolContext) -> str | Skipped:
     if is_notebook(rel):
         limit = max(limit, ctx.settings.max_file_bytes)
     try:
-        data, _ = read_regular(
-            ctx.workspace.root / rel, rel, limit, within=ctx.workspace.root, keep_out=FORBIDDEN_DIRS
-        )
+        data, _ = read_regular(ctx.workspace.root / rel, rel, limit, within=ctx.workspace.root)
     except FileRefused as refused:
         which = " for search" if refused.error.code == FILE_TOO_LARGE else ""
         return Skipped(rel, refused.reason + which)
