@@ -372,11 +372,13 @@ def test_skipped_tests_on_a_5000_line_test_file_is_cheap() -> None:
     start = time.perf_counter()
     found = skipped_tests(text)
     took = time.perf_counter() - start
-    assert found == frozenset() and took < 1.0, took
-    huge = text * 3  # past the 200k chars read: cut, does not parse, empty
+    # Bounds against a quadratic walk (minutes), not a speed goal: 0.26 s and 0.87 s on an
+    # idle 2-core VM, so a loaded CI worker has room.
+    assert found == frozenset() and took < 5.0, took
+    huge = text * 3  # 3,000 tests, each defined three times: still linear
     start = time.perf_counter()
     assert skipped_tests(huge) == frozenset()
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0
 
 
 @pytest.mark.parametrize(

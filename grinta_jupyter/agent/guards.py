@@ -615,13 +615,15 @@ class FinishGuard:
 
     1. the task asks for a change (``tasktext.asks_for_change``: "fix the failing
        test", not "explain the parser") and nothing was changed in the session: no
-       successful write, no command that plainly writes files (``mv``, ``sed -i``);
+       successful write, no command that plainly writes files (``mv``, ``sed -i``), no
+       file of a failing test changed on disk (``disk_first``);
     2. files were changed and no passing test run followed the last change. A test
        run is a command ``testruns`` recognises as a real runner (``echo 1 passed``
        and ``python -c "print('1 passed')"`` are not), whose output shows the
        runner's own summary of a pass, with exit code 0;
     3. a test a run showed failing was then deleted by the session, or marked to be
-       skipped or to fail (``testruns.test_layout``), and is not back as it was: a
+       skipped or to fail (``testruns.test_layout``), through an edit tool or on disk (a
+       command, kernel code, an editor: ``disk_first``), and is not back as it was: a
        failing test shows a problem to fix, and a suite passing without it shows nothing
        (unless the task itself speaks of skipping, removing or disabling tests);
     4. the summary says the tests pass and the last test run did not show it.
@@ -658,6 +660,23 @@ class FinishGuard:
     # Each Python file the session wrote: its text before the first write and now, and the
     # steps that wrote it ("" for no file). Read for its tests only at a finish.
     test_texts: dict[str, tuple[str, str, tuple[int, ...]]] = field(default_factory=dict)
+    # The files of tests a run showed failing (named by the tests' ids), each known to
+    # exist when the run ended or at the run before it (``disk_files``); the session reads
+    # them after the run (``disk_first``: the text then, when it reads as text) and again
+    # at a finish (``disk_now``: the text, "" for a file gone, None for one that no longer
+    # reads as text: a folder, a FIFO, a link out of the workspace, too large). So a test
+    # deleted or skipped by a command, kernel code or an editor is seen as one the edit
+    # tools dropped is. ``disk_found``: at a finish, the test files made since that name a
+    # test gone from its file (where it may have moved).
+    disk_files: set[str] = field(default_factory=set)
+    disk_first: dict[str, str] = field(default_factory=dict)
+    disk_now: dict[str, str | None] = field(default_factory=dict)
+    disk_found: dict[str, str] = field(default_factory=dict)
+    # The source files' state (``Workspace.source_state``) when ``disk_files`` was first
+    # filled (a file not in it is one made since); the paths ``failing_files`` named that
+    # held no file (not read again).
+    disk_state: dict[str, tuple[int, int, int]] | None = None
+    disk_missing: set[str] = field(default_factory=set)
     _order: int = field(default=0, init=False, repr=False)  # orders changes and runs
 
     def observe(
@@ -813,6 +832,25 @@ class FinishGuard:
             self.failing.setdefault(test, step)
             self.seen_failing.setdefault(test, step)
 
+    def failing_files(self) -> list[str]:
+        """Where the tests runs showed failing may be defined (workspace-relative paths,
+        sorted), but for those already read (``disk_files``) or found missing: the session
+        reads them from disk."""
+        paths = {path for test in self.seen_failing for path in _test_files(test)}
+        return sorted(paths - self.disk_files - self.disk_missing)
+
+    def missing_names(self) -> set[str]:
+        """The names (unqualified) of the tests seen failing that their file on disk no longer
+        runs (``disk_now``): at a finish the session looks for them in test files made since."""
+        names: set[str] = set()
+        for test in self.seen_failing:
+            for path, name in _test_places(test, self.disk_now):
+                now = self.disk_now[path]
+                layout = test_layout(now) if now else (frozenset(), frozenset())
+                if layout is not None and name not in layout[0] - layout[1]:
+                    names.add(name.rpartition(".")[2])
+        return names
+
     def tested_at(self, step: int) -> bool:
         """Whether step ``step`` was a test run (the session then notes the files' state)."""
         return self.last_test is not None and self.last_test.step == step
@@ -853,7 +891,11 @@ class FinishGuard:
     def _problem(self, summary: str) -> tuple[str, str] | None:
         """(detail for the log, what the model is told) for the first unmet rule, or None."""
         wanted = asks_for_change(self.task)
-        if wanted and not self.changed and not self.declined_change:
+        on_disk = any(
+            p in self.disk_now and self.disk_now[p] != self.disk_first.get(p)
+            for p in self.disk_files
+        )
+        if wanted and not (self.changed or self.declined_change or on_disk):
             return (
                 "the task asks for a change but no file was changed",
                 f'the task asks for a change ("{wanted}") but no file was changed in this '
@@ -900,49 +942,117 @@ class FinishGuard:
         return None
 
     def _dropped_failing(self) -> tuple[str, str] | None:
-        """A test seen failing that the session's writes then deleted, or marked to be
-        skipped or to fail, unless the task asks for that (read here, at a finish: the
-        files' texts are parsed only then, and only those holding such a test)."""
-        if not self.seen_failing or not self.test_texts or _asks_to_drop_tests(self.task):
+        """A test seen failing that the session then deleted, or marked to be skipped or to
+        fail, through its edit tools or on disk, unless the task asks for that (read here,
+        at a finish: the files' texts are parsed only then, and only those holding such a
+        test)."""
+        if not self.seen_failing or _asks_to_drop_tests(self.task):
             return None
+        files = {**dict.fromkeys(self.test_texts), **dict.fromkeys(self.disk_now)}
         for test, failed_at in sorted(self.seen_failing.items(), key=lambda item: item[1]):
-            for path, name in _test_places(test, self.test_texts):
-                first, now, steps = self.test_texts[path]
-                how = self._dropped(path, name, first, now)
+            unittest = "::" not in test
+            for path, name in _test_places(test, files):
+                written = self.test_texts.get(path)
+                if path in self.disk_now:
+                    how = self._dropped_on_disk(path, name, unittest)
+                elif written is not None:
+                    how = self._dropped(path, name, written[0], written[1], unittest)
+                else:
+                    continue
                 if how is None:
                     continue
-                when = (
-                    f"step {steps[0]}"
-                    if len(steps) == 1
-                    else f"the edits of {path} at steps {', '.join(map(str, steps))}"
-                )
-                done = "deleted it" if how == "deleted" else "marked it to be skipped or to fail"
+                if written is not None and self.disk_now.get(path, written[1]) == written[1]:
+                    steps = written[2]
+                    when = (
+                        f"step {steps[0]}"
+                        if len(steps) == 1
+                        else f"the edits of {path} at steps {', '.join(map(str, steps))}"
+                    )
+                    done = (
+                        "deleted it" if how == "deleted" else "marked it to be skipped or to fail"
+                    )
+                    happened = f"{when} {done}"
+                else:  # a command, kernel code or an editor changed the file on disk
+                    happened = {
+                        "deleted": f"{path} no longer defines it",
+                        "skipped": f"{path} now marks it to be skipped or to fail",
+                        "unreadable": f"{path} no longer reads as a Python test file (a folder, "
+                        "a FIFO, a link out of the workspace, too large, or not Python)",
+                    }[how] + " (changed on disk, not through an edit tool)"
                 return (
                     "a test seen failing was deleted or skipped by the session",
-                    f"{test} failed at step {failed_at}, and {when} {done}; a failing test "
+                    f"{test} failed at step {failed_at}, and {happened}; a failing test "
                     "shows a problem to fix, and a suite that passes without it shows nothing. "
                     "Put the test back, fix the code (or correct the test, keeping what it "
                     "checks) until it passes, run the tests, then finish.",
                 )
         return None
 
-    def _dropped(self, path: str, name: str, first: str, now: str) -> str | None:
+    def _dropped_on_disk(self, path: str, name: str, unittest: bool) -> str | None:
+        """ "deleted", "skipped" or "unreadable" when the test ``name`` (qualified) that a run
+        showed failing in ``path`` is gone from the file on disk (not moved, ``_moved``),
+        newly marked skipped there, or the file no longer reads as Python; None otherwise.
+        The run that showed it failing shows it was there and ran: only a test the edit
+        tools added to the file (not in its text before the session's first write) is the
+        session's own to drop."""
+        now = self.disk_now[path]
+        written = self.test_texts.get(path)
+        first = written[0] if written is not None else self.disk_first.get(path)
+        before = test_layout(first) if first else None
+        if written is not None and (before is None or name not in before[0]):
+            return None
+        after = (frozenset(), frozenset()) if now == "" else test_layout(now) if now else None
+        if after is None:
+            return "unreadable"
+        if name not in after[0]:
+            return None if self._moved(path, name, unittest) else "deleted"
+        if name in after[1] and not (before is not None and name in before[1]):
+            return "skipped"
+        return None
+
+    def _dropped(
+        self, path: str, name: str, first: str, now: str, unittest: bool = False
+    ) -> str | None:
         """ "deleted" or "skipped" when test ``name`` (qualified) of ``path`` was in ``first``
-        and is gone from ``now`` (not moved to another file the session wrote) or newly
-        marked skipped there; None otherwise, or when a text cannot be read."""
+        and is gone from ``now`` (not moved, ``_moved``) or newly marked skipped there; None
+        otherwise, or when a text cannot be read."""
         before, after = test_layout(first), test_layout(now)
         if before is None or after is None or name not in before[0]:
             return None
         if name not in after[0]:
-            bare = name.rpartition(".")[2]
-            for other, (_, text, _) in self.test_texts.items():
-                layout = test_layout(text) if other != path else None
-                if layout and any(t.rpartition(".")[2] == bare for t in layout[0] - layout[1]):
-                    return None  # moved to another file, and not skipped there
-            return "deleted"
+            return None if self._moved(path, name, unittest) else "deleted"
         if name in after[1] and name not in before[1]:
             return "skipped"
         return None
+
+    def _moved(self, path: str, name: str, unittest: bool) -> bool:
+        """Whether the test ``name`` gone from ``path`` runs, unskipped, from a test file the
+        session wrote that did not have it before, or one made on disk since
+        (``disk_found``): a file its runner collects by its name and folder
+        (``_collected``), so a copy kept in ``keep.py`` or ``build/`` is no move, nor an
+        unrelated test of the same name in a file the session touched."""
+        bare = name.rpartition(".")[2]
+
+        def runs(text: str | None) -> bool:
+            layout = test_layout(text) if text else None
+            return layout is not None and any(
+                t.rpartition(".")[2] == bare for t in layout[0] - layout[1]
+            )
+
+        for other, (first, now, _) in self.test_texts.items():
+            if other == path or not _collected(other, unittest):
+                continue
+            was = test_layout(first) if first else (frozenset(), frozenset())
+            had = was is None or any(t.rpartition(".")[2] == bare for t in was[0])
+            if not had and runs(self.disk_now.get(other, now)):
+                return True
+        return any(
+            other != path
+            and other not in self.test_texts
+            and _collected(other, unittest)
+            and runs(text)
+            for other, text in self.disk_found.items()
+        )
 
     def _left_out(self) -> tuple[str, str]:
         """The tests seen failing that the passing runs since left out."""
@@ -990,7 +1100,7 @@ class FinishGuard:
 # obsolete test_add"): then doing so is the work. Not a mention ("the test for deleting a
 # user fails", "without skipping any test").
 _DROP_CLAUSE = re.compile(
-    r"^(?:(?:please|and|then|also|just|now)\s+)*(?:skip|xfail|remov|delet|drop|disabl)\w*"
+    r"^(?:(?:please|and|then|also|just|now)\s+)*(?:skip|xfail|remov|delet|drop|disabl|renam)\w*"
     r"\b[^.;,\n]{0,40}?\btest",
     re.IGNORECASE,
 )
@@ -1018,6 +1128,43 @@ def _test_places(test: str, texts: Mapping[str, object]) -> list[tuple[str, str]
         name = ".".join(parts[size:])
         places += [(p, name) for p in texts if p == module or p.endswith("/" + module)]
     return places
+
+
+# Folders pytest does not look into by default (``norecursedirs``), besides dot-folders.
+_NOT_COLLECTED = frozenset({"build", "dist", "node_modules", "venv", "CVS", "_darcs", "{arch}"})
+
+
+def test_file_name(path: str) -> bool:
+    """Whether ``path``'s name is one a test runner's discovery collects by default
+    (``test*.py`` for unittest, ``test_*.py`` and ``*_test.py`` for pytest)."""
+    name = PurePosixPath(path).name
+    return name.endswith(".py") and (name.startswith("test") or name.endswith("_test.py"))
+
+
+def _collected(path: str, unittest: bool) -> bool:
+    """Whether the runner of a test (unittest's, else pytest's) collects ``path`` by default:
+    its name (pytest: ``test_*.py``, ``*_test.py``; unittest: ``test*.py``) and, for
+    pytest, no folder on the way that it skips (``build``, ``dist``, dot-folders...)."""
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else ""
+    if not test_file_name(path):
+        return False
+    if unittest:
+        return True
+    if any(p.startswith(".") or p.endswith(".egg") or p in _NOT_COLLECTED for p in parts[:-1]):
+        return False
+    return name.startswith("test_") or name.endswith("_test.py")
+
+
+def _test_files(test: str) -> list[str]:
+    """The workspace-relative files a failing test's id may name (see ``_test_places``): a
+    pytest id's path, a unittest id's modules (``pkg.t.T.test_x``: ``pkg/t/T.py``,
+    ``pkg/t.py``, ``pkg.py``)."""
+    if "::" in test:
+        path = _same_path(test.partition("::")[0])
+        return [path] if path.endswith(".py") else []
+    parts = test.split(".")
+    return ["/".join(parts[:size]) + ".py" for size in range(len(parts) - 1, 0, -1)]
 
 
 def _listing(paths: list[str], shown: int = 2) -> str:

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import re
 import stat
 import threading
 import time
+import tokenize
 import uuid
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from contextlib import aclosing
@@ -35,7 +37,15 @@ from typing import IO, Any
 from grinta_jupyter.agent.blocking import running_loop
 from grinta_jupyter.agent.condense import condense_with_model, request_budget, tokens_after
 from grinta_jupyter.agent.context import Context, one_line, veto_text
-from grinta_jupyter.agent.guards import Budgets, EndReason, Firing, Guards, Limits, ending
+from grinta_jupyter.agent.guards import (
+    Budgets,
+    EndReason,
+    Firing,
+    Guards,
+    Limits,
+    ending,
+    test_file_name,
+)
 from grinta_jupyter.agent.history import (
     KEPT_CHANGE,
     ContextFeed,
@@ -103,7 +113,7 @@ from grinta_jupyter.runtime.errors import (
     ToolError,
     ToolFailure,
 )
-from grinta_jupyter.runtime.files import FORBIDDEN_DIRS, read_regular
+from grinta_jupyter.runtime.files import read_regular
 from grinta_jupyter.runtime.proposal import (
     FinishProposal,
     Observation,
@@ -119,6 +129,10 @@ from grinta_jupyter.tools.facade import Runtime
 from grinta_jupyter.tools.tokens import schema_json_tokens
 
 SNAPSHOT_READ_BYTES = 8 * 1024 * 1024  # a file read for its snapshot (the tools' own cap)
+# Files the finish guard reads from disk, at a test run and at a finish: at most this many
+# holding failing tests, and as many changed since (a suite of thousands failing is rare).
+MAX_FAILING_FILES = 50
+MAX_FOUND_FILES = 2_000  # test files made since, read at a finish for a test gone from its own
 
 
 class RewindError(ValueError):
@@ -949,9 +963,7 @@ class Session:
         """sha256 of the file at ``path`` now (None: absent); "" when it cannot be read."""
         try:
             where = self.runtime.workspace.resolve(path)
-            data, _ = read_regular(
-                where.abs, path, SNAPSHOT_READ_BYTES, within=where.root, keep_out=FORBIDDEN_DIRS
-            )
+            data, _ = read_regular(where.abs, path, SNAPSHOT_READ_BYTES, within=where.root)
         except ToolFailure as exc:
             return None if exc.error.code == "FILE_NOT_FOUND" else ""
         return sha256(data)
@@ -1237,7 +1249,7 @@ class Session:
         finally:
             self._staging = False
         moved = (
-            await asyncio.to_thread(self._moved_since_tests)
+            await asyncio.to_thread(self._before_finish)
             if isinstance(proposal, FinishProposal) and proposal.ok
             else []
         )
@@ -1376,7 +1388,7 @@ class Session:
         notes = list(notes)  # what grinta itself says about it: outside the fence
         firings = self.guards.after(step.number, proposal, obs, vetoed)
         if self.guards.finish.tested_at(step.number):
-            self._tested_files = await asyncio.to_thread(self.runtime.workspace.source_state)
+            self._tested_files = await asyncio.to_thread(self._after_test_run)
         for firing in firings:
             self._fire(firing, step)
             if firing.action == "force_read":
@@ -1414,15 +1426,62 @@ class Session:
         if reason is not None:
             self._finish_session(reason)
 
-    def _moved_since_tests(self) -> list[str]:
-        """The source files written, made or removed since the last test run (sorted)."""
-        before = self._tested_files
-        if before is None:
-            return []
+    def _after_test_run(self) -> dict[str, tuple[int, int, int]] | None:
+        """The source files' state after a test run; and, the first time each is named, the
+        files holding the tests the session saw failing, read for the finish guard to
+        compare with the disk at a finish (a test deleted or skipped by a command, kernel
+        code or an editor). A file gone already counts if the last test run saw it (a
+        command that ran the tests and removed it). In a worker thread."""
+        previous = self._tested_files or {}
+        state = self.runtime.workspace.source_state()
+        finish = self.guards.finish
+        for path in finish.failing_files()[:MAX_FAILING_FILES]:
+            exists, text = self._disk_read(path)
+            if not exists and path not in previous:  # a guess from a test's id: no file
+                finish.disk_missing.add(path)
+                continue
+            finish.disk_files.add(path)
+            if text is not None:
+                finish.disk_first[path] = text
+            if finish.disk_state is None:
+                finish.disk_state = state
+        return state
+
+    def _before_finish(self) -> list[str]:
+        """The source files written, made or removed since the last test run (sorted); and
+        for the finish guard, the files ``_after_test_run`` read, read again, and the test
+        files made since that name a test gone from its file. In a worker thread."""
         now = self.runtime.workspace.source_state()
-        if now is None:
+        finish = self.guards.finish
+        if finish.disk_files:
+            finish.disk_now = {p: self._disk_read(p)[1] for p in sorted(finish.disk_files)}
+            finish.disk_found = {}
+            missing = finish.missing_names()
+            then = finish.disk_state or {}
+            made = sorted(p for p in now or {} if p not in then and test_file_name(p))
+            for path in made[:MAX_FOUND_FILES] if missing else []:
+                _, text = self._disk_read(path)
+                if text and any(name in text for name in missing):
+                    finish.disk_found[path] = text
+        before = self._tested_files
+        if before is None or now is None:
             return []
         return sorted(p for p in before.keys() | now.keys() if before.get(p) != now.get(p))
+
+    def _disk_read(self, path: str) -> tuple[bool, str | None]:
+        """Whether the workspace file ``path`` exists now, and its text: "" when it does not,
+        None when it does not read as Python source (a folder, a FIFO, a link out of the
+        workspace, over the read cap, not in its declared encoding)."""
+        try:
+            where = self.runtime.workspace.resolve(path)
+            data, _ = read_regular(where.abs, path, SNAPSHOT_READ_BYTES, within=where.root)
+        except ToolFailure as exc:
+            return (False, "") if exc.error.code == "FILE_NOT_FOUND" else (True, None)
+        try:
+            encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+            return True, data.decode(encoding)
+        except (SyntaxError, LookupError, UnicodeDecodeError):
+            return True, None
 
     def _finish_check(self, step: Step) -> Step:
         self.state = State.FINISH_CHECK
@@ -1598,7 +1657,6 @@ class Session:
                         path,
                         SNAPSHOT_READ_BYTES,
                         within=where.root,
-                        keep_out=FORBIDDEN_DIRS,
                     )[0]
             except ToolFailure:
                 pass  # nothing was read: nothing to record

@@ -1284,19 +1284,25 @@ def test_layout(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
     every = any(_skips_all(statement, aliases) for statement in tree.body) or any(
         _skipping_fixture(node, aliases) for node in ast.walk(tree)
     )
+    every = every or _not_a_test(tree.body)
     defined: set[str] = set()
     skipped: set[str] = set()
+
+    def under(name: str) -> set[str]:
+        return {t for t in defined if t == name or t.startswith(name + ".")}
 
     def visit(body: list[ast.stmt], prefix: str, marked: bool) -> None:
         for node in body:
             if isinstance(node, ast.ClassDef):
-                inner = marked or _marked(node.decorator_list, aliases)
+                inner = marked or _marked(node.decorator_list, aliases) or _not_a_test(node.body)
+                defined.difference_update(under(prefix + node.name))  # a class defined again
                 visit(node.body, f"{prefix}{node.name}.", inner)
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
                 "test"
             ):
                 name = prefix + node.name
                 defined.add(name)
+                skipped.discard(name)
                 if (
                     every
                     or marked
@@ -1304,9 +1310,55 @@ def test_layout(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
                     or _skips(node.body, aliases)
                 ):
                     skipped.add(name)
+            else:  # ``del test_x``, ``test_x = None``, ``test_x.__test__ = False``...
+                gone, off = _unbound(node, aliases)
+                for name in gone:
+                    defined.difference_update(under(prefix + name))
+                for name in off:
+                    skipped.update(under(prefix + name))
+        skipped.intersection_update(defined)
 
     visit(tree.body, "", False)
     return frozenset(defined), frozenset(skipped)
+
+
+def _not_a_test(body: list[ast.stmt]) -> bool:
+    """Whether a module's or class's ``body`` sets ``__test__`` to False (pytest and nose
+    then collect nothing of it)."""
+    return any(
+        isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "__test__" for t in node.targets)
+        and isinstance(node.value, ast.Constant)
+        and not node.value.value
+        for node in body
+    )
+
+
+def _unbound(node: ast.stmt, aliases: frozenset[str]) -> tuple[list[str], list[str]]:
+    """The names a statement of a module or class body takes away from the tests (``del
+    test_x``, ``test_x = None``) and those it marks not to run (``test_x.__test__ =
+    False``, ``test_x = pytest.mark.skip(test_x)``)."""
+    gone: list[str] = []
+    off: list[str] = []
+    if isinstance(node, ast.Delete):
+        gone += [t.id for t in node.targets if isinstance(t, ast.Name)]
+    elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+        value = node.value
+        for target in node.targets if isinstance(node, ast.Assign) else [node.target]:
+            if (
+                isinstance(target, ast.Attribute)
+                and target.attr == "__test__"
+                and isinstance(target.value, ast.Name)
+                and isinstance(value, ast.Constant)
+                and not value.value
+            ):
+                off.append(target.value.id)
+            elif isinstance(target, ast.Name):
+                if isinstance(value, ast.Constant):
+                    gone.append(target.id)
+                elif _marked([value], aliases):
+                    off.append(target.id)
+    return gone, off
 
 
 def skipped_tests(text: str) -> frozenset[str]:
