@@ -144,3 +144,38 @@ def test_an_honest_fix_made_by_a_command_finishes_at_once(tmp_path: Path) -> Non
     assert _finish_refusals(session) == []
     assert session.end_reason == "finished"
     assert (root / "calc.py").read_text() == FIXED
+
+
+def test_a_test_file_linked_from_outside_the_workspace_is_not_a_drop(tmp_path: Path) -> None:
+    # The guard cannot read a file out of the workspace: it compares nothing, and an honest
+    # fix finishes (a link it could read at the failing run and not at the finish is a drop:
+    # tests/test_attacks_dropped_on_disk.py).
+    root = tmp_path / "ws"
+    root.mkdir()
+    _workspace(root)
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (root / "test_calc.py").rename(shared / "test_calc.py")
+    (root / "test_calc.py").symlink_to(shared / "test_calc.py")
+    session = _session(
+        root,
+        [
+            _run(SUITE),
+            reply(
+                "",
+                call(
+                    "replace_string",
+                    path="calc.py",
+                    old_string="return a - b\n\n",
+                    new_string="return a + b\n\n",
+                ),
+            ),  # fmt: skip
+            _run(SUITE),
+            _finish(),
+        ],
+    )
+    session.run_sync()
+    assert session.steps[0].observation is not None and session.steps[0].observation.exit_code
+    assert "test_calc.py" in session.guards.finish.disk_missing
+    assert _finish_refusals(session) == []
+    assert session.end_reason == "finished"

@@ -129,8 +129,8 @@ from grinta_jupyter.tools.facade import Runtime
 from grinta_jupyter.tools.tokens import schema_json_tokens
 
 SNAPSHOT_READ_BYTES = 8 * 1024 * 1024  # a file read for its snapshot (the tools' own cap)
-# Files the finish guard reads from disk, at a test run and at a finish: at most this many
-# holding failing tests, and as many changed since (a suite of thousands failing is rare).
+# Files the finish guard reads from disk: at most this many holding failing tests (read
+# after the test runs that show them failing, and at a finish; thousands failing is rare).
 MAX_FAILING_FILES = 50
 MAX_FOUND_FILES = 2_000  # test files made since, read at a finish for a test gone from its own
 
@@ -1437,11 +1437,13 @@ class Session:
         finish = self.guards.finish
         for path in finish.failing_files()[:MAX_FAILING_FILES]:
             exists, text = self._disk_read(path)
-            if not exists and path not in previous:  # a guess from a test's id: no file
+            if (exists and text is None) or (not exists and path not in previous):
+                # No file (a guess from a test's id), or none that reads as Python here (a
+                # link out of the workspace, too large): the guard cannot compare it.
                 finish.disk_missing.add(path)
                 continue
             finish.disk_files.add(path)
-            if text is not None:
+            if text:
                 finish.disk_first[path] = text
             if finish.disk_state is None:
                 finish.disk_state = state
