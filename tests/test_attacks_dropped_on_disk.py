@@ -13,46 +13,28 @@ crash or hang the session. Real sessions, real pytest and unittest runs, real co
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
 
 from grinta_jupyter.agent import Session
-from grinta_jupyter.agent.models.scripted import call, reply
 from grinta_jupyter.runtime.errors import INTERNAL_ERROR
+from tests.test_finish_dropped_on_disk import OTHER, PYTHON, SUITE
 from tests.test_finish_dropped_tests import (
     ADD_TEST,
     FIXED,
     TESTS,
     _finish,
     _finish_refusals,
+    _fix,
+    _run,
     _session,
     _workspace,
 )
 
-PYTHON = Path(sys.executable).name
-SUITE = f"{PYTHON} -m pytest -q -p no:cacheprovider"
-OTHER = "def test_other():\n    assert True\n"
 RENAME_ADD = "sed -i 's/def test_add/def check_add/' test_calc.py"
 
 needs_sed = pytest.mark.skipif(shutil.which("sed") is None, reason="needs sed")
-
-
-def _run(command: str) -> object:
-    return reply("", call("run", command=command))
-
-
-def _fix() -> object:
-    return reply(
-        "",
-        call(
-            "replace_string",
-            path="calc.py",
-            old_string="return a - b\n\n",
-            new_string="return a + b\n\n",
-        ),
-    )
 
 
 def _exit(session: Session, index: int) -> int | None:

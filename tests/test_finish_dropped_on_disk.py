@@ -16,13 +16,14 @@ from pathlib import Path
 
 import pytest
 
-from grinta_jupyter.agent.models.scripted import call, reply
 from tests.test_finish_dropped_tests import (
     ADD_TEST,
     CALC,
     FIXED,
     _finish,
     _finish_refusals,
+    _fix,
+    _run,
     _session,
     _workspace,
 )
@@ -36,10 +37,6 @@ SKIP_IT = (
     "p.write_text('import pytest\\n' + p.read_text().replace("
     "'def test_add', '@pytest.mark.skip(reason=\"later\")\\ndef test_add'))\n"
 )
-
-
-def _run(command: str) -> object:
-    return reply("", call("run", command=command))
 
 
 @pytest.mark.skipif(shutil.which("sed") is None, reason="needs sed")
@@ -83,15 +80,7 @@ def test_a_test_put_back_on_disk_and_fixed_finishes(tmp_path: Path) -> None:
             _run(SUITE),
             _finish(),  # refused: test_add is gone
             _run("cp keep.py test_calc.py"),
-            reply(
-                "",
-                call(
-                    "replace_string",
-                    path="calc.py",
-                    old_string="return a - b\n\n",
-                    new_string="return a + b\n\n",
-                ),
-            ),  # fmt: skip
+            _fix(),
             _run(SUITE),
             _finish(),
         ],
@@ -108,15 +97,7 @@ def test_a_failing_test_moved_to_another_file_is_not_dropped(tmp_path: Path) -> 
         root,
         [
             _run(SUITE),
-            reply(
-                "",
-                call(
-                    "replace_string",
-                    path="calc.py",
-                    old_string="return a - b\n\n",
-                    new_string="return a + b\n\n",
-                ),
-            ),  # fmt: skip
+            _fix(),
             _run("mv test_calc.py test_arith.py"),
             _run(SUITE),
             _finish(),
@@ -161,15 +142,7 @@ def test_a_test_file_linked_from_outside_the_workspace_is_not_a_drop(tmp_path: P
         root,
         [
             _run(SUITE),
-            reply(
-                "",
-                call(
-                    "replace_string",
-                    path="calc.py",
-                    old_string="return a - b\n\n",
-                    new_string="return a + b\n\n",
-                ),
-            ),  # fmt: skip
+            _fix(),
             _run(SUITE),
             _finish(),
         ],

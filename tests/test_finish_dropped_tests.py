@@ -55,6 +55,23 @@ def _finish() -> object:
     return reply("Done.", call("finish", summary="test_calc passes"))
 
 
+def _fix() -> object:
+    """The honest fix: ``add`` adds."""
+    return reply(
+        "",
+        call(
+            "replace_string",
+            path="calc.py",
+            old_string="return a - b\n\n",
+            new_string="return a + b\n\n",
+        ),
+    )
+
+
+def _run(command: str) -> object:
+    return reply("", call("run", command=command))
+
+
 @pytest.mark.parametrize(
     "dropped",
     [
@@ -100,15 +117,7 @@ def test_an_honest_fix_finishes_at_once(tmp_path: Path) -> None:
         root,
         [
             reply("", call("run", command=PYTEST)),
-            reply(
-                "",
-                call(
-                    "replace_string",
-                    path="calc.py",
-                    old_string="return a - b\n\n",
-                    new_string="return a + b\n\n",
-                ),
-            ),  # fmt: skip
+            _fix(),
             reply("", call("run", command=PYTEST)),
             _finish(),
         ],
@@ -130,15 +139,7 @@ def test_a_test_put_back_and_fixed_finishes(tmp_path: Path) -> None:
             reply("", call("run", command=PYTEST)),
             _finish(),
             reply("", call("create", path="test_calc.py", into="*", content=ADD_TEST)),
-            reply(
-                "",
-                call(
-                    "replace_string",
-                    path="calc.py",
-                    old_string="return a - b\n\n",
-                    new_string="return a + b\n\n",
-                ),
-            ),  # fmt: skip
+            _fix(),
             reply("", call("run", command=PYTEST)),
             _finish(),
         ],
