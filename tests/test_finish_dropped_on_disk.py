@@ -152,3 +152,52 @@ def test_a_test_file_linked_from_outside_the_workspace_is_not_a_drop(tmp_path: P
     assert "test_calc.py" in session.guards.finish.disk_missing
     assert _finish_refusals(session) == []
     assert session.end_reason == "finished"
+
+
+def test_the_verdict_parses_test_files_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whether a failing test was dropped is decided by parsing its file (a test file may
+    hold thousands of lines): in the worker thread that read it for the finish, not on the
+    kernel's event loop, where a long parse would freeze the Stop button."""
+    import threading
+
+    from grinta_jupyter.agent import guards
+
+    parsed_on: list[str] = []
+    layout = guards.test_layout
+
+    def recording(text: str) -> object:
+        parsed_on.append(threading.current_thread().name)
+        return layout.__wrapped__(text)  # uncached: every parse is seen
+
+    monkeypatch.setattr(guards, "test_layout", recording)
+    root = _workspace(tmp_path)
+    (root / "test_other.py").write_text(OTHER)
+    session = _session(
+        root,
+        [
+            _run(SUITE),
+            _run("sed -i 's/def test_add/def check_add/' test_calc.py"),
+            _run(SUITE),
+            _finish(),
+            _run("sed -i 's/def check_add/def test_add/' test_calc.py"),
+            _fix(),
+            _run(SUITE),
+            _finish(),
+        ],
+    )
+    loop_thread: list[str] = []
+
+    async def drive() -> None:
+        loop_thread.append(threading.current_thread().name)
+        await session.run()
+
+    import asyncio
+
+    asyncio.run(drive())
+    refusals = _finish_refusals(session)
+    assert len(refusals) == 1 and "no longer defines it" in refusals[0]
+    assert session.steps[-1].observation is not None and session.steps[-1].observation.ok
+    assert parsed_on, "the verdict parsed nothing"
+    assert loop_thread[0] not in parsed_on, parsed_on

@@ -678,6 +678,10 @@ class FinishGuard:
     disk_state: dict[str, tuple[int, int, int]] | None = None
     disk_missing: set[str] = field(default_factory=set)
     _order: int = field(default=0, init=False, repr=False)  # orders changes and runs
+    # ``_dropped_failing``'s verdict made ahead by ``settle`` (it parses test files: the
+    # session makes it in a worker thread, not on the kernel's event loop); the next check
+    # takes it, and drops it whatever it decides.
+    _settled: tuple[tuple[str, str] | None] | None = field(default=None, init=False, repr=False)
 
     def observe(
         self, step: int, proposal: Proposal, observation: Observation, *, vetoed: bool = False
@@ -833,7 +837,7 @@ class FinishGuard:
             self.seen_failing.setdefault(test, step)
 
     def failing_files(self) -> list[str]:
-        """Where the tests runs showed failing may be defined (workspace-relative paths,
+        """Where the tests that runs showed failing may be defined (workspace-relative paths,
         sorted), but for those already read (``disk_files``) or found missing: the session
         reads them from disk."""
         paths = {path for test in self.seen_failing for path in _test_files(test)}
@@ -873,7 +877,19 @@ class FinishGuard:
         self._order += 1
         self.last_change = _Change(self._order, f"the undo after step {step} changed files")
 
+    def settle(self) -> None:
+        """Decide now whether a failing test was dropped (parsing the test files involved,
+        up to 2 MB each), for the next ``check``: called where blocking is harmless, once
+        the files were read for a finish."""
+        self._settled = (self._dropped_now(),)
+
     def check(self, summary: str) -> Firing | None:
+        try:
+            return self._check(summary)
+        finally:
+            self._settled = None  # made for this finish only
+
+    def _check(self, summary: str) -> Firing | None:
         if self.rejections >= self.limits.max_finish_rejections:
             return None
         problem = self._problem(summary)
@@ -942,6 +958,11 @@ class FinishGuard:
         return None
 
     def _dropped_failing(self) -> tuple[str, str] | None:
+        if self._settled is not None:
+            return self._settled[0]
+        return self._dropped_now()
+
+    def _dropped_now(self) -> tuple[str, str] | None:
         """A test seen failing that the session then deleted, or marked to be skipped or to
         fail, through its edit tools or on disk, unless the task asks for that (read here,
         at a finish: the files' texts are parsed only then, and only those holding such a

@@ -1452,7 +1452,8 @@ class Session:
     def _before_finish(self) -> list[str]:
         """The source files written, made or removed since the last test run (sorted); and
         for the finish guard, the files ``_after_test_run`` read, read again, and the test
-        files made since that name a test gone from its file. In a worker thread."""
+        files made since that name a test gone from its file, then its verdict on them
+        (``FinishGuard.settle``). In a worker thread."""
         now = self.runtime.workspace.source_state()
         finish = self.guards.finish
         if finish.disk_files:
@@ -1465,6 +1466,7 @@ class Session:
                 _, text = self._disk_read(path)
                 if text and any(name in text for name in missing):
                     finish.disk_found[path] = text
+        finish.settle()  # the verdict's parsing, here rather than on the event loop
         before = self._tested_files
         if before is None or now is None:
             return []
