@@ -689,6 +689,8 @@ def _eval(args: argparse.Namespace, config: Config) -> int:
             max_tokens=config.max_tokens,
             max_cost=config.max_cost,
             max_wall_time=config.max_wall_time or EVAL_MAX_WALL_TIME,
+            context_budget=config.context_budget,
+            condense=config.condense,
         )
         backend = eval_backend(args)
     except ValueError as exc:

@@ -172,3 +172,40 @@ def test_a_run_with_a_real_model_over_litellm(openai_server, tmp_path, monkeypat
     assert result["passed"], result["detail"]
     assert result["metrics"]["prompt_tokens"] > 0
     assert openai_server.requests[0].body["seed"] == 3
+
+
+def test_eval_runs_take_the_configured_context_budget_and_condensation(tmp_path):
+    """``GRINTA_CONTEXT_BUDGET`` and ``GRINTA_CONDENSE`` bound an eval's runs as they bound
+    a session, travel in each run's spec, and count among the settings a resumed --out must
+    share; a result written before the spec held them was made with their defaults."""
+    out = tmp_path / "eval"
+    command = [sys.executable, "-m", "grinta_jupyter.cli", "eval"]
+    command += ["--tasks", "raft_kv/fix-failing-test", "--toolsets", "intent"]
+    command += ["--model", "scripted", "--runs", "1", "--out", str(out)]
+    env = {**os.environ, "GRINTA_CONTEXT_BUDGET": "3000", "GRINTA_CONDENSE": "model"}
+    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    (result,) = [json.loads(p.read_text()) for p in (out / "runs").glob("*.json")]
+    assert result["spec"]["context_budget"] == 3000 and result["spec"]["condense"] == "model"
+    (log,) = (out / "logs").glob("*.jsonl")
+    started = json.loads(log.read_text().splitlines()[0])
+    assert started["settings"]["context_budget"] == 3000, started
+    assert started["settings"]["condense"] == "model", started
+
+    env["GRINTA_CONTEXT_BUDGET"] = "4000"
+    again = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 2 and "context_budget 3000, not 4000" in again.stderr
+
+    # An older result, without the two keys, resumes under the defaults and is not redone.
+    (path,) = (out / "runs").glob("*.json")
+    for key in ("context_budget", "condense"):
+        del result["spec"][key]
+    path.write_text(json.dumps(result))
+    mtime = path.stat().st_mtime_ns
+    plain = {k: v for k, v in env.items() if k not in ("GRINTA_CONTEXT_BUDGET", "GRINTA_CONDENSE")}
+    resumed = subprocess.run(
+        command, cwd=REPO, env=plain, capture_output=True, text=True, timeout=300
+    )
+    assert resumed.returncode == 0, resumed.stderr
+    assert "1 already finished, 0 to go" in resumed.stderr
+    assert path.stat().st_mtime_ns == mtime

@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from grinta_jupyter.config import Config
+from grinta_jupyter.config import CondenseMethod, Config
 
 # A run in an experiment must end: without a wall-time budget of its own, this one applies.
 EVAL_MAX_WALL_TIME = 900.0  # seconds
@@ -42,6 +42,10 @@ class RunSpec:
     max_cost: float | None = Config.max_cost  # dollars
     max_wall_time: float | None = EVAL_MAX_WALL_TIME
     tasks_dir: str | None = None  # a folder of built tasks (grinta tasks build); None: bundled
+    # How the run's requests are bounded (agent/condense.py): tokens each stays under (None:
+    # a share of the model's window) and who writes the condensations.
+    context_budget: int | None = Config.context_budget
+    condense: CondenseMethod = Config.condense
 
     @property
     def key(self) -> str:
@@ -103,6 +107,8 @@ def run_one(spec: RunSpec, out_dir: str | os.PathLike[str]) -> dict[str, Any]:
             max_tokens=spec.max_tokens,
             max_cost=spec.max_cost,
             max_wall_time=spec.max_wall_time,
+            context_budget=spec.context_budget,
+            condense=spec.condense,
         )
         model = make_model(spec, root, [tuple(call) for call in getattr(task, "solution", ())])
         session = Session(

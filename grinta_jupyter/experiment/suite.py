@@ -20,7 +20,7 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
+from dataclasses import MISSING, asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -263,6 +263,9 @@ def _locked(path: Path, wait: bool) -> Iterator[None]:
         yield
 
 
+_SPEC_DEFAULTS = {f.name: f.default for f in fields(RunSpec) if f.default is not MISSING}
+
+
 def _check_same_settings(specs: list[RunSpec], done: dict[str, dict[str, Any]], out: Path) -> None:
     """Raise when ``out`` holds a result of one of ``specs`` made with other settings (other
     budgets, or another model with the same key), or when two specs share a key: resuming
@@ -277,6 +280,8 @@ def _check_same_settings(specs: list[RunSpec], done: dict[str, dict[str, Any]], 
                 f"two different runs share the key {spec.key}: {other}, {spec}"
             )
         found = done[spec.key]["spec"] if spec.key in done else planned
+        # A result older than a setting was made with that setting's default.
+        found = {**{k: v for k, v in _SPEC_DEFAULTS.items() if k not in found}, **found}
         changed = sorted(k for k, v in planned.items() if found.get(k) != v)
         if changed:
             was = ", ".join(f"{k} {found.get(k)!r}, not {planned[k]!r}" for k in changed)
