@@ -1022,6 +1022,8 @@ class FinishGuard:
         before = test_layout(first) if first else None
         if written is not None and (before is None or name not in before[0]):
             return None
+        if first and now and before is None:
+            return None  # its layout could not be read then (too large, too deep): no claim
         after = (frozenset(), frozenset()) if now == "" else test_layout(now) if now else None
         if after is None:
             return "unreadable"
@@ -1037,6 +1039,8 @@ class FinishGuard:
         """ "deleted" or "skipped" when test ``name`` (qualified) of ``path`` was in ``first``
         and is gone from ``now`` (not moved, ``_moved``) or newly marked skipped there; None
         otherwise, or when a text cannot be read."""
+        if first == now:
+            return None
         before, after = test_layout(first), test_layout(now)
         if before is None or after is None or name not in before[0]:
             return None
@@ -1140,7 +1144,7 @@ def _test_places(test: str, texts: Mapping[str, object]) -> list[tuple[str, str]
     places: list[tuple[str, str]] = []
     if "::" in test:
         path, _, rest = test.partition("::")
-        name = ".".join(part.split("[")[0] for part in rest.split("::"))
+        name = ".".join(rest.partition("[")[0].split("::"))  # parameters may hold "::"
         path = _same_path(path)
         return [(p, name) for p in texts if p == path or p.endswith("/" + path)]
     parts = test.split(".")

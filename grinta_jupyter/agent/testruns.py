@@ -36,6 +36,7 @@ import re
 import shlex
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from grinta_jupyter.agent.shell import Segment, base_name, prepare, segments, skip_options, unwrap
 from grinta_jupyter.runtime import pyast
@@ -883,8 +884,11 @@ def _drops_failures(words: list[str]) -> str | None:
 
 # -- which tests a run showed failing, and which a later run covers -----------------------
 
+# A node id's parameters end at the first ``]`` followed by `` - `` or the line's end (or,
+# verbose, by the outcome): they may hold ``]``, ``::`` and spaces.
 _PYTEST_FAILING = re.compile(
-    r"^(?:FAILED|ERROR) ([^\s\[]+(?:\[[^\]\n]*\])?)(?: - .*)?$|^(\S+::\S+) (?:FAILED|ERROR)\b",
+    r"^(?:FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - .*)?$"
+    r"|^([^\s\[]+::[^\s\[]+(?:\[.*?\])?) (?:FAILED|ERROR)\b",
     re.MULTILINE,
 )
 _UNITTEST_FAILING = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.MULTILINE)
@@ -1278,8 +1282,14 @@ def test_layout(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
     try:
         with pyast.quietly():
             tree = pyast.parse(text)
+        return _layout(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
+        # Also a tree too deep for the walk (``1 + 1 + ...`` of a few hundred terms, which
+        # ``ast.unparse`` recurses into): what it defines cannot be told.
         return None
+
+
+def _layout(tree: ast.Module) -> tuple[frozenset[str], frozenset[str]]:
     aliases = _skip_aliases(tree)
     every = any(_skips_all(statement, aliases) for statement in tree.body) or any(
         _skipping_fixture(node, aliases) for node in ast.walk(tree)
@@ -1334,7 +1344,7 @@ def _not_a_test(body: list[ast.stmt]) -> bool:
     )
 
 
-def _unbound(node: ast.stmt, aliases: frozenset[str]) -> tuple[list[str], list[str]]:
+def _unbound(node: ast.stmt, aliases: _Names) -> tuple[list[str], list[str]]:
     """The names a statement of a module or class body takes away from the tests (``del
     test_x``, ``test_x = None``) and those it marks not to run (``test_x.__test__ =
     False``, ``test_x = pytest.mark.skip(test_x)``)."""
@@ -1368,19 +1378,35 @@ def skipped_tests(text: str) -> frozenset[str]:
     return frozenset(name.rpartition(".")[2] for name in layout[1]) if layout else frozenset()
 
 
-_SKIP_MARK = re.compile(r"\b(?:skip|skipif|xfail|skipIf|skipUnless|expectedFailure)\b")
-_SKIP_CALL = re.compile(r"(?:^|\.)(?:skip|skipTest|xfail|importorskip)$")
+_SKIP_WORD = re.compile(r"skip|skipif|xfail|skipIf|skipUnless|expectedFailure")
+# ``skipTest`` on any object; ``skip``, ``xfail`` and ``importorskip`` called by a bare name
+# or on a name the file imports (``pytest.skip``, ``pt.skip`` after ``import pytest as pt``),
+# not on an object of the project's (``reader.skip(3)``).
+_SKIP_METHOD = re.compile(r"(?:^|\.)skipTest$")
+_SKIP_FUNCTION = re.compile(r"^(?:(?P<module>\w+)(?:\.\w+)*\.)?(?:skip|xfail|importorskip)$")
 _SKIP_IMPORTED = re.compile(
     r"^(?:skip|skipif|xfail|skipIf|skipUnless|expectedFailure|skipTest|SkipTest|importorskip)$"
 )
 
 
-def _skip_aliases(tree: ast.Module) -> frozenset[str]:
+class _Names(NamedTuple):
+    """What a test file binds that the skip checks need."""
+
+    skips: frozenset[str]  # names bound to a skip mark or call (``later = pytest.mark.skip``)
+    imported: frozenset[str]  # names bound by an import (``pytest``, ``pt``, ``outcomes``)
+
+
+def _skip_aliases(tree: ast.Module) -> _Names:
     """Names the file binds to a skip mark or call: imported under another name
-    (``from pytest import skip as later``) or assigned one (``later = pytest.mark.skip``)."""
+    (``from pytest import skip as later``) or assigned one (``later = pytest.mark.skip``);
+    and every name an import binds."""
     names: set[str] = set()
+    imported: set[str] = {"pytest", "_pytest", "py"}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
+        if isinstance(node, ast.Import):
+            imported |= {(alias.asname or alias.name).partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported |= {alias.asname or alias.name for alias in node.names}
             names |= {
                 alias.asname
                 for alias in node.names
@@ -1389,11 +1415,22 @@ def _skip_aliases(tree: ast.Module) -> frozenset[str]:
         elif (
             isinstance(node, (ast.Assign, ast.AnnAssign))
             and node.value is not None
-            and _SKIP_MARK.search(ast.unparse(node.value))
+            and _names_a_skip(node.value)
         ):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return frozenset(names)
+    return _Names(frozenset(names), frozenset(imported))
+
+
+def _names_a_skip(value: ast.expr) -> bool:
+    """Whether a decorator or an assigned value names a skip mark (``pytest.mark.skip``, ``skipif``,
+    ``unittest.expectedFailure``...): walked, not unparsed, so a long expression (a table of
+    test data, ``1 + 1 + ...``) costs no recursion and no text."""
+    return any(
+        _SKIP_WORD.fullmatch(node.id if isinstance(node, ast.Name) else node.attr)
+        for node in ast.walk(value)
+        if isinstance(node, (ast.Name, ast.Attribute))
+    )
 
 
 def _root_name(node: ast.expr) -> str | None:
@@ -1403,20 +1440,25 @@ def _root_name(node: ast.expr) -> str | None:
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _marked(decorators: list[ast.expr], aliases: frozenset[str]) -> bool:
+def _marked(decorators: list[ast.expr], aliases: _Names) -> bool:
     return any(
-        _SKIP_MARK.search(ast.unparse(decorator)) or _root_name(decorator) in aliases
+        _names_a_skip(decorator) or _root_name(decorator) in aliases.skips
         for decorator in decorators
     )
 
 
-def _skips(body: list[ast.stmt], aliases: frozenset[str]) -> bool:
+def _skips(body: list[ast.stmt], aliases: _Names) -> bool:
     """Whether ``body`` (at any depth) calls a skip or raises ``SkipTest``."""
     for statement in body:
         for node in ast.walk(statement):
             if isinstance(node, ast.Call):
                 callee = ast.unparse(node.func)
-                if _SKIP_CALL.search(callee) or callee in aliases:
+                function = _SKIP_FUNCTION.match(callee)
+                if (
+                    _SKIP_METHOD.search(callee)
+                    or callee in aliases.skips
+                    or (function and function["module"] in (None, *aliases.imported))
+                ):
                     return True
             elif isinstance(node, ast.Raise) and node.exc is not None:
                 raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
@@ -1425,7 +1467,7 @@ def _skips(body: list[ast.stmt], aliases: frozenset[str]) -> bool:
     return False
 
 
-def _skipping_fixture(node: ast.AST, aliases: frozenset[str]) -> bool:
+def _skipping_fixture(node: ast.AST, aliases: _Names) -> bool:
     """Whether ``node`` is a fixture that may skip the tests using it (any of the file's:
     which ones an autouse fixture picks is decided at run time)."""
     return (
@@ -1435,14 +1477,14 @@ def _skipping_fixture(node: ast.AST, aliases: frozenset[str]) -> bool:
     )
 
 
-def _skips_all(statement: ast.stmt, aliases: frozenset[str]) -> bool:
+def _skips_all(statement: ast.stmt, aliases: _Names) -> bool:
     """Whether a module-level ``statement`` skips every test of the file."""
     if isinstance(statement, (ast.Assign, ast.AnnAssign)) and statement.value is not None:
         targets = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
         if any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets):
             value = statement.value
-            return bool(_SKIP_MARK.search(ast.unparse(value))) or any(
-                isinstance(n, ast.Name) and n.id in aliases for n in ast.walk(value)
+            return _names_a_skip(value) or any(
+                isinstance(n, ast.Name) and n.id in aliases.skips for n in ast.walk(value)
             )
         return False
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
