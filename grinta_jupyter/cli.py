@@ -94,12 +94,25 @@ class _Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         if self.prog == "grinta run" and "required: task" in message:
-            # `grinta run -v is broken` read the task's first word as an unknown flag.
-            message += (
-                '; give the task in quotes, and one that starts with "-" after "--": '
-                'grinta run -- "-v prints nothing"'
-            )
+            # `grinta run -v`: the task's only word read as an unknown flag.
+            message += _QUOTE_THE_TASK
         raise UserError(f"{message} (see {self.prog} --help)")
+
+    def parse_args(self, args: Any = None, namespace: Any = None) -> Any:
+        parsed, extra = self.parse_known_args(args, namespace)
+        if extra:
+            message = f"unrecognized arguments: {' '.join(extra)}"
+            if getattr(parsed, "command", None) == "run":
+                # `grinta run -v is broken`: an unquoted task, its first word read as a flag.
+                raise UserError(f"{message}{_QUOTE_THE_TASK} (see grinta run --help)")
+            self.error(message)
+        return parsed
+
+
+_QUOTE_THE_TASK = (
+    '; give the task in quotes, and one that starts with "-" after "--": '
+    'grinta run -- "-v prints nothing"'
+)
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -117,6 +117,31 @@ def test_a_task_that_starts_with_a_dash_says_how_to_give_it(tmp_path: Path) -> N
     assert done.returncode == 2
 
 
+@pytest.mark.parametrize(
+    "words",
+    [("-v", "is", "broken"), ("fix", "the", "parser", "--fast")],
+    ids=["a flag then words", "words then a flag"],
+)
+def test_an_unquoted_task_read_as_flags_says_how_to_give_it(
+    tmp_path: Path, words: tuple[str, ...]
+) -> None:
+    """`grinta run -v is broken` (the shell split the task; argparse took "is" for it and
+    found "-v broken" unknown): the same hint as a task that is only a flag."""
+    done = grinta("run", *words, "--root", str(tmp_path), timeout=30)
+    line = only_line(done.stderr)
+    assert line.startswith("grinta: error: unrecognized arguments:"), line
+    assert "give the task in quotes" in line and 'grinta run -- "-' in line, line
+    assert done.returncode == 2
+    assert not (tmp_path / ".grinta").exists()
+
+
+def test_an_unknown_flag_of_another_command_gets_no_task_hint(tmp_path: Path) -> None:
+    done = grinta("demo", "--bogus", "--root", str(tmp_path / "demo"), timeout=30)
+    line = only_line(done.stderr)
+    assert line == "grinta: error: unrecognized arguments: --bogus (see grinta --help)", line
+    assert done.returncode == 2
+
+
 def test_a_task_after_double_dash_is_taken_as_the_task(tmp_path: Path) -> None:
     """Guard: the way the hint gives works (the no-model line comes after parsing)."""
     done = grinta("run", "--root", str(tmp_path), "--", "-v prints nothing", timeout=30)
