@@ -8,14 +8,26 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from functools import cache, lru_cache
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+_LOADING = threading.Lock()
+
 
 @cache
 def _encoding() -> Any:
+    # One load at a time (the kernel's warming thread and a session's first turn may ask
+    # together): the variable set below is the whole process's, and two loads overlapping
+    # would leave it set to litellm's folder for every command started after.
+    with _LOADING:
+        return _load()
+
+
+@cache
+def _load() -> Any:
     spec = find_spec("litellm")
     if spec is None or spec.origin is None:
         raise RuntimeError("litellm is not installed; it carries the offline token encodings")
