@@ -535,7 +535,7 @@ def _continue(args: argparse.Namespace, config: Config) -> int:
             f"{log}: its task has not ended; go on with it first (grinta resume {log}), then "
             "continue it"
         )
-    root = _resume_root(args.root, log, start)
+    root = _resume_root(args.root, log, start, config.log_dir)
     model = _model_for(config, start)
     session = _resumed(log, model, config, root)
     if not session.done:  # checked above; a log that changed in between is not continued
@@ -558,7 +558,7 @@ def _resume(args: argparse.Namespace, config: Config) -> int:
 
     if args.log is None:
         where = _existing_folder(config.workspace, config.origin("root"))
-        found = latest_unfinished(where)
+        found = latest_unfinished(where, config.log_dir)
         if found is None:
             raise UserError(
                 f"no session of {where} has a task that did not end; name a log: grinta resume LOG"
@@ -573,7 +573,7 @@ def _resume(args: argparse.Namespace, config: Config) -> int:
             f"{log}: its task ended ({ended.reason}); give it a next task: "
             f'grinta run --continue {log} "TASK"'
         )
-    root = _resume_root(args.root, log, start)
+    root = _resume_root(args.root, log, start, config.log_dir)
     model = _model_for(config, start)
     session = _resumed(log, model, config, root)
     _kept_from_log(config, session)
@@ -609,15 +609,24 @@ def _session_log(text: str) -> tuple[Path, list[Event], SessionStart]:
     return Path(text), events, start
 
 
-def _resume_root(given: str | None, log: Path, start: SessionStart) -> Path:
+def _resume_root(
+    given: str | None, log: Path, start: SessionStart, log_dir: str | None = None
+) -> Path:
     """Where a resumed session goes on: ``--root``, else the workspace its log names.
 
-    Only a log lying in that workspace's ``.grinta/sessions`` chooses it: a log copied or
-    moved elsewhere must not choose where the session writes, so ``--root`` says it.
+    Only a log lying in that workspace's ``.grinta/sessions``, or in the folder logs are
+    configured to go to (``GRINTA_LOG_DIR``), chooses it: a log copied or moved elsewhere
+    must not choose where the session writes, so ``--root`` says it.
     """
     if given is not None:
         return _session_root(given, "--root")
     named = Path(start.root)
+    if (
+        start.root.strip()
+        and log_dir
+        and _same_folder(log.absolute().parent, Path(log_dir).expanduser())
+    ):
+        return _session_root(named, "the session's workspace")
     home = _home_of(log)
     if not start.root.strip() or home is None or not _same_folder(home, named):
         lies = (

@@ -513,23 +513,43 @@ def unfinished(events: Iterable[ev.Event]) -> bool:
     return not ended
 
 
-def latest_unfinished(root: str | Path) -> Path | None:
+def latest_unfinished(root: str | Path, log_dir: str | Path | None = None) -> Path | None:
     """The most recent session log of the workspace at ``root`` whose task did not end and
     that no session of another process holds (one running in another kernel is not the one
-    to resume: a crashed one older than it is)."""
-    folder = Path(root) / ".grinta" / "sessions"
+    to resume: a crashed one older than it is). Looked for in the workspace's
+    ``.grinta/sessions`` and, when logs go elsewhere (``GRINTA_LOG_DIR``: ``log_dir``), among
+    the logs there of sessions that ran in ``root``."""
+    logs: list[Path] = []
+    for folder in (Path(root) / ".grinta" / "sessions", log_dir):
+        if folder is None:
+            continue
+        try:
+            logs += [p for p in Path(folder).glob("*.jsonl") if p.is_file() and not p.is_symlink()]
+        except OSError:
+            continue
     try:
-        logs = sorted(
-            (p for p in folder.glob("*.jsonl") if p.is_file() and not p.is_symlink()),
-            key=lambda p: p.stat().st_mtime,
-            reverse=True,
-        )
+        logs.sort(key=lambda p: p.stat().st_mtime, reverse=True)
     except OSError:
         return None
-    for log in logs:
+    home = Path(root) / ".grinta" / "sessions"
+    for log in dict.fromkeys(logs):  # the two folders may be one
         try:
-            if unfinished(read_events(log)) and not held_elsewhere(log):
+            events = read_events(log)
+            if log.parent != home and not _ran_in(events, root):
+                continue  # another workspace's session, in the shared log folder
+            if unfinished(events) and not held_elsewhere(log):
                 return log
         except (OSError, ValueError, RecursionError):
             continue
     return None
+
+
+def _ran_in(events: list[ev.Event], root: str | Path) -> bool:
+    """Whether the session of ``events`` ran in the workspace at ``root``."""
+    start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
+    if start is None or not start.root.strip():
+        return False
+    try:
+        return Path(start.root).resolve() == Path(root).resolve()
+    except OSError:
+        return False

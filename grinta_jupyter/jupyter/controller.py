@@ -1018,20 +1018,25 @@ def resumed_line(session: Session, path: Path) -> str:
 
 
 def _log_to_resume(log: str | None, config: Config) -> Path:
-    """The log ``%grinta resume`` means: the path given (or a session id of the workspace),
-    else the workspace's most recent unfinished session (the demo's copies too)."""
+    """The log ``%grinta resume`` means: the path given (or a session id of the workspace,
+    of the demo's copies or in the configured log folder), else the most recent unfinished
+    session of those workspaces."""
     from grinta_jupyter.agent.history import latest_unfinished
 
+    roots = _resume_roots(config)
     sessions = config.workspace / ".grinta" / "sessions"
+    log_dir = Path(config.log_dir).expanduser() if config.log_dir else None
     if log:
-        given = Path(log).expanduser()
-        for candidate in (given, sessions / log, sessions / f"{log}.jsonl"):
+        folders = [root / ".grinta" / "sessions" for root in roots] + ([log_dir] if log_dir else [])
+        candidates = [Path(log).expanduser()]
+        if "/" not in log and log not in (".", ".."):  # a session id, not a path
+            candidates += [folder / name for folder in folders for name in (log, f"{log}.jsonl")]
+        for candidate in candidates:
             if candidate.is_file():
                 return candidate
-        raise MagicUsageError(f"no session log {log} (nor in {sessions})", usage=False)
-    found = [
-        path for root in _resume_roots(config) if (path := latest_unfinished(root)) is not None
-    ]
+        where = ", ".join(map(str, folders))
+        raise MagicUsageError(f"no session log {log} (nor in {where})", usage=False)
+    found = [path for root in roots if (path := latest_unfinished(root, log_dir)) is not None]
     if not found:
         raise MagicUsageError(
             f"no unfinished session in {sessions}: name one, %grinta resume LOG",
