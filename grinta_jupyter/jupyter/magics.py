@@ -70,7 +70,8 @@ SUBCOMMANDS = (
 # Subcommands that take nothing after them (veto takes a reason, edit takes JSON).
 BARE_SUBCOMMANDS = ("step", "approve", "undo", "stop", "status", "log", "metrics", "models")
 USAGE = (
-    "usage: %grinta [--model M] [--root DIR] [--auto] [--manual] TASK | step | approve [N] | "
+    "usage: %grinta [--model M] [--root DIR] [--auto] [--manual] [--toolset T] [--max-steps N] "
+    "TASK | step | approve [N] | "
     "veto REASON | edit JSON | undo | stop | status | log | metrics | say TEXT | "
     "continue TASK | rewind N | resume [options] [LOG] | models"
 )
