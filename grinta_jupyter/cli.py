@@ -618,6 +618,8 @@ def _resume_root(
     configured to go to (``GRINTA_LOG_DIR``), chooses it: a log copied or moved elsewhere
     must not choose where the session writes, so ``--root`` says it.
     """
+    from grinta_jupyter.agent.history import owned
+
     if given is not None:
         return _session_root(given, "--root")
     named = Path(start.root)
@@ -625,6 +627,7 @@ def _resume_root(
         start.root.strip()
         and log_dir
         and _same_folder(log.absolute().parent, Path(log_dir).expanduser())
+        and owned(log)  # another user's log in a shared folder chooses nothing
     ):
         return _session_root(named, "the session's workspace")
     home = _home_of(log)

@@ -124,6 +124,22 @@ def test_another_workspaces_session_in_the_log_folder_is_not_taken(
     assert '"type": "resume"' not in log.read_text()
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs root to give the log to another user")
+def test_another_users_log_in_the_log_folder_chooses_nothing(
+    tmp_path: Path, elsewhere: tuple[Path, Path, Path]
+) -> None:
+    """A log folder may be shared: a log another user left there, naming this workspace,
+    is neither found by resume nor lets its named workspace be taken without --root."""
+    root, log = _copy(tmp_path, elsewhere)
+    os.chown(log, 54321, 54321)
+    env = {"GRINTA_LOG_DIR": str(log.parent)}
+    found = grinta("resume", "--root", str(root), "--auto", timeout=60, **env)
+    assert found.returncode == 2 and "has a task that did not end" in found.stderr
+    named = grinta("resume", str(log), "--auto", timeout=60, **env)
+    assert named.returncode == 2 and "pass --root" in named.stderr
+    assert '"type": "resume"' not in log.read_text()
+
+
 # -- %grinta resume LOG: which log it means (the kernel's lookup, without a kernel) ---------
 
 

@@ -15,6 +15,7 @@ then the ``Rewound`` event and B's own events.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -535,13 +536,21 @@ def latest_unfinished(root: str | Path, log_dir: str | Path | None = None) -> Pa
     for log in dict.fromkeys(logs):  # the two folders may be one
         try:
             events = read_events(log)
-            if log.parent != home and not _ran_in(events, root):
-                continue  # another workspace's session, in the shared log folder
+            if log.parent != home and not (_ran_in(events, root) and owned(log)):
+                continue  # another workspace's session, or another user's, in the log folder
             if unfinished(events) and not held_elsewhere(log):
                 return log
         except (OSError, ValueError, RecursionError):
             continue
     return None
+
+
+def owned(path: Path) -> bool:
+    """Whether ``path`` belongs to this process's user (a log folder may be shared)."""
+    try:
+        return path.stat().st_uid == os.getuid()
+    except OSError:
+        return False
 
 
 def _ran_in(events: list[ev.Event], root: str | Path) -> bool:
