@@ -102,10 +102,15 @@ class _Parser(argparse.ArgumentParser):
         parsed, extra = self.parse_known_args(args, namespace)
         if extra:
             message = f"unrecognized arguments: {' '.join(extra)}"
-            if getattr(parsed, "command", None) == "run":
-                # `grinta run -v is broken`: an unquoted task, its first word read as a flag.
-                raise UserError(f"{message}{_QUOTE_THE_TASK} (see grinta run --help)")
-            self.error(message)
+            command = getattr(parsed, "command", None)
+            task = getattr(parsed, "task", None)
+            if command == "run" and isinstance(task, str) and " " not in task.strip():
+                # `grinta run -v is broken`: an unquoted task, its first word read as a flag
+                # (a quoted task with a mistyped flag needs no such advice).
+                message += _QUOTE_THE_TASK
+            if command is None:
+                self.error(message)
+            raise UserError(f"{message} (see {self.prog} {command} --help)")
         return parsed
 
 

@@ -138,7 +138,7 @@ def test_an_unquoted_task_read_as_flags_says_how_to_give_it(
 def test_an_unknown_flag_of_another_command_gets_no_task_hint(tmp_path: Path) -> None:
     done = grinta("demo", "--bogus", "--root", str(tmp_path / "demo"), timeout=30)
     line = only_line(done.stderr)
-    assert line == "grinta: error: unrecognized arguments: --bogus (see grinta --help)", line
+    assert line == "grinta: error: unrecognized arguments: --bogus (see grinta demo --help)", line
     assert done.returncode == 2
 
 

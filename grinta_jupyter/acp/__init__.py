@@ -48,7 +48,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(USAGE, end="")
         return 0
     if args:
-        print(f"grinta acp: unexpected argument {args[0]!r}\n\n{USAGE}", end="", file=sys.stderr)
+        print(  # one line, as every command's mistakes are
+            f"grinta: error: grinta acp takes no arguments, got {args[0]!r} "
+            "(see grinta acp --help)",
+            file=sys.stderr,
+        )
         return 2
     problem = _stdio_problem()
     if problem:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -524,6 +525,7 @@ def latest_unfinished(root: str | Path, log_dir: str | Path | None = None) -> Pa
     for folder in (Path(root) / ".grinta" / "sessions", log_dir):
         if folder is None:
             continue
+        folder = Path(folder).expanduser()
         try:
             logs += [p for p in Path(folder).glob("*.jsonl") if p.is_file() and not p.is_symlink()]
         except OSError:
@@ -535,10 +537,9 @@ def latest_unfinished(root: str | Path, log_dir: str | Path | None = None) -> Pa
     home = Path(root) / ".grinta" / "sessions"
     for log in dict.fromkeys(logs):  # the two folders may be one
         try:
-            events = read_events(log)
-            if log.parent != home and not (_ran_in(events, root) and owned(log)):
+            if log.parent != home and not (owned(log) and _started_in(log, root)):
                 continue  # another workspace's session, or another user's, in the log folder
-            if unfinished(events) and not held_elsewhere(log):
+            if unfinished(read_events(log)) and not held_elsewhere(log):
                 return log
         except (OSError, ValueError, RecursionError):
             continue
@@ -546,19 +547,27 @@ def latest_unfinished(root: str | Path, log_dir: str | Path | None = None) -> Pa
 
 
 def owned(path: Path) -> bool:
-    """Whether ``path`` belongs to this process's user (a log folder may be shared)."""
+    """Whether ``path`` is a file of this process's user, not a link (a log folder may be
+    shared: another user's link to a log elsewhere is theirs)."""
     try:
-        return path.stat().st_uid == os.getuid()
+        info = os.lstat(path)
     except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and info.st_uid == os.getuid()
+
+
+def _started_in(log: Path, root: str | Path) -> bool:
+    """Whether the session of ``log`` ran in the workspace at ``root`` (an absolute path):
+    its first line only, so a folder of other workspaces' large logs is not read whole."""
+    try:
+        with open(log, encoding="utf-8", errors="replace") as file:
+            first = json.loads(file.readline(_FIRST_LINE_MAX))
+        named = first.get("root") if first.get("type") == "session_start" else None
+        if not isinstance(named, str) or not os.path.isabs(named):
+            return False  # a relative root names no workspace
+        return Path(named).resolve() == Path(root).resolve()
+    except (OSError, ValueError, AttributeError):
         return False
 
 
-def _ran_in(events: list[ev.Event], root: str | Path) -> bool:
-    """Whether the session of ``events`` ran in the workspace at ``root``."""
-    start = next((e for e in events if isinstance(e, ev.SessionStart)), None)
-    if start is None or not start.root.strip():
-        return False
-    try:
-        return Path(start.root).resolve() == Path(root).resolve()
-    except OSError:
-        return False
+_FIRST_LINE_MAX = 8 << 20  # a session_start line is a few kB (its settings, its rules)

@@ -884,13 +884,11 @@ def _drops_failures(words: list[str]) -> str | None:
 
 # -- which tests a run showed failing, and which a later run covers -----------------------
 
-# A node id's parameters end at the first ``]`` followed by `` - `` or the line's end (or,
-# verbose, by the outcome): they may hold ``]``, ``::`` and spaces.
-_PYTEST_FAILING = re.compile(
-    r"^(?:FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - .*)?$"
-    r"|^([^\s\[]+::[^\s\[]+(?:\[.*?\])?) (?:FAILED|ERROR)\b",
-    re.MULTILINE,
-)
+# The short summary's line (``FAILED t.py::test_x[1] - assert ...``): a node id's parameters
+# end at the first ``]`` followed by `` - `` or the line's end; they may hold ``]``, ``::``
+# and spaces. A verbose run's line (``t.py::test_x[1] FAILED``) is read by ``_pytest_failing``.
+_PYTEST_SUMMARY = re.compile(r"(?:FAILED|ERROR) ([^\s\[]+(?:\[.*?\])?)(?: - .*)?$")
+_VERBOSE_OUTCOME = re.compile(r" (?:FAILED|ERROR)\b")
 _UNITTEST_FAILING = re.compile(r"^(?:FAIL|ERROR): (\w+) \(([\w.]+)\)", re.MULTILINE)
 _MAX_FAILING = 200  # ids kept from one run: enough to name them, bounded for a huge suite
 
@@ -901,11 +899,38 @@ def failing_tests(command: str, output: str) -> frozenset[str]:
     families = parse_test_command(command).runners
     found: list[str] = []
     if "pytest" in families or ANY in families:
-        found += [a or b for a, b in _PYTEST_FAILING.findall(output)]
+        found += _pytest_failing(output)
     if "unittest" in families or ANY in families:
         for name, where in _UNITTEST_FAILING.findall(output):
             found.append(where if where.endswith(f".{name}") else f"{where}.{name}")
     return frozenset(found[:_MAX_FAILING])
+
+
+def _pytest_failing(output: str) -> list[str]:
+    """The node ids pytest's output reports failing, in order: each line read once, in time
+    linear in its length (a pattern that split an id at each ``::`` took seconds on a line
+    of colons)."""
+    found: list[str] = []
+    for line in output.splitlines():
+        summary = _PYTEST_SUMMARY.match(line)
+        if summary:
+            found.append(summary[1])
+            continue
+        outcome = _VERBOSE_OUTCOME.search(line)  # the first only: the id ends before it
+        if outcome is None:
+            continue
+        node = line[: outcome.start()]
+        head, bracket, _ = node.partition("[")
+        path, apart, name = head.partition("::")
+        if (
+            apart
+            and path
+            and name
+            and not any(c.isspace() for c in head)
+            and (not bracket or node.endswith("]"))
+        ):
+            found.append(node)
+    return found
 
 
 # pytest options that take a value as the next word (so it is not a path to test).
@@ -1284,8 +1309,8 @@ def test_layout(text: str) -> tuple[frozenset[str], frozenset[str]] | None:
             tree = pyast.parse(text)
         return _layout(tree)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        # Also a tree too deep for the walk (``1 + 1 + ...`` of a few hundred terms, which
-        # ``ast.unparse`` recurses into): what it defines cannot be told.
+        # Also a tree too deep to walk: what it defines cannot be told. (The walks below
+        # are iterative, so a long expression, ``1 + 1 + ...``, is no such tree.)
         return None
 
 
@@ -1379,39 +1404,40 @@ def skipped_tests(text: str) -> frozenset[str]:
 
 
 _SKIP_WORD = re.compile(r"skip|skipif|xfail|skipIf|skipUnless|expectedFailure")
-# ``skipTest`` on any object; ``skip``, ``xfail`` and ``importorskip`` called by a bare name
-# or on a name the file imports (``pytest.skip``, ``pt.skip`` after ``import pytest as pt``),
-# not on an object of the project's (``reader.skip(3)``).
-_SKIP_METHOD = re.compile(r"(?:^|\.)skipTest$")
-_SKIP_FUNCTION = re.compile(r"^(?:(?P<module>\w+)(?:\.\w+)*\.)?(?:skip|xfail|importorskip)$")
+_SKIP_CALLS = frozenset({"skip", "xfail", "importorskip"})
 _SKIP_IMPORTED = re.compile(
     r"^(?:skip|skipif|xfail|skipIf|skipUnless|expectedFailure|skipTest|SkipTest|importorskip)$"
 )
+_TEST_MODULES = frozenset({"pytest", "_pytest", "py", "unittest"})
 
 
 class _Names(NamedTuple):
     """What a test file binds that the skip checks need."""
 
     skips: frozenset[str]  # names bound to a skip mark or call (``later = pytest.mark.skip``)
-    imported: frozenset[str]  # names bound by an import (``pytest``, ``pt``, ``outcomes``)
+    modules: frozenset[str]  # names of pytest's or unittest's (``pytest``, ``pt``, ``outcomes``)
+    foreign: frozenset[str]  # names imported from anywhere else (a project's own ``skip``)
 
 
 def _skip_aliases(tree: ast.Module) -> _Names:
-    """Names the file binds to a skip mark or call: imported under another name
-    (``from pytest import skip as later``) or assigned one (``later = pytest.mark.skip``);
-    and every name an import binds."""
+    """Names the file binds to a skip mark or call: imported from pytest or unittest under
+    another name (``from pytest import skip as later``) or assigned one (``later =
+    pytest.mark.skip``); and the names its imports bind, pytest's and unittest's apart."""
     names: set[str] = set()
-    imported: set[str] = {"pytest", "_pytest", "py"}
+    modules: set[str] = set(_TEST_MODULES)
+    foreign: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            imported |= {(alias.asname or alias.name).partition(".")[0] for alias in node.names}
+            for alias in node.names:
+                root = alias.name.partition(".")[0]
+                bound = alias.asname or root
+                (modules if root in _TEST_MODULES else foreign).add(bound)
         elif isinstance(node, ast.ImportFrom):
-            imported |= {alias.asname or alias.name for alias in node.names}
-            names |= {
-                alias.asname
-                for alias in node.names
-                if alias.asname and _SKIP_IMPORTED.match(alias.name)
-            }
+            ours = node.level == 0 and (node.module or "").partition(".")[0] in _TEST_MODULES
+            for alias in node.names:
+                (modules if ours else foreign).add(alias.asname or alias.name)
+                if ours and alias.asname and _SKIP_IMPORTED.match(alias.name):
+                    names.add(alias.asname)
         elif (
             isinstance(node, (ast.Assign, ast.AnnAssign))
             and node.value is not None
@@ -1419,7 +1445,34 @@ def _skip_aliases(tree: ast.Module) -> _Names:
         ):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
             names |= {t.id for t in targets if isinstance(t, ast.Name)}
-    return _Names(frozenset(names), frozenset(imported))
+    return _Names(frozenset(names), frozenset(modules), frozenset(foreign - modules))
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """``a.b.c`` for a name reached through attributes, else None (walked, not unparsed:
+    no recursion however long the expression)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _skip_call(callee: str, aliases: _Names) -> bool:
+    """Whether calling ``callee`` (dotted) skips: ``skipTest`` on anything; ``skip``,
+    ``xfail`` or ``importorskip`` by a bare name not imported from elsewhere, or on a name of
+    pytest's or unittest's (``pytest.skip``, ``pt.skip``), not on the project's own
+    (``reader.skip(3)``, ``mylib.skip()``); or a name bound to a skip."""
+    first, _, _ = callee.partition(".")
+    last = callee.rpartition(".")[2]
+    if last == "skipTest" or callee in aliases.skips:
+        return True
+    if last not in _SKIP_CALLS:
+        return False
+    return first in aliases.modules if "." in callee else callee not in aliases.foreign
 
 
 def _names_a_skip(value: ast.expr) -> bool:
@@ -1452,17 +1505,12 @@ def _skips(body: list[ast.stmt], aliases: _Names) -> bool:
     for statement in body:
         for node in ast.walk(statement):
             if isinstance(node, ast.Call):
-                callee = ast.unparse(node.func)
-                function = _SKIP_FUNCTION.match(callee)
-                if (
-                    _SKIP_METHOD.search(callee)
-                    or callee in aliases.skips
-                    or (function and function["module"] in (None, *aliases.imported))
-                ):
+                callee = _dotted(node.func)
+                if callee is not None and _skip_call(callee, aliases):
                     return True
             elif isinstance(node, ast.Raise) and node.exc is not None:
-                raised = node.exc.func if isinstance(node.exc, ast.Call) else node.exc
-                if ast.unparse(raised).endswith("SkipTest"):
+                raised = _dotted(node.exc.func if isinstance(node.exc, ast.Call) else node.exc)
+                if raised is not None and raised.endswith("SkipTest"):
                     return True
     return False
 
@@ -1472,7 +1520,10 @@ def _skipping_fixture(node: ast.AST, aliases: _Names) -> bool:
     which ones an autouse fixture picks is decided at run time)."""
     return (
         isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
-        and any("fixture" in ast.unparse(decorator) for decorator in node.decorator_list)
+        and any(
+            "fixture" in (_dotted(d.func if isinstance(d, ast.Call) else d) or "")
+            for d in node.decorator_list
+        )
         and _skips(node.body, aliases)
     )
 

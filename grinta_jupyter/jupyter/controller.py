@@ -1021,7 +1021,7 @@ def _log_to_resume(log: str | None, config: Config) -> Path:
     """The log ``%grinta resume`` means: the path given (or a session id of the workspace,
     of the demo's copies or in the configured log folder), else the most recent unfinished
     session of those workspaces."""
-    from grinta_jupyter.agent.history import latest_unfinished
+    from grinta_jupyter.agent.history import latest_unfinished, owned
 
     roots = _resume_roots(config)
     sessions = config.workspace / ".grinta" / "sessions"
@@ -1032,7 +1032,9 @@ def _log_to_resume(log: str | None, config: Config) -> Path:
         if "/" not in log and log not in (".", ".."):  # a session id, not a path
             candidates += [folder / name for folder in folders for name in (log, f"{log}.jsonl")]
         for candidate in candidates:
-            if candidate.is_file():
+            # An id found in a shared log folder must be this user's own file.
+            theirs = log_dir is not None and candidate.parent == log_dir and not owned(candidate)
+            if candidate.is_file() and not theirs:
                 return candidate
         where = ", ".join(map(str, folders))
         raise MagicUsageError(f"no session log {log} (nor in {where})", usage=False)
