@@ -51,6 +51,9 @@ class SolverModel:
         tools: list[dict[str, Any]],
         on_text: Callable[[str], None] | None = None,
     ) -> ModelReply:
+        if not tools:  # a request for text (a condensation's summary, GRINTA_CONDENSE=model):
+            # the plan holds tool calls only; no text makes the session keep its own digest
+            return ModelReply(text="", tool_calls=[], finish_reason="stop")
         if not self.queue:
             self._refill()
         name, args = (

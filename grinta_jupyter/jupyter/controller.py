@@ -963,6 +963,14 @@ def resume(log: str | None, config: Config) -> Session:
             usage=False,
         )
     root = config.workspace if config.origin("root") == "--root" else Path(start.root)
+    if config.origin("root") != "--root" and not _names_its_root(path, root, config):
+        # As the terminal: a log copied or moved elsewhere does not choose where to write.
+        raise MagicUsageError(
+            f"cannot resume {path}: it is not in the sessions folder of the workspace it "
+            f"names ({start.root or 'none'}), nor one of yours in the log folder; give --root "
+            "to say where it goes on",
+            usage=False,
+        )
     try:
         _check_root(config, None if config.origin("root") == "--root" else root)
     except MagicUsageError as exc:  # said as every other reason a log cannot be resumed
@@ -1045,6 +1053,25 @@ def _log_to_resume(log: str | None, config: Config) -> Path:
             usage=False,
         )
     return max(found, key=_mtime)
+
+
+def _names_its_root(log: Path, root: Path, config: Config) -> bool:
+    """Whether ``log`` may name the workspace a resumed session goes on in: it lies in that
+    workspace's ``.grinta/sessions``, or is this user's own file in the configured log
+    folder (``GRINTA_LOG_DIR``)."""
+    from grinta_jupyter.agent.history import owned
+
+    if not root.is_absolute():
+        return False  # a relative root names no workspace
+    try:
+        parent = log.resolve().parent
+        if parent == (root / ".grinta" / "sessions").resolve():
+            return True
+        if config.log_dir and owned(log):
+            return parent == Path(config.log_dir).expanduser().resolve()
+    except OSError:
+        pass
+    return False
 
 
 def _resume_roots(config: Config) -> list[Path]:
