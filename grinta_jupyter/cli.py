@@ -619,9 +619,10 @@ def _resume_root(
 ) -> Path:
     """Where a resumed session goes on: ``--root``, else the workspace its log names.
 
-    Only a log lying in that workspace's ``.grinta/sessions``, or in the folder logs are
-    configured to go to (``GRINTA_LOG_DIR``), chooses it: a log copied or moved elsewhere
-    must not choose where the session writes, so ``--root`` says it.
+    Only a log lying in that workspace's ``.grinta/sessions``, or this user's own file in
+    the folder logs are configured to go to (``GRINTA_LOG_DIR``) naming it by an absolute
+    path, chooses it: a log copied or moved elsewhere must not choose where the session
+    writes, so ``--root`` says it.
     """
     from grinta_jupyter.agent.history import owned
 
@@ -629,7 +630,7 @@ def _resume_root(
         return _session_root(given, "--root")
     named = Path(start.root)
     if (
-        start.root.strip()
+        os.path.isabs(start.root)
         and log_dir
         and _same_folder(log.absolute().parent, Path(log_dir).expanduser())
         and owned(log)  # another user's log in a shared folder chooses nothing

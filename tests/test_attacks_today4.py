@@ -179,6 +179,16 @@ def test_a_relative_root_names_no_workspace(tmp_path, demo_log, monkeypatch):
     assert found == [None, None]
 
 
+def test_a_named_log_with_a_relative_root_needs_root(tmp_path, demo_log):
+    """``grinta resume LOG`` of this user's log in the log folder, its root written "."
+    (a hand-edited log: sessions write absolute roots): no workspace is taken from it."""
+    here = _workspace(tmp_path, demo_log, "here")
+    logs = tmp_path / "logs"
+    log = _write_log(demo_log, logs / "s1.jsonl", ".")
+    done = grinta("resume", str(log), "--auto", cwd=here, timeout=60, GRINTA_LOG_DIR=str(logs))
+    assert done.returncode == 2 and "pass --root" in done.stderr, done.stderr
+
+
 HOLDER = """
 import sys, time
 from pathlib import Path
