@@ -10,14 +10,10 @@ demo session (the demo model, approved throughout).
 from __future__ import annotations
 
 import json
-import os
-import select
-import signal
-import subprocess
-import time
 from pathlib import Path
 
-from tests.test_cli_hostile import ENTRY, REPO, cli_env, grinta
+from tests.test_cli_hostile import grinta
+from tests.test_resume_log_dir import killed_at_the_prompt as kill_a_demo_at_the_prompt
 
 
 def demo_log(tmp_path: Path) -> Path:
@@ -69,26 +65,7 @@ def test_no_note_when_the_environment_sets_no_limit(tmp_path: Path) -> None:
 def killed_at_the_prompt(tmp_path: Path) -> Path:
     """The log of a demo session killed (SIGKILL) while it asked about a step: unfinished."""
     root = tmp_path / "demo"
-    child = subprocess.Popen(
-        [*ENTRY, "demo", "--root", str(root)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        env=cli_env(),
-        cwd=REPO,
-    )
-    assert child.stdout is not None
-    seen = b""
-    deadline = time.monotonic() + 60
-    while b"approve?" not in seen and time.monotonic() < deadline:
-        if select.select([child.stdout], [], [], 1)[0]:
-            chunk = os.read(child.stdout.fileno(), 4096)
-            if not chunk:
-                break
-            seen += chunk
-    assert b"approve?" in seen, seen
-    child.send_signal(signal.SIGKILL)
-    child.communicate(timeout=30)
+    kill_a_demo_at_the_prompt(root)
     (log,) = (root / ".grinta" / "sessions").glob("*.jsonl")
     return log
 

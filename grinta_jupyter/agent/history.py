@@ -527,7 +527,7 @@ def latest_unfinished(root: str | Path, log_dir: str | Path | None = None) -> Pa
             continue
         folder = Path(folder).expanduser()
         try:
-            logs += [p for p in Path(folder).glob("*.jsonl") if p.is_file() and not p.is_symlink()]
+            logs += [p for p in folder.glob("*.jsonl") if p.is_file() and not p.is_symlink()]
         except OSError:
             continue
     try:
