@@ -8,7 +8,18 @@ notebooks share one too, since the demos copy the same sample next to them.
 
 from __future__ import annotations
 
+import os
+
 import pytest
+
+# The pytest runs the tests' own sessions make (``python -m pytest`` in a workspace, a task's
+# check) start without the plugins this test environment installs: nbval imports nbformat,
+# whose jsonschema imports rfc3987-syntax, which builds its grammars at import (2.7 s of CPU
+# a run on the CI machine, against 0.4 s for the run itself). The product sets the same for
+# the checks it runs itself (``experiment/taskdir.py``, ``samples/core.py``). A test whose
+# subprocess needs the plugins (pytest on this repository) removes it from that one's
+# environment (``tests/test_fresh_machine.py``).
+NO_AUTOLOAD = "PYTEST_DISABLE_PLUGIN_AUTOLOAD"
 
 
 # tryfirst: pytest-xdist reads the groups in its own hook of the same name (it suffixes each
@@ -42,5 +53,9 @@ class _GroupsKept:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    # Set where the tests run (a worker, or the one process of ``-n 0``), once its own plugins
+    # are loaded: xdist's workers must still load theirs when they start.
+    if hasattr(config, "workerinput") or not config.getoption("numprocesses", None):
+        os.environ.setdefault(NO_AUTOLOAD, "1")
     if config.pluginmanager.hasplugin("xdist") and config.getoption("dist", "no") == "loadgroup":
         config.pluginmanager.register(_GroupsKept(), "grinta-groups-kept")

@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import importlib.metadata
 import json
+import os
 import re
 import sys
 from pathlib import Path
@@ -179,6 +180,8 @@ def test_a_demo_copy_next_to_the_notebooks_is_not_collected_by_the_test_command(
     listed = subprocess.run(
         [sys.executable, "-m", "pytest", "--collect-only", "-q", "-n", "0", str(notebooks)],
         cwd=REPO,
+        # with nbval, as the test command runs (conftest.py keeps plugins out of other runs)
+        env={k: v for k, v in os.environ.items() if k != "PYTEST_DISABLE_PLUGIN_AUTOLOAD"},
         capture_output=True,
         text=True,
         timeout=120,

@@ -19,9 +19,14 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import json
+import os
 import re
 import textwrap
+import threading
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from grinta_jupyter.runtime import pyast
@@ -57,6 +62,8 @@ def validate_json(text: str, rel: str) -> ToolError | None:
         return ToolError(
             NOTEBOOK_INVALID, f"{rel} would not be a valid notebook: {problem}; nothing was written"
         )
+    if _passes_the_schema(data):
+        return None
     import nbformat
     from nbformat.validator import ValidationError
 
@@ -77,6 +84,52 @@ def validate_json(text: str, rel: str) -> ToolError | None:
             NOTEBOOK_INVALID, f"{rel} would not be a valid notebook ({exc!r}); nothing was written"
         )
     return None
+
+
+# nbformat's schema for each nbformat 4 minor version (its own files), compiled with
+# fastjsonschema, the validator nbformat itself uses by default. Importing nbformat imports
+# jsonschema, whose format checkers import rfc3987-syntax, which builds its IRI grammars at
+# import: 1-3 s of processor before the first notebook edit could be checked, and the GIL
+# contended with the kernel all that time. A notebook these pass is one nbformat passes
+# (the same schema, and its ids were checked above: nbformat would only have repaired
+# them); anything else still goes to nbformat, for its verdict and its best message.
+_SCHEMAS: dict[int, Callable[[Any], Any] | None] = {}
+_SCHEMAS_LOCK = threading.Lock()
+
+
+def _passes_the_schema(data: Any) -> bool:
+    """True when ``data`` passes nbformat's own schema for its minor version, checked
+    without importing nbformat; False when it fails, or when that cannot be told so (a
+    minor version newer than the schemas, another validator chosen by
+    ``NBFORMAT_VALIDATOR``, no fastjsonschema)."""
+    if os.environ.get("NBFORMAT_VALIDATOR", "fastjsonschema") != "fastjsonschema":
+        return False
+    minor = data["nbformat_minor"]  # a whole number (``_version_problem``)
+    with _SCHEMAS_LOCK:
+        if minor not in _SCHEMAS:
+            _SCHEMAS[minor] = _compiled_schema(minor)
+        check = _SCHEMAS[minor]
+    if check is None:
+        return False
+    try:
+        check(data)
+    except Exception:  # noqa: BLE001 - invalid, or too odd for the fast check: nbformat decides
+        return False
+    return True
+
+
+def _compiled_schema(minor: int) -> Callable[[Any], Any] | None:
+    try:
+        import fastjsonschema
+
+        spec = importlib.util.find_spec("nbformat")  # finds the package without importing it
+        if spec is None or spec.origin is None:
+            return None
+        path = Path(spec.origin).parent / "v4" / f"nbformat.v4.{minor}.schema.json"
+        schema = json.loads(path.read_text(encoding="utf-8"))
+        return fastjsonschema.compile(schema)
+    except Exception:  # noqa: BLE001 - no such schema (a future minor), or no fastjsonschema
+        return None
 
 
 def _already_invalid(rel: str, raw_before: bytes | None) -> ToolError | None:
