@@ -25,7 +25,7 @@ import os
 import re
 import textwrap
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,8 @@ def _passes_the_schema(data: Any) -> bool:
     ``NBFORMAT_VALIDATOR``, no fastjsonschema)."""
     if os.environ.get("NBFORMAT_VALIDATOR", "fastjsonschema") != "fastjsonschema":
         return False
+    if _nested_deeper_than(data, _FAST_DEPTH):
+        return False  # nbformat's reader recurses: past a few hundred levels it refuses
     minor = data["nbformat_minor"]  # a whole number (``_version_problem``)
     with _SCHEMAS_LOCK:
         if minor not in _SCHEMAS:
@@ -116,6 +118,31 @@ def _passes_the_schema(data: Any) -> bool:
     except Exception:  # noqa: BLE001 - invalid, or too odd for the fast check: nbformat decides
         return False
     return True
+
+
+# Deeper than this, nbformat decides: its ``from_dict`` recurses two frames a level and
+# refuses (RecursionError) what the schema alone passes, e.g. metadata 500 levels deep.
+# A notebook as people write them nests under 20.
+_FAST_DEPTH = 64
+
+
+def _nested_deeper_than(data: Any, limit: int) -> bool:
+    """Whether ``data`` (parsed JSON) nests objects and arrays more than ``limit`` deep;
+    walked without recursion."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        children: Iterable[Any]
+        if isinstance(value, dict):
+            children = value.values()
+        elif isinstance(value, list):
+            children = value
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children if isinstance(child, (dict, list)))
+    return False
 
 
 def _compiled_schema(minor: int) -> Callable[[Any], Any] | None:
