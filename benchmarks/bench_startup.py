@@ -283,7 +283,7 @@ def main() -> None:
             warmed = [r["warmed"] for r in results if r["warmed"] is not None]
             if warmed:
                 print(row("    warming ended after the load_ext cell", warmed, "s"))
-            for phase in ("imports", "model"):
+            for phase in ("imports", "model", "tokens"):
                 ended = [r["phases"][phase] for r in results if phase in r["phases"]]
                 if ended:
                     print(row(f"      its phase {phase!r} ended after it started", ended, "s"))

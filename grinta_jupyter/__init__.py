@@ -27,8 +27,9 @@ def load_ipython_extension(ipython: Any) -> None:
 
     In a kernel, what the first ``%grinta`` would spend seconds on (imports, the
     token encoding, and litellm when a model is configured or chosen: ``want_model``)
-    starts in a background thread instead (``jupyter.controller.warm_imports`` and
-    ``warm_model``). A plain IPython shell
+    starts in a background thread instead (``jupyter.controller.warm_imports``,
+    ``warm_model`` and ``warm_tokens``; until the encoding is loaded, a helper process
+    counts tokens: tools/tokens.py). A plain IPython shell
     (a script, a test) gets no thread: it imports on first use, as before. Either way the
     shell's cell parses take grinta's parsing lock (``runtime/pyast.share_with_the_kernel``).
     """
@@ -57,7 +58,7 @@ _model_held = threading.Event()
 _model_released = threading.Event()
 MODEL_HOLD_S = 10.0
 # When each phase of the warming ended, in seconds after it started (for
-# benchmarks/bench_startup.py): "imports", then "model".
+# benchmarks/bench_startup.py): "imports", then "model" (where litellm is wanted), "tokens".
 _warming_times: dict[str, float] = {}
 
 
@@ -85,6 +86,12 @@ def _warm() -> None:
     try:
         with collector.full_passes_paused():
             try:
+                from grinta_jupyter.tools import tokens
+
+                # Counts are made in a process of its own until the encoding is loaded
+                # here, after the first card (below): its load takes the interpreter's
+                # lock for over half a second.
+                tokens.start_helper()
                 from grinta_jupyter.jupyter import controller
 
                 if controller.model_configured():
@@ -96,10 +103,15 @@ def _warm() -> None:
             finally:
                 _warming_times["imports"] = time.perf_counter() - started
                 _imported.set()
-            if not _model_still_wanted():
-                return
-            _warm_model()
-            _warming_times["model"] = time.perf_counter() - started
+            # litellm first, where it is wanted: a first call may be waiting for it, and the
+            # helper counts meanwhile. Each waits for a session's first card, if one started.
+            if _model_still_wanted():
+                _warm_model()
+                _warming_times["model"] = time.perf_counter() - started
+            elif _model_held.is_set():
+                _model_released.wait(MODEL_HOLD_S)
+            controller.warm_tokens()
+            _warming_times["tokens"] = time.perf_counter() - started
     finally:
         _warmed.set()
 

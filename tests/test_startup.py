@@ -91,6 +91,7 @@ def test_load_ext_in_a_kernel_leaves_the_heavy_work_to_the_warming_thread(tmp_pa
         print(json.dumps({{
             "litellm": litellm_model._litellm is not None,
             "encoding": tokens._encoding.cache_info().currsize,
+            "helper stopped": tokens._HELPER._process is None,
             "imported": [m for m in {HEAVY!r} if m in sys.modules],
             "collector": gc.get_threshold() == thresholds and gc.isenabled(),
         }}))
@@ -104,6 +105,8 @@ def test_load_ext_in_a_kernel_leaves_the_heavy_work_to_the_warming_thread(tmp_pa
     assert loaded == {"heavy": [], "warming": True}
     # ... and the thread did warm: litellm set up, the token encoding loaded.
     assert after["litellm"] and after["encoding"] == 1
+    # The counting helper that counted meanwhile was stopped once the encoding was loaded.
+    assert after["helper stopped"]
     # The collector's full passes, paused while warming imported, run as before.
     assert after["collector"]
     assert {"litellm", "pydantic", "ipywidgets", "tree_sitter"} <= set(after["imported"])

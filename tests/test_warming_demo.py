@@ -25,7 +25,7 @@ def test_a_demo_kernel_warms_without_litellm_until_a_model_is_chosen(tmp_path):
         execute(kc, "import grinta_jupyter, sys")
         wait_for(kc, "grinta_jupyter._warmed.is_set()")
         assert execute(kc, "print(sorted(grinta_jupyter._warming_times))").strip() == (
-            "['imports']"
+            "['imports', 'tokens']"
         )
         assert execute(kc, "print('litellm' in sys.modules)").strip() == "False"
         # A demo session runs to its end without it.
@@ -76,7 +76,7 @@ def test_a_model_wanted_while_the_warming_runs_is_imported_by_it(tmp_path):
         check=False,
     )
     assert ran.returncode == 0, ran.stderr
-    assert ran.stdout.split("\n")[0] == "True ['imports', 'model'] None"
+    assert ran.stdout.split("\n")[0] == "True ['imports', 'model', 'tokens'] None"
 
 
 def test_want_model_without_a_warming_does_nothing():

@@ -532,14 +532,15 @@ def warm_imports() -> None:
     """Import what ``start`` needs and build what a session's first model turn builds.
 
     The extension's warming thread calls it when the extension loads, so the first
-    ``%grinta`` finds the modules imported, the tool schemas generated and the token
-    encoding loaded (seconds otherwise, some of them on the kernel's event loop).
+    ``%grinta`` finds the modules imported and the tool schemas generated (seconds
+    otherwise, some of them on the kernel's event loop). The token encoding is left to
+    ``warm_tokens``: meanwhile the counting helper the warming started counts.
     Each part that fails is skipped: it fails again, with its error, when really needed.
     """
     for name in START_MODULES:
         with contextlib.suppress(Exception):
             importlib.import_module(name)
-    for part in (_warm_schemas, _warm_tokens, _warm_parser):
+    for part in (_warm_schemas, _warm_parser):
         with contextlib.suppress(Exception):
             part()
 
@@ -585,10 +586,13 @@ def _warm_schemas() -> None:
     compact_schema(execute.ExecuteArgs)
 
 
-def _warm_tokens() -> None:
-    from grinta_jupyter.tools.tokens import count_tokens
+def warm_tokens() -> None:
+    """Load the token encoding in this process (0.5-0.7 s of the interpreter's lock); the
+    counting helper then stops (tools/tokens.py)."""
+    from grinta_jupyter.tools import tokens
 
-    count_tokens("")
+    with contextlib.suppress(Exception):
+        tokens.load()
 
 
 def _warm_parser() -> None:

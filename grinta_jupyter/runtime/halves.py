@@ -91,7 +91,6 @@ import itertools
 import keyword
 import os
 import re
-import select
 import subprocess
 import sys
 import threading
@@ -101,6 +100,8 @@ from types import CodeType
 from typing import NamedTuple
 
 from grinta_jupyter.runtime import pyast, regions
+from grinta_jupyter.runtime.pipes import capacity as _capacity
+from grinta_jupyter.runtime.pipes import readable as _readable
 
 # Below it (about 1,000 lines) the helper's round trip costs what the half saves, on the VM
 # of docs/speed.md (60,000 before the helper was kept off the caller's CPU).
@@ -117,7 +118,6 @@ _FRAMES_BELOW = 1
 _AHEAD_FRAMES = 40
 _PATIENCE = 5.0  # seconds to wait for the helper's answer
 _RESTARTS = 3
-_PIPE_BYTES = 1 << 20  # asked of the OS for the pipe to the helper (F_SETPIPE_SZ)
 _MIN_HEADROOM = 100  # frames left below which the helper is not asked
 _MAX_HEADROOM = 4_000  # frames the helper is allowed at most (3x as many levels of nesting)
 _HEAD_WIDTHS = (8, 4, 4, 4)  # a half's size, its compile flags, frames and digits allowed
@@ -650,14 +650,6 @@ class _Helper:
                 self._lock.release()
 
 
-def _readable(fd: int, seconds: float) -> bool:
-    """Whether ``fd`` has bytes (or its end) to read within ``seconds`` (``poll``: no limit
-    on descriptor numbers, unlike ``select``)."""
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(int(seconds * 1000)))
-
-
 def _current_cpu() -> int | None:
     """The CPU the calling thread runs on (Linux's ``/proc/thread-self/stat``, field 39,
     about 20 us), or None where that cannot be read."""
@@ -667,20 +659,6 @@ def _current_cpu() -> int | None:
         return int(fields[36])  # the fields after the command's name start at field 3
     except (OSError, ValueError, IndexError):
         return None
-
-
-def _capacity(fd: int) -> int:
-    """How many bytes the pipe ``fd`` holds, enlarged when the OS allows; 0 when it cannot
-    tell (not Linux): then nothing is sent, since a write could block."""
-    try:
-        import fcntl
-
-        try:
-            return int(fcntl.fcntl(fd, fcntl.F_SETPIPE_SZ, _PIPE_BYTES))
-        except OSError:  # over the user's pipe quota: what it has
-            return int(fcntl.fcntl(fd, fcntl.F_GETPIPE_SZ))
-    except (ImportError, AttributeError, OSError):
-        return 0
 
 
 _HELPER = _Helper()
