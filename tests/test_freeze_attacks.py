@@ -243,9 +243,13 @@ def test_a_kernel_interrupt_ends_a_manual_step_that_waits_on_a_stalled_model(
     kernel: Kernel, server: OpenAIServer
 ) -> None:
     """Attack: in manual mode ``%grinta step`` waits in its cell for a model that stalls.
-    The kernel's interrupt ends the cell at once; ``%grinta stop`` then ends the session."""
+    The kernel's interrupt ends the cell at once, with one line that says what to do (not
+    IPython's traceback of grinta's frames, whose formatting took seconds while the warming
+    imported litellm); the cell queued after it is dropped, as after any interrupt;
+    ``%grinta stop`` then ends the session."""
     kernel.start(server, stall_reply(60), options="--manual")
     request = kernel.kc.execute("%grinta step")
+    queued = kernel.kc.execute("print('queued')")
     deadline = time.monotonic() + 30
     while not server.requests:
         assert time.monotonic() < deadline, "the model was never asked"
@@ -253,13 +257,26 @@ def test_a_kernel_interrupt_ends_a_manual_step_that_waits_on_a_stalled_model(
     time.sleep(0.5)
     started = time.monotonic()
     kernel.km.interrupt_kernel()
+    errors = []
     while True:
         message = kernel.kc.get_iopub_msg(timeout=10)
         if message["parent_header"].get("msg_id") != request:
             continue
+        if message["msg_type"] == "error":
+            errors.append(message["content"])
         if message["msg_type"] == "status" and message["content"]["execution_state"] == "idle":
             break
     assert time.monotonic() - started < ANSWER_S
+    assert [e["ename"] for e in errors] == ["Interrupted"]
+    assert errors[0]["traceback"] == [
+        "KeyboardInterrupt: %grinta was interrupted; %grinta status says where the session stands"
+    ]
+    replies = {}
+    while len(replies) < 2:  # earlier cells' replies may still be unread: skipped
+        reply = kernel.kc.get_shell_msg(timeout=10)
+        if reply["parent_header"].get("msg_id") in (request, queued):
+            replies[reply["parent_header"]["msg_id"]] = reply["content"]["status"]
+    assert replies == {request: "error", queued: "aborted"}
     kernel.answers()
     execute(kernel.kc, "%grinta stop")
     kernel.stopped()

@@ -91,6 +91,21 @@ class MagicUsageError(ValueError):
         self.after = after
 
 
+class Interrupted(KeyboardInterrupt):
+    """The kernel's interrupt (the Stop square, Ctrl-C) ended a ``%grinta`` cell while it
+    waited (a manual step on a slow model, a decision).
+
+    Shown as one line: IPython's verbose traceback of the interrupt would read and parse the
+    source file of every frame below the cell (grinta's and IPython's own, thousands of
+    lines), which took 1.7-4 s on a kernel busy with the warming's imports, all of it after
+    the person asked to stop. Still a ``KeyboardInterrupt``: the kernel reports the cell as
+    interrupted and drops the cells queued after it, as for any other interrupt.
+    """
+
+    def _render_traceback_(self) -> list[str]:  # IPython shows these lines instead
+        return [f"KeyboardInterrupt: {self}"]
+
+
 class _Parser(argparse.ArgumentParser):
     """argparse that reports every mistake as a MagicUsageError (never prints, never exits).
 
@@ -243,6 +258,10 @@ class GrintaMagics(Magics):
 
         try:
             return self._grinta(controller, line, cell)
+        except KeyboardInterrupt:
+            raise Interrupted(
+                "%grinta was interrupted; %grinta status says where the session stands"
+            ) from None
         finally:
             if not controller.first_call_early():
                 release_model_warming()
