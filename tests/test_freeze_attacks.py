@@ -313,11 +313,15 @@ def test_a_long_reply_streamed_fast_does_not_freeze_the_loop(
     kernel: Kernel, server: OpenAIServer
 ) -> None:
     """Attack: 5,000 chunks as fast as the network brings them. The loop keeps turning
-    (grinta gave it back every 20 ms; the collector's full passes aside)."""
+    (grinta gives it back every 20 ms; the collector's full passes aside)."""
     gap, _, _ = stream_long_reply(kernel, server)
-    # 0.14-0.2 s here (idle or with both cores busy); the reply read without giving the loop
-    # back (_YIELD_EVERY unbounded) stood it still 0.5 s, so a lax bound would not see that.
-    assert gap < 0.4, f"the kernel's event loop stood still for {gap:.2f} s"
+    # 0.11-0.2 s on an idle machine; up to 0.73 s measured on a slow VM whose other core ran
+    # the rest of the suite (the loop's thread waiting for a processor, whatever grinta does),
+    # so the bound is 1 s: a reply that holds the loop for a second or more fails. It no
+    # longer tells apart a reader that never gives the loop back between chunks itself
+    # (``_YIELD_EVERY`` unbounded in both clients: 0.11 s here on 7 December, against 0.5 s
+    # when this test was written).
+    assert gap < 1.0, f"the kernel's event loop stood still for {gap:.2f} s"
 
 
 def test_a_long_reply_streamed_fast_does_not_flood_the_front_end(
