@@ -382,14 +382,16 @@ def test_run_all_shows_the_first_card_before_litellm_is_imported(tmp_path):
                 time.sleep(0.05)
             assert server.requests, "the session sent no request"
             # The warming's imports were over before the request went out: unheld, it
-            # would be importing litellm by now.
+            # would be importing litellm by now. The request was counted by the counting
+            # helper: the kernel loads the token encoding only after the card, too.
             time.sleep(0.5)
             assert execute(kc, "import sys; print('litellm' in sys.modules)").strip() == "False"
+            assert execute(kc, "print('tiktoken' in sys.modules)").strip() == "False"
             wait_for(kc, "grinta_jupyter.current().steps")
             # The card is shown: the warming goes on and imports litellm.
             wait_for(kc, "grinta_jupyter._warmed.is_set()")
             assert execute(kc, "print(sorted(grinta_jupyter._warming_times))").strip() == (
-                "['imports', 'model']"
+                "['imports', 'model', 'tokens']"
             )
     assert server.requests[0].headers["user-agent"].startswith("python-httpx/")
 

@@ -129,6 +129,7 @@ class _Helper:
         self._up = False  # it said it is up
         self._capacity = 0
         self._tried = False
+        self._retired = False  # the encoding is loaded here: the next count stops it
 
     def start(self) -> None:
         with self._lock:
@@ -162,15 +163,20 @@ class _Helper:
             self._started_at = time.monotonic()
 
     def count(self, text: str) -> int | None:
-        """``text``'s count from the helper, or None (none up, or it failed: then never
-        again). Waits for a helper still coming up, at most ``_PATIENCE`` seconds from its
-        start."""
+        """``text``'s count from the helper, or None: none up, it failed (then never
+        again), or other threads kept it busy for ``_PATIENCE`` seconds. Waits for a helper
+        still coming up, at most ``_PATIENCE`` seconds from its start."""
         if self._process is None or os.getpid() != self._pid:
             return None
         data = text.encode("utf-8", "surrogatepass")
-        with self._lock:
+        if not self._lock.acquire(timeout=_PATIENCE):
+            return None
+        try:
             process = self._process
             if process is None:
+                return None
+            if self._retired:
+                self._stop()
                 return None
             try:
                 answer = self._ask(process, data)
@@ -180,6 +186,8 @@ class _Helper:
             if answer is None:
                 self._stop()
             return answer
+        finally:
+            self._lock.release()
 
     def _ask(self, process: subprocess.Popen[bytes], data: bytes) -> int | None:
         assert process.stdin is not None and process.stdout is not None
@@ -194,6 +202,11 @@ class _Helper:
             self._up = True
         if len(data) + 4 > self._capacity:
             return None  # a write that could block: counted here
+        try:
+            if readable(out, 0):
+                return None  # bytes nobody asked for: no answer from it can be trusted
+        except OSError:
+            return None
         try:
             process.stdin.write(len(data).to_bytes(4, "little") + data)
             process.stdin.flush()
@@ -211,14 +224,27 @@ class _Helper:
             if not chunk:
                 return None
             answer += chunk
-        return int.from_bytes(answer, "little")
+        count = int.from_bytes(answer, "little")
+        # A token stands for one byte or more, and a text of one byte or more has one.
+        if count > len(data) or (count == 0) != (not data):
+            return None
+        return count
 
-    def close(self) -> None:
-        """Stop the helper once no count is under way (one takes at most ``_PATIENCE``
-        seconds to come up and answer): its pipe is never closed under a reader."""
-        with self._lock:
-            self._tried = True
-            self._stop()
+    def close(self, wait: float = _PATIENCE) -> None:
+        """Stop the helper for good. It is killed at once (a count under way then reads the
+        pipe's end and gives up); its pipe is closed by whoever holds the lock next, within
+        ``wait`` seconds here (else by the next count, or the OS at exit): never under a
+        reader."""
+        self._tried = self._retired = True
+        process = self._process
+        if process is not None and os.getpid() == self._pid:
+            with contextlib.suppress(OSError):
+                process.kill()
+        if self._lock.acquire(timeout=wait):
+            try:
+                self._stop()
+            finally:
+                self._lock.release()
 
     def _stop(self) -> None:
         """Kill the helper and close its pipe (this thread holds the lock). In a forked
@@ -241,20 +267,15 @@ _HELPER = _Helper()
 
 @atexit.register
 def _close() -> None:
-    # At exit a daemon thread may be stuck mid-count: then the helper ends with this process
-    # (its input closes), its pipe left to the OS.
-    helper = _HELPER
-    if helper._lock.acquire(timeout=1):
-        try:
-            helper._stop()
-        finally:
-            helper._lock.release()
+    _HELPER.close(wait=1)  # a daemon thread stuck mid-count leaves the pipe to the OS
 
 
 def _forget_after_fork() -> None:
-    global _HELPER
+    # A thread of the parent may have held either lock at the fork: the child has fresh ones.
+    global _HELPER, _LOADING
     _HELPER = _Helper()
     _HELPER._tried = True  # a forked child loads the encoding itself when it needs it
+    _LOADING = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
