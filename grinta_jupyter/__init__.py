@@ -86,12 +86,12 @@ def _warm() -> None:
     try:
         with collector.full_passes_paused():
             try:
-                from grinta_jupyter.tools import tokens
+                from grinta_jupyter.runtime import counting
 
                 # Counts are made in a process of its own until the encoding is loaded
                 # here, after the first card (below): its load takes the interpreter's
-                # lock for over half a second.
-                tokens.start_helper()
+                # lock for over half a second. Started before any import of the warming's.
+                counting.start()
                 from grinta_jupyter.jupyter import controller
 
                 if controller.model_configured():

@@ -1,7 +1,7 @@
 """Attacks on the counting helper (tools/tokens.py): real subprocesses, no mocks of tiktoken.
 
 Each scenario runs in a fresh interpreter, since the helper is a process's own. A few
-scenarios replace the helper's code (``tokens._CHILD``) with a misbehaving one.
+scenarios replace the helper's code (``counting._CHILD``) with a misbehaving one.
 """
 
 from __future__ import annotations
@@ -60,8 +60,9 @@ def test_helper_counts_match_for_hostile_texts_at_the_pipe_edge_and_from_many_th
         r"""
         import random, threading
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
-        helper = tokens._HELPER
+        helper = counting.HELPER
         assert helper.count("warm") == 1
         cap = helper._capacity
         edge = "word " * ((cap - 4) // 5) + "x" * ((cap - 4) % 5)
@@ -176,10 +177,11 @@ def test_a_misbehaving_helper_gives_a_correct_count_or_a_fallback_in_time(fake):
         f"""
         import time
         from grinta_jupyter.tools import tokens
-        tokens._PATIENCE = 0.8
-        tokens._CHILD = {_FAKES[fake]!r}
+        from grinta_jupyter.runtime import counting
+        counting._PATIENCE = 0.8
+        counting._CHILD = {_FAKES[fake]!r}
         tokens.start_helper()
-        pid = tokens._HELPER._process.pid
+        pid = counting.HELPER._process.pid
         started = time.monotonic()
         counted = tokens.count_tokens("hello world")
         took = time.monotonic() - started
@@ -196,12 +198,13 @@ def test_an_answer_repeated_by_the_helper_is_never_read_as_a_later_texts_count()
     ran = run(
         """
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         line = 'write.write(count.to_bytes(4, "little"))'
-        assert line in tokens._CHILD
+        assert line in counting._CHILD
         answer = 'count.to_bytes(4, "little")'
-        tokens._CHILD = tokens._CHILD.replace(answer, answer + " * 2")
+        counting._CHILD = counting._CHILD.replace(answer, answer + " * 2")
         tokens.start_helper()
-        first = tokens._HELPER.count("hello world")  # the helper's own answer
+        first = counting.HELPER.count("hello world")  # the helper's own answer
         import time; time.sleep(0.3)
         second = tokens.count_tokens("one two three four five six seven")
         print(first, second)
@@ -218,11 +221,12 @@ def test_a_slow_helper_asked_by_many_threads_keeps_each_caller_within_its_patien
         """
         import threading, time
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         line = 'write.write(count.to_bytes(4, "little"))'
-        tokens._CHILD = tokens._CHILD.replace(line, "__import__('time').sleep(0.5); " + line)
+        counting._CHILD = counting._CHILD.replace(line, "__import__('time').sleep(0.5); " + line)
         tokens.start_helper()
-        assert tokens._HELPER.count("warm") == 1  # up, and answering
-        tokens._PATIENCE = 0.8
+        assert counting.HELPER.count("warm") == 1  # up, and answering
+        counting._PATIENCE = 0.8
         waits, counts = [], []
         def ask():
             started = time.monotonic()
@@ -245,16 +249,17 @@ def test_an_interrupt_while_waiting_for_the_helper_to_come_up_stops_it():
         """
         import os, signal, threading, time
         from grinta_jupyter.tools import tokens
-        tokens._CHILD = "import time; time.sleep(3); " + tokens._CHILD
+        from grinta_jupyter.runtime import counting
+        counting._CHILD = "import time; time.sleep(3); " + counting._CHILD
         tokens.start_helper()
-        process = tokens._HELPER._process
+        process = counting.HELPER._process
         threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         try:
             tokens.count_tokens("hello world")
             print("not interrupted")
         except KeyboardInterrupt:
             print("interrupted")
-        print(tokens._HELPER._process, process.wait(2) is not None,
+        print(counting.HELPER._process, process.wait(2) is not None,
               tokens.count_tokens("hello world"))
         """
     )
@@ -267,10 +272,11 @@ def test_a_fork_while_another_thread_counts_on_a_stuck_helper_does_not_block_the
         """
         import os, signal, threading, time
         from grinta_jupyter.tools import tokens
-        tokens._PATIENCE = 3
+        from grinta_jupyter.runtime import counting
+        counting._PATIENCE = 3
         tokens.start_helper()
         assert tokens.count_tokens("warm") == 1
-        process = tokens._HELPER._process
+        process = counting.HELPER._process
         os.kill(process.pid, signal.SIGSTOP)
         threading.Thread(target=tokens.count_tokens, args=("x " * 50,), daemon=True).start()
         time.sleep(0.2)  # that thread holds the helper's lock now
@@ -298,6 +304,7 @@ def test_a_fork_while_the_warming_loads_the_encoding_does_not_hang_the_childs_co
         """
         import os, signal, threading, time
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         loader = threading.Thread(target=tokens.load)
         loader.start()
         while not tokens._LOADING.locked():
@@ -329,9 +336,10 @@ def test_the_helper_ends_with_its_process_even_when_a_forked_child_lives_on():
         """
         import os, time
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
         assert tokens.count_tokens("warm") == 1
-        helper = tokens._HELPER._process.pid
+        helper = counting.HELPER._process.pid
         pid = os.fork()
         if pid == 0:
             time.sleep(6)  # a multiprocessing worker, say
@@ -353,9 +361,10 @@ def test_a_stopped_helper_does_not_outlive_a_process_that_exits_mid_count():
         """
         import os, signal, threading, time
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
         assert tokens.count_tokens("warm") == 1
-        process = tokens._HELPER._process
+        process = counting.HELPER._process
         os.kill(process.pid, signal.SIGSTOP)
         threading.Thread(target=tokens.count_tokens, args=("a b c",), daemon=True).start()
         time.sleep(0.2)
@@ -376,10 +385,11 @@ def test_load_while_many_threads_count_no_error_no_wrong_count_no_helper_left():
         """
         import os, random, threading, time
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         fds_before = set(os.listdir("/proc/self/fd"))
         tokens.start_helper()
         assert tokens.count_tokens("warm") == 1
-        process = tokens._HELPER._process
+        process = counting.HELPER._process
         rng = random.Random(3)
         texts = ["".join(chr(rng.choice([rng.randrange(32, 127), rng.randrange(0xD800, 0xE000),
                                          rng.randrange(0x4E00, 0x9FFF)]))
@@ -404,7 +414,7 @@ def test_load_while_many_threads_count_no_error_no_wrong_count_no_helper_left():
         wrong = sum(c != len(enc.encode_ordinary(t)) for t, c in results)
         process.wait(2)
         leaked = set(os.listdir("/proc/self/fd")) - fds_before
-        print(errors, wrong, len(results), tokens._HELPER._process, process.returncode is not None,
+        print(errors, wrong, len(results), counting.HELPER._process, process.returncode is not None,
               len(leaked) <= 1)
         """
     )
@@ -440,11 +450,12 @@ def test_environment_untouched_helper_gets_no_user_variables_and_nothing_is_down
                 raise RuntimeError("network")
         sys.addaudithook(guard)
         from grinta_jupyter.tools import tokens
-        tokens._CHILD = {_NET_GUARD.format(marker=str(marker))!r} + tokens._CHILD
+        from grinta_jupyter.runtime import counting
+        counting._CHILD = {_NET_GUARD.format(marker=str(marker))!r} + counting._CHILD
         before = dict(os.environ)
         tokens.start_helper()
-        from_helper = tokens._HELPER.count("hello world")
-        with open(f"/proc/{{tokens._HELPER._process.pid}}/environ", "rb") as f:
+        from_helper = counting.HELPER.count("hello world")
+        with open(f"/proc/{{counting.HELPER._process.pid}}/environ", "rb") as f:
             keys = sorted(k.split(b"=", 1)[0].decode() for k in f.read().split(b"\\0") if k)
         tokens.load()
         print(from_helper, tokens.count_tokens("hello world"), dict(os.environ) == before,

@@ -88,10 +88,11 @@ def test_load_ext_in_a_kernel_leaves_the_heavy_work_to_the_warming_thread(tmp_pa
         grinta_jupyter._warming.join(120)
         from grinta_jupyter.agent.models import litellm_model
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         print(json.dumps({{
             "litellm": litellm_model._litellm is not None,
             "encoding": tokens._encoding.cache_info().currsize,
-            "helper stopped": tokens._HELPER._process is None,
+            "helper stopped": counting.HELPER._process is None,
             "imported": [m for m in {HEAVY!r} if m in sys.modules],
             "collector": gc.get_threshold() == thresholds and gc.isenabled(),
         }}))

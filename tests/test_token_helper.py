@@ -20,6 +20,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from grinta_jupyter.runtime import counting
 from grinta_jupyter.tools import tokens
 
 TEXTS = [
@@ -49,8 +50,8 @@ def run(script: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
 def helper(monkeypatch):
     """A fresh helper for this process, stopped afterwards (the module's own is restored)."""
     tokens._encoding()  # loaded here first (a first load stops the module's helper)
-    fresh = tokens._Helper()
-    monkeypatch.setattr(tokens, "_HELPER", fresh)
+    fresh = counting._Helper()
+    monkeypatch.setattr(counting, "HELPER", fresh)
     monkeypatch.setattr(tokens, "_loaded", None)
     fresh.start()
     yield fresh
@@ -67,7 +68,7 @@ def test_the_helpers_counts_are_this_processs_counts(helper):
 @pytest.fixture(scope="module")
 def shared():
     tokens._encoding()
-    helper = tokens._Helper()
+    helper = counting._Helper()
     helper.start()
     yield helper
     helper.close()
@@ -86,15 +87,16 @@ def test_counts_go_to_the_helper_until_the_encoding_is_loaded_here_then_it_ends(
         import os, sys
         os.environ["TIKTOKEN_CACHE_DIR"] = "/the-users-own"
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
         counts = [tokens.count_tokens("hello world"), tokens.count_tokens("a\\ud800b")]
-        process = tokens._HELPER._process
+        process = counting.HELPER._process
         print(counts, "tiktoken" in sys.modules, process.poll())
         tokens.load()
         process.wait(5)
-        print(tokens._HELPER._process, tokens.count_tokens("hello world"), process.returncode)
+        print(counting.HELPER._process, tokens.count_tokens("hello world"), process.returncode)
         tokens.start_helper()  # loaded here: no helper again
-        print(tokens._HELPER._process, os.environ["TIKTOKEN_CACHE_DIR"])
+        print(counting.HELPER._process, os.environ["TIKTOKEN_CACHE_DIR"])
         """
     )
     assert ran.returncode == 0, ran.stderr
@@ -118,7 +120,7 @@ def test_a_helper_that_dies_is_not_asked_again_and_the_count_is_made_here(helper
 
 def test_a_stalled_helper_is_given_up_within_its_patience(helper, monkeypatch):
     assert helper.count("warm up") == 2
-    monkeypatch.setattr(tokens, "_PATIENCE", 0.5)
+    monkeypatch.setattr(counting, "_PATIENCE", 0.5)
     process = helper._process
     os.kill(process.pid, signal.SIGSTOP)
     try:
@@ -146,11 +148,12 @@ def test_a_helper_that_cannot_start_falls_back_at_once():
         """
         import sys, time
         from grinta_jupyter.tools import tokens
-        tokens._CHILD = "import sys; sys.exit(3)"
+        from grinta_jupyter.runtime import counting
+        counting._CHILD = "import sys; sys.exit(3)"
         tokens.start_helper()
         started = time.monotonic()
         print(tokens.count_tokens("hello world"), time.monotonic() - started < 5,
-              tokens._HELPER._process)
+              counting.HELPER._process)
         """
     )
     assert ran.returncode == 0, ran.stderr
@@ -164,9 +167,10 @@ def test_an_interrupt_during_a_count_stops_the_helper_and_no_answer_is_read_late
         """
         import os, signal, threading, time
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
         assert tokens.count_tokens("warm up") == 2
-        process = tokens._HELPER._process
+        process = counting.HELPER._process
         os.kill(process.pid, signal.SIGSTOP)
         threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
         try:
@@ -175,7 +179,7 @@ def test_an_interrupt_during_a_count_stops_the_helper_and_no_answer_is_read_late
             print("interrupted")
         if process.poll() is None:
             os.kill(process.pid, signal.SIGCONT)
-        print(tokens._HELPER._process, process.wait(5) is not None,
+        print(counting.HELPER._process, process.wait(5) is not None,
               tokens.count_tokens("hello world"))
         """
     )
@@ -188,6 +192,7 @@ def test_a_forked_child_counts_by_itself_and_leaves_the_parents_helper_alone():
         """
         import os
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
         assert tokens.count_tokens("warm up") == 2
         read, write = os.pipe()
@@ -195,12 +200,12 @@ def test_a_forked_child_counts_by_itself_and_leaves_the_parents_helper_alone():
         if pid == 0:
             os.close(read)
             tokens.start_helper()  # a child never starts or asks one
-            ok = tokens._HELPER._process is None and tokens.count_tokens("hello world") == 2
+            ok = counting.HELPER._process is None and tokens.count_tokens("hello world") == 2
             os.write(write, b"1" if ok else b"0")
             os._exit(0)
         os.close(write)
         os.waitpid(pid, 0)
-        print(os.read(read, 1).decode(), tokens._HELPER._process.poll(),
+        print(os.read(read, 1).decode(), counting.HELPER._process.poll(),
               tokens.count_tokens("hello there world"))
         """
     )
@@ -212,9 +217,10 @@ def test_the_helper_ends_with_its_process():
     ran = run(
         """
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
         assert tokens.count_tokens("warm up") == 2
-        print(tokens._HELPER._process.pid)
+        print(counting.HELPER._process.pid)
         import os
         os._exit(0)  # no atexit: the helper must end when its input closes
         """
@@ -242,11 +248,78 @@ def test_the_helper_is_given_none_of_the_users_environment():
         import os
         os.environ["OPENAI_API_KEY"] = "sk-secret"
         from grinta_jupyter.tools import tokens
+        from grinta_jupyter.runtime import counting
         tokens.start_helper()
         assert tokens.count_tokens("warm up") == 2
-        with open(f"/proc/{tokens._HELPER._process.pid}/environ", "rb") as env:
+        with open(f"/proc/{counting.HELPER._process.pid}/environ", "rb") as env:
             print(b"sk-secret" in env.read())
         """
     )
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.strip() == "False"
+
+
+def _one_pass_reader(fallbacks: list[str] | None = None):
+    """The helper's reader of rank files (``counting._RANKS``), with tiktoken's own as its
+    ``original`` (each file handed to it noted in ``fallbacks``)."""
+    from tiktoken.load import load_tiktoken_bpe
+
+    def original(location, expected_hash=None):  # noqa: ANN001, ANN202
+        if fallbacks is not None:
+            fallbacks.append(location)
+        return load_tiktoken_bpe(location, expected_hash)
+
+    space = {"original": original}
+    exec(counting._RANKS, space)
+    return space["ranks"], load_tiktoken_bpe
+
+
+def test_the_helpers_one_pass_parse_reads_every_rank_file_as_tiktoken_does(tmp_path, monkeypatch):
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))  # its copies go here
+    fallbacks: list[str] = []
+    ranks, tiktokens = _one_pass_reader(fallbacks)
+    files = [
+        f
+        for f in counting.litellm_folder().iterdir()
+        if f.is_file() and not f.suffix and len(f.name) == 40  # the encodings' cached files
+    ]
+    assert len(files) >= 2, files  # o200k_base and cl100k_base at least
+    for file in files:
+        assert ranks(str(file)) == tiktokens(str(file)), file.name
+    assert fallbacks == []  # every one was read in one pass
+
+
+@pytest.mark.parametrize(
+    "contents",
+    [
+        b"YQ== 0\nYg== 1\n",
+        b"YQ== 0\nYg== 1",  # no final newline
+        b"YQ== 0\n\nYg== 1\n",  # a blank line: tiktoken skips it
+        b"YQ== 0 Yg==\n1\n",  # three fields, then one: as many as two lines of two
+        b"YQ== 0 7\nYg==\n",
+        b"YQ==\t0\nYg== 1\n",  # a tab parts the fields: tiktoken splits on it too
+        b" YQ== 0\nYg== 1\n",
+        b"YQ== 0\r\nYg== 1\r\n",
+        b"YQ== 0\nYg== x\n",  # a rank that is no number
+        b"Y!== 0\n",  # a token that is no base64
+        b"",
+    ],
+)
+def test_the_one_pass_parse_agrees_with_tiktoken_on_odd_files(tmp_path, monkeypatch, contents):
+    # The file's hash given, as tiktoken's own encodings give theirs: the check passes and the
+    # parse is the one-pass one wherever the file allows it.
+    import hashlib
+
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path / "cache"))
+    ranks, tiktokens = _one_pass_reader()
+    path = tmp_path / "ranks.tiktoken"
+    path.write_bytes(contents)
+    pinned = hashlib.sha256(contents).hexdigest()
+
+    def outcome(reader):  # noqa: ANN001, ANN202
+        try:
+            return reader(str(path), pinned)
+        except ValueError:  # binascii.Error is one: tiktoken wraps the same failures in it
+            return ValueError
+
+    assert outcome(ranks) == outcome(tiktokens)

@@ -3,48 +3,23 @@
 tiktoken would download its encodings on first use; litellm's wheel carries
 them, so we point tiktoken's cache at that folder. Nothing is downloaded.
 
-Loading the encoding takes 0.5-0.7 s of the interpreter's lock (tiktoken parses 200,000
-ranks in Python, then builds its Rust encoder without releasing the lock). A kernel's
-warming would spend that on the same lock as grinta's imports and the first ``%grinta``
-cell, so it starts a *counting helper* first (``start_helper``): a process of its own that
-loads the encoding on the machine's other processor meanwhile and answers counts over a
-pipe. Until this process has the encoding loaded, a count goes to a helper that is up; once
-it is loaded (the warming loads it after the session's first card), the helper is stopped
-and every count is made here. The helper counts the very text this process would (the same
-string, lone surrogates included, goes over the pipe), with the same encoding file. A
-helper that cannot start, is not up within ``_PATIENCE`` seconds, dies, or is asked for a
-text larger than its pipe holds (a write must never block) is not asked again: the count is
-made here, loading the encoding as before. A forked child never asks its parent's helper.
+Loading the encoding takes 0.5-0.8 s of the interpreter's lock. Until it is loaded here, a
+count goes to the counting helper if one was started (a kernel's warming starts it first
+thing: ``runtime/counting.py``), and loading it here stops the helper.
 """
 
 from __future__ import annotations
 
-import atexit
-import contextlib
 import json
 import os
-import subprocess
-import sys
 import threading
-import time
 from functools import cache, lru_cache
-from importlib.util import find_spec
-from pathlib import Path
 from typing import Any
 
-from grinta_jupyter.runtime.pipes import capacity, readable
+from grinta_jupyter.runtime import counting
 
 _LOADING = threading.Lock()
 _loaded: Any = None  # the encoding, once this process has loaded it
-_PATIENCE = 10.0  # seconds a helper may take to come up, or to answer one count
-_ENCODING = "o200k_base"
-
-
-def _folder() -> Path:
-    spec = find_spec("litellm")
-    if spec is None or spec.origin is None:
-        raise RuntimeError("litellm is not installed; it carries the offline token encodings")
-    return Path(spec.origin).parent / "litellm_core_utils" / "tokenizers"
 
 
 @cache
@@ -56,13 +31,13 @@ def _encoding() -> Any:
     with _LOADING:
         encoding = _load()
     _loaded = encoding
-    _HELPER.close()  # counts are made here from now on
+    counting.HELPER.close()  # counts are made here from now on
     return encoding
 
 
 @cache
 def _load() -> Any:
-    folder = _folder()
+    folder = counting.litellm_folder()
     import tiktoken
 
     # Point tiktoken at litellm's copy for this one load, whatever the user's cache
@@ -70,7 +45,7 @@ def _load() -> Any:
     saved = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
     try:
-        return tiktoken.get_encoding(_ENCODING)
+        return tiktoken.get_encoding(counting.ENCODING)
     finally:
         if saved is None:
             os.environ.pop("TIKTOKEN_CACHE_DIR", None)
@@ -84,202 +59,8 @@ def load() -> None:
 
 
 def start_helper() -> None:
-    """Start the counting helper, unless the encoding is loaded here or a helper was
-    started already (a kernel's warming calls it first thing)."""
-    if _loaded is None:
-        _HELPER.start()
-
-
-# The helper: it imports the tiktoken this process would (its folder goes first on its path),
-# reads the encoding from the folder it is given, says it is up (one byte), then answers each
-# text (4 bytes of length, then its UTF-8 with lone surrogates passed) with its count (4
-# bytes). It ends when its input ends: this process closed it, or died.
-_CHILD = """
-import os, sys
-sys.path.insert(0, sys.argv[3])
-os.environ["TIKTOKEN_CACHE_DIR"] = sys.argv[1]
-import tiktoken
-encoding = tiktoken.get_encoding(sys.argv[2])
-read, write = sys.stdin.buffer.read, sys.stdout.buffer
-write.write(b"R")
-write.flush()
-while True:
-    head = read(4)
-    if len(head) < 4:
-        break
-    size = int.from_bytes(head, "little")
-    data = read(size)
-    if len(data) < size:
-        break
-    count = len(encoding.encode_ordinary(data.decode("utf-8", "surrogatepass")))
-    write.write(count.to_bytes(4, "little"))
-    write.flush()
-"""
-
-
-class _Helper:
-    """The counting helper of this process: started at most once, asked by one thread at a
-    time, never asked again once anything went wrong with it."""
-
-    def __init__(self) -> None:
-        self._pid = os.getpid()
-        self._lock = threading.Lock()
-        self._process: subprocess.Popen[bytes] | None = None
-        self._started_at = 0.0
-        self._up = False  # it said it is up
-        self._capacity = 0
-        self._tried = False
-        self._retired = False  # the encoding is loaded here: the next count stops it
-
-    def start(self) -> None:
-        with self._lock:
-            if self._tried or os.getpid() != self._pid:
-                return
-            self._tried = True
-            try:
-                folder = _folder()
-                spec = find_spec("tiktoken")
-                if spec is None or spec.origin is None:
-                    return
-                where = str(Path(spec.origin).parent.parent)
-                # Isolated (no user site, no PYTHON* variables) and given only what finding
-                # programs and libraries needs: nothing of the user's environment (keys).
-                env = {k: os.environ[k] for k in ("PATH", "LD_LIBRARY_PATH") if k in os.environ}
-                self._process = subprocess.Popen(
-                    [sys.executable, "-I", "-W", "ignore", "-c", _CHILD]
-                    + [str(folder), _ENCODING, where],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.DEVNULL,
-                    env=env,
-                    start_new_session=True,  # a Ctrl-C in a terminal is not its
-                    close_fds=True,
-                )
-            except (OSError, ValueError, RuntimeError, subprocess.SubprocessError):
-                self._process = None
-                return
-            assert self._process.stdin is not None
-            self._capacity = capacity(self._process.stdin.fileno())
-            self._started_at = time.monotonic()
-
-    def count(self, text: str) -> int | None:
-        """``text``'s count from the helper, or None: none up, it failed (then never
-        again), or other threads kept it busy for ``_PATIENCE`` seconds. Waits for a helper
-        still coming up, at most ``_PATIENCE`` seconds from its start."""
-        if self._process is None or os.getpid() != self._pid:
-            return None
-        data = text.encode("utf-8", "surrogatepass")
-        if not self._lock.acquire(timeout=_PATIENCE):
-            return None
-        try:
-            process = self._process
-            if process is None:
-                return None
-            if self._retired:
-                self._stop()
-                return None
-            try:
-                answer = self._ask(process, data)
-            except BaseException:  # interrupted mid-answer: that answer must never be read
-                self._stop()
-                raise
-            if answer is None:
-                self._stop()
-            return answer
-        finally:
-            self._lock.release()
-
-    def _ask(self, process: subprocess.Popen[bytes], data: bytes) -> int | None:
-        assert process.stdin is not None and process.stdout is not None
-        out = process.stdout.fileno()
-        if not self._up:
-            left = self._started_at + _PATIENCE - time.monotonic()
-            try:
-                if not readable(out, max(0.0, left)) or os.read(out, 1) != b"R":
-                    return None
-            except OSError:
-                return None
-            self._up = True
-        if len(data) + 4 > self._capacity:
-            return None  # a write that could block: counted here
-        try:
-            if readable(out, 0):
-                return None  # bytes nobody asked for: no answer from it can be trusted
-        except OSError:
-            return None
-        try:
-            process.stdin.write(len(data).to_bytes(4, "little") + data)
-            process.stdin.flush()
-        except (OSError, ValueError):
-            return None
-        answer = b""
-        deadline = time.monotonic() + _PATIENCE
-        while len(answer) < 4:
-            if not readable(out, max(0.0, deadline - time.monotonic())):
-                return None
-            try:
-                chunk = os.read(out, 4 - len(answer))
-            except OSError:
-                return None
-            if not chunk:
-                return None
-            answer += chunk
-        count = int.from_bytes(answer, "little")
-        # A token stands for one byte or more, and a text of one byte or more has one.
-        if count > len(data) or (count == 0) != (not data):
-            return None
-        return count
-
-    def close(self, wait: float = _PATIENCE) -> None:
-        """Stop the helper for good. It is killed at once (a count under way then reads the
-        pipe's end and gives up); its pipe is closed by whoever holds the lock next, within
-        ``wait`` seconds here (else by the next count, or the OS at exit): never under a
-        reader."""
-        self._tried = self._retired = True
-        process = self._process
-        if process is not None and os.getpid() == self._pid:
-            with contextlib.suppress(OSError):
-                process.kill()
-        if self._lock.acquire(timeout=wait):
-            try:
-                self._stop()
-            finally:
-                self._lock.release()
-
-    def _stop(self) -> None:
-        """Kill the helper and close its pipe (this thread holds the lock). In a forked
-        child, only forget it: it is the parent's."""
-        process, self._process = self._process, None
-        if process is None or os.getpid() != self._pid:
-            return
-        with contextlib.suppress(OSError):
-            process.kill()
-        for stream in (process.stdin, process.stdout):
-            with contextlib.suppress(OSError, ValueError):
-                if stream is not None:
-                    stream.close()
-        with contextlib.suppress(OSError, subprocess.SubprocessError):
-            process.wait(timeout=1)
-
-
-_HELPER = _Helper()
-
-
-@atexit.register
-def _close() -> None:
-    _HELPER.close(wait=1)  # a daemon thread stuck mid-count leaves the pipe to the OS
-
-
-def _forget_after_fork() -> None:
-    # A thread of the parent may have held either lock at the fork: the child has fresh ones.
-    global _HELPER, _LOADING
-    _HELPER = _Helper()
-    _HELPER._tried = True  # a forked child loads the encoding itself when it needs it
-    _LOADING = threading.Lock()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_after_fork)
+    """Start the counting helper (``runtime/counting.py``) unless the encoding is loaded here."""
+    counting.start()
 
 
 def count_tokens(text: str) -> int:
@@ -287,7 +68,7 @@ def count_tokens(text: str) -> int:
     that is what a file or an output holding one is to the model."""
     encoding = _loaded
     if encoding is None:
-        counted = _HELPER.count(text)
+        counted = counting.HELPER.count(text)
         if counted is not None:
             return counted
         encoding = _encoding()
@@ -315,3 +96,13 @@ def schema_json_tokens(text: str) -> int:
 def _cached_count(text: str) -> int:
     """``count_tokens`` for texts counted again and again (the same schemas every turn)."""
     return count_tokens(text)
+
+
+def _forget_after_fork() -> None:
+    # A thread of the parent may have held the lock at the fork: the child has a fresh one.
+    global _LOADING
+    _LOADING = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_after_fork)
