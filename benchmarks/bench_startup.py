@@ -12,9 +12,10 @@ Prints, each measured in fresh processes:
   ``%load_ext`` ("cold") and after a pause that lets the background warming finish
   ("paused"), for a first call that needs no symbol index (``read`` a path) and one
   that does (``read`` a symbol: the whole workspace is indexed first). It prints when
-  the warming's phases ended after it started (``imports``: grinta's modules, the
-  schemas, the token encoding; ``model``: litellm imported, and rehearsed unless a real
-  call was already waiting): cold, as far as they got by the first card (so the card
+  the warming's phases ended after it started (``imports``: grinta's modules and the
+  schemas; ``model``: litellm imported, and rehearsed unless a real call was already
+  waiting; ``tokens``: the token encoding loaded in the kernel, the counting helper having
+  counted until then): cold, as far as they got by the first card (so the card
   minus ``model`` is the first call after litellm's import); with the pause, also when
   the warming thread ended, and which client sent the first request (httpx before litellm
   is loaded, or litellm: ``--model`` picks a name litellm knows to see the latter;
