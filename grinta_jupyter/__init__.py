@@ -57,6 +57,9 @@ _warmed = threading.Event()
 _model_held = threading.Event()
 _model_released = threading.Event()
 MODEL_HOLD_S = 10.0
+# Set once a view has shown its session's first card (or its session ended first): the
+# warming loads the token encoding after it, when a session was started (``_model_held``).
+_card_shown = threading.Event()
 # When each phase of the warming ended, in seconds after it started (for
 # benchmarks/bench_startup.py): "imports", then "model" (where litellm is wanted), "tokens".
 _warming_times: dict[str, float] = {}
@@ -104,12 +107,13 @@ def _warm() -> None:
                 _warming_times["imports"] = time.perf_counter() - started
                 _imported.set()
             # litellm first, where it is wanted: a first call may be waiting for it, and the
-            # helper counts meanwhile. Each waits for a session's first card, if one started.
+            # helper counts meanwhile. Then the encoding, once a session started meanwhile
+            # has shown its first card: its load beside that call would delay the card.
             if _model_still_wanted():
                 _warm_model()
                 _warming_times["model"] = time.perf_counter() - started
-            elif _model_held.is_set():
-                _model_released.wait(MODEL_HOLD_S)
+            if _model_held.is_set():
+                _card_shown.wait(MODEL_HOLD_S)
             controller.warm_tokens()
             _warming_times["tokens"] = time.perf_counter() - started
     finally:
@@ -161,6 +165,12 @@ def hold_model_warming() -> None:
 def release_model_warming() -> None:
     """Let the warming import litellm (at once if it is not held, or already past that)."""
     _model_released.set()
+
+
+def first_card_shown() -> None:
+    """A view has shown its session's first card (or the session ended before one): the
+    warming, if it waits for that, loads the token encoding now."""
+    _card_shown.set()
 
 
 def settle_first_card(timeout: float = MODEL_HOLD_S) -> None:

@@ -396,6 +396,39 @@ def test_run_all_shows_the_first_card_before_litellm_is_imported(tmp_path):
     assert server.requests[0].headers["user-agent"].startswith("python-httpx/")
 
 
+def test_a_first_call_through_litellm_is_not_slowed_by_the_encodings_load(tmp_path):
+    # A model litellm knows: the first call waits for litellm's import, and goes out through
+    # it. The warming then leaves the token encoding's load (the interpreter's lock for over
+    # half a second) until the first card is shown: the counting helper counted the request.
+    (tmp_path / "README.md").write_text("# hello\n")
+    with OpenAIServer() as server:
+        server.queue(
+            Reply(tool_calls=[tool_call("read", {"path": "README.md"})], delay=2.5),
+            tool_reply(tool_call("finish", {"summary": "read it"})),
+        )
+        env = {
+            "GRINTA_MODEL": "openai/gpt-4o-mini",
+            "GRINTA_API_BASE": server.url,
+            "GRINTA_API_KEY": KEY,
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        }
+        with running_kernel(tmp_path, env) as kc:
+            kc.execute("%load_ext grinta_jupyter")
+            execute(kc, "%grinta read the README")
+            execute(kc, "import grinta_jupyter, sys\nfrom grinta_jupyter.tools import tokens")
+            deadline = time.monotonic() + 120
+            while not server.requests and time.monotonic() < deadline:
+                time.sleep(0.05)
+            assert server.requests, "the session sent no request"
+            time.sleep(1.2)  # the encoding's load takes 0.5-0.8 s: it would be over by now
+            loaded = execute(kc, "print('litellm' in sys.modules, tokens._loaded is None)")
+            assert loaded.strip() == "True True"
+            wait_for(kc, "grinta_jupyter.current().steps")
+            wait_for(kc, "grinta_jupyter._warmed.is_set()")
+            assert execute(kc, "print(tokens._loaded is not None)").strip() == "True"
+    assert not server.requests[0].headers["user-agent"].startswith("python-httpx/")
+
+
 def test_the_raw_server_says_what_it_is_told():
     # The helper above answers as the tests say: a stream read whole by a client.
     import urllib.request

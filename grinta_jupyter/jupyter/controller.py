@@ -290,8 +290,12 @@ class NotebookSession:
             self._first_card_shown()
 
     def _first_card_shown(self) -> None:
-        """Let the warming import litellm if it waited for this view's first call."""
+        """Let the warming go on where it waits for this view's first card: the token
+        encoding's load, and litellm's import if the first call went out without it."""
         global _early_view
+        import grinta_jupyter
+
+        grinta_jupyter.first_card_shown()
         if _early_view is self:
             from grinta_jupyter import release_model_warming
 
