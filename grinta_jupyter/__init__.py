@@ -29,7 +29,7 @@ def load_ipython_extension(ipython: Any) -> None:
     token encoding, and litellm when a model is configured or chosen: ``want_model``)
     starts in a background thread instead (``jupyter.controller.warm_imports``,
     ``warm_model`` and ``warm_tokens``; until the encoding is loaded, a helper process
-    counts tokens: tools/tokens.py). A plain IPython shell
+    counts tokens: runtime/counting.py). A plain IPython shell
     (a script, a test) gets no thread: it imports on first use, as before. Either way the
     shell's cell parses take grinta's parsing lock (``runtime/pyast.share_with_the_kernel``).
     """
