@@ -215,8 +215,10 @@ def test_an_answer_repeated_by_the_helper_is_never_read_as_a_later_texts_count()
 
 
 def test_a_slow_helper_asked_by_many_threads_keeps_each_caller_within_its_patience():
-    # Each answer comes within the patience, but the callers queue behind one lock with no
-    # limit: the last one waits for all the others' answers.
+    # Each answer comes within the patience, but the callers queue behind one lock: each
+    # waits at most the patience for the lock, then at most the patience for its answer
+    # (here 0.5 s), and gives up (None: the count is then made in this process, whose load
+    # of the encoding is not the helper's wait and is not timed here).
     ran = run(
         """
         import threading, time
@@ -230,18 +232,20 @@ def test_a_slow_helper_asked_by_many_threads_keeps_each_caller_within_its_patien
         waits, counts = [], []
         def ask():
             started = time.monotonic()
-            counts.append(tokens.count_tokens("hello world"))
+            counts.append(counting.HELPER.count("hello world"))
             waits.append(time.monotonic() - started)
         threads = [threading.Thread(target=ask) for _ in range(6)]
         for t in threads: t.start()
         for t in threads: t.join()
-        print(sorted(set(counts)), round(max(waits), 2))
+        print(sorted(set(counts), key=str), round(max(waits), 2), tokens.count_tokens("a b"))
         """
     )
     assert ran.returncode == 0, ran.stderr
-    counts, longest = ran.stdout.strip().rsplit(" ", 1)
-    assert counts == "[2]"
-    assert float(longest) < 0.8 * 2, f"a caller waited {longest} s, patience 0.8 s"
+    counts, longest, after = ran.stdout.strip().rsplit(" ", 2)
+    assert counts in ("[2]", "[2, None]"), counts  # never a wrong number
+    # The lock's patience, then the answer's (0.5 s here), and slack for a loaded machine.
+    assert float(longest) < 0.8 + 0.5 + 0.6, f"a caller waited {longest} s, patience 0.8 s"
+    assert after == "2"
 
 
 def test_an_interrupt_while_waiting_for_the_helper_to_come_up_stops_it():

@@ -17,7 +17,8 @@ and checked against its hash by tiktoken; only its parse is made in one pass
 ``_PATIENCE`` seconds, dies, answers a count it cannot have made, writes what nobody asked
 for, or is asked for a text larger than its pipe holds (a write must never block) is not
 asked again: the count is made here, loading the encoding as before. A caller waits at most
-``_PATIENCE`` seconds for the helper's lock. A forked child never asks its parent's helper.
+``_PATIENCE`` seconds for the helper's lock, then as long for its answer. A forked child
+never asks its parent's helper.
 """
 
 from __future__ import annotations

@@ -20,6 +20,10 @@ from grinta_jupyter.runtime import counting
 
 _LOADING = threading.Lock()
 _loaded: Any = None  # the encoding, once this process has loaded it
+# A forked child whose parent was loading the encoding at the fork: it counts with a helper
+# of its own (``_forget_after_fork``).
+_forked_mid_load = False
+_env_before: str | None = None  # TIKTOKEN_CACHE_DIR before the load under way set it
 
 
 @cache
@@ -42,7 +46,8 @@ def _load() -> Any:
 
     # Point tiktoken at litellm's copy for this one load, whatever the user's cache
     # setting: a cache folder without the file would make tiktoken download it.
-    saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+    global _env_before
+    saved = _env_before = os.environ.get("TIKTOKEN_CACHE_DIR")
     os.environ["TIKTOKEN_CACHE_DIR"] = str(folder)
     try:
         return tiktoken.get_encoding(counting.ENCODING)
@@ -68,6 +73,8 @@ def count_tokens(text: str) -> int:
     that is what a file or an output holding one is to the model."""
     encoding = _loaded
     if encoding is None:
+        if _forked_mid_load:
+            counting.start()  # at most once
         counted = counting.HELPER.count(text)
         if counted is not None:
             return counted
@@ -99,8 +106,20 @@ def _cached_count(text: str) -> int:
 
 
 def _forget_after_fork() -> None:
-    # A thread of the parent may have held the lock at the fork: the child has a fresh one.
-    global _LOADING
+    # A thread of the parent may have been loading the encoding at the fork. That thread is
+    # gone here, and what it held stays held: tiktoken's registry lock, a module it was
+    # importing, the cache variable it set. A load here could wait forever, so such a child
+    # counts with a helper of its own (a fresh interpreter, started on its first count) and
+    # gets the variable back as it was. (Runs after runtime/counting.py's own hook, which
+    # gives the child a helper not yet started.)
+    global _LOADING, _forked_mid_load
+    if _LOADING.locked() and _loaded is None:
+        _forked_mid_load = True
+        counting.HELPER = counting._Helper()
+        if _env_before is None:
+            os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+        else:
+            os.environ["TIKTOKEN_CACHE_DIR"] = _env_before
     _LOADING = threading.Lock()
 
 
