@@ -35,11 +35,12 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
-from grinta_jupyter.code.queries import declared_names
+from grinta_jupyter.code.queries import SPECS, declared_names
 from grinta_jupyter.code.symbols import Symbol, locate_nodes
 from grinta_jupyter.runtime import pyast
 from grinta_jupyter.runtime.errors import ErrorCode
-from grinta_jupyter.runtime.grammars import parser_for, syntax_errors
+from grinta_jupyter.runtime.grammars import language_for, parser_for, syntax_errors
+from grinta_jupyter.runtime.notebook import is_notebook
 from grinta_jupyter.runtime.validation import added_error
 
 if TYPE_CHECKING:
@@ -702,7 +703,12 @@ class _TreeCache:
     until someone asks for the tree (the symbol index re-reading the committed
     file, in its thread, or the next edit): a proposal does not pay for it, nor a
     vetoed one at all. Served trees are copies (a tree may be read by one thread
-    at a time).
+    at a time), and a kept tree is never edited in place (``_reparse`` edits a copy),
+    so no parse runs under the lock: a commit or a proposal never waits for one.
+
+    Any commit, not only a symbol edit's, names its text (``committed``): a file
+    written by ``replace_string`` is then parsed in full once, by the index's
+    re-read, and from there on each commit of it costs an incremental parse.
     """
 
     def __init__(self) -> None:
@@ -717,15 +723,19 @@ class _TreeCache:
 
     def get(self, path: str, language: str, source: bytes) -> tree_sitter.Tree | None:
         with self._lock:
-            last = self._last
-            if last is None or last[:3] != (path, language, source):
-                return None
-            tree = last[3]
-            if tree is None:
-                assert self._pending is not None
-                tree = _reparse(language, *self._pending, source)
-                self._last, self._pending = (path, language, source, tree), None
-            return tree.copy()
+            last, pending = self._last, self._pending
+        if last is None or last[:3] != (path, language, source):
+            return None
+        tree = last[3]
+        if tree is None:  # parsed outside the lock: two callers at once may both parse
+            if pending is None:
+                tree = parser_for(language).parse(source)
+            else:
+                tree = _reparse(language, *pending, source)
+            with self._lock:
+                if self._last is last:  # else a newer text replaced it meanwhile
+                    self._last, self._pending = (path, language, source, tree), None
+        return tree.copy()
 
     def locate(self, path: str, language: str, source: bytes) -> list[Symbol] | None:
         """The symbols of ``source`` when it is the kept text (else None), kept for ``take``."""
@@ -762,10 +772,29 @@ class _TreeCache:
             self._pending = (tree.copy(), old)
             self._located = None
 
+    def committed(self, path: str, language: str, before: bytes | None, after: bytes) -> None:
+        """``after`` replaced ``before`` (None: a new file) on disk: keep it as the text whose
+        tree the next caller wants, parsed from the tree kept for ``before`` if there is one
+        (incrementally: the edits between the two texts make one changed range), else in
+        full, once."""
+        with self._lock:
+            last = self._last
+            if last is not None and last[:3] == (path, language, after):
+                return  # a symbol edit kept its result when it was staged
+            if last is not None and last[:3] == (path, language, before):
+                if last[3] is not None:
+                    self._pending = (last[3], last[2])
+                # else ``_pending`` (an earlier text's tree) stays what the parse starts from
+            else:
+                self._pending = None
+            self._last = (path, language, after, None)
+            self._located = None
+
 
 def _reparse(language: str, tree: tree_sitter.Tree, old: bytes, new: bytes) -> tree_sitter.Tree:
     """The tree of ``new``, parsed incrementally from ``tree`` (that of ``old``)."""
     start, old_end, new_end = _changed_bytes(old, new)
+    tree = tree.copy()  # the kept tree stays the tree of ``old``: another caller may use it
     tree.edit(
         start,
         old_end,
@@ -787,6 +816,14 @@ def kept_tree(path: str, language: str, source: bytes) -> tree_sitter.Tree | Non
     takes a tree) instead of parsing the whole file again.
     """
     return _LAST_TREE.get(path, language, source)
+
+
+def committed(path: str, before: bytes | None, after: bytes) -> None:
+    """A commit wrote ``after`` over ``before`` (None: created it): the next parse of it (the
+    index's re-read, the next symbol edit) starts from the last one's tree where it can."""
+    language = language_for(path)
+    if language in SPECS and not is_notebook(path):
+        _LAST_TREE.committed(path, language, before, after)
 
 
 def result_symbols(path: str, language: str, source: bytes) -> list[Symbol] | None:

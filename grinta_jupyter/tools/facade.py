@@ -11,16 +11,17 @@ must see come back as values; nothing raises through ``propose``,
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import difflib
 import functools
 import json
 import operator
 import os
-import queue
 import re
 import threading
-from collections.abc import Callable, Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -195,7 +196,8 @@ class Runtime:
         clean = model_args.model_dump(exclude_none=True)
         ctx = ToolContext(self.workspace, self.settings, self._symbol_index, cancel)
         try:
-            return self._proposal(spec, clean, spec.stage(model_args, ctx), ctx.staged)
+            with _REINDEXER.foreground():
+                return self._proposal(spec, clean, spec.stage(model_args, ctx), ctx.staged)
         except ToolFailure as failure:
             return self._refused(tool, clean, spec.kind, failure.error, failure.resolutions)
         except Exception as exc:  # a bug of ours must not crash the session
@@ -249,6 +251,12 @@ class Runtime:
         if not isinstance(proposal, WriteProposal):
             self._committed.add(proposal.id)
             return Observation(True, proposal.output or "", None, proposal.id)
+        with _REINDEXER.foreground():
+            return self._commit_write(proposal, hook, owner)
+
+    def _commit_write(
+        self, proposal: WriteProposal, hook: StepHook, owner: str | None
+    ) -> Observation:
         unsaved = self._unsaved(proposal.paths, "nothing was written")
         if unsaved is not None:
             return Observation.failure(unsaved, proposal.id)
@@ -271,11 +279,12 @@ class Runtime:
                 self._failure(exc, "commit", "nothing was written"), proposal.id
             )
         self._committed.add(proposal.id)
+        _keep_texts(proposal.changes)
         self._refresh_symbols(proposal.paths)
         for change in proposal.changes:  # the next edit of a large Python file checks a region
             after = change.after
             if change.before is not None and after is not None and change.path.endswith(".py"):
-                _REINDEXER.submit(functools.partial(regions.learn, change.path, after))
+                _REINDEXER.submit(functools.partial(regions.learn, change.path, after), soon=True)
         self._changed(proposal.paths)
         return Observation(
             True, self._write_report(proposal), None, proposal.id, commit_id=record.id
@@ -430,10 +439,13 @@ class Runtime:
     def _refresh_symbols(self, paths: list[str]) -> None:
         """Re-index the files a commit or undo wrote, off the caller's path.
 
-        Re-extracting a 3,000-line file costs about 40 ms, two thirds of a commit; done
-        in a thread it overlaps the model's next turn. Nothing is served stale meanwhile:
-        the re-index holds the index's lock, and every read brings itself up to date
-        anyway (the file's stamp changed, and a watched tree saw the write).
+        Re-extracting a 3,000-line file costs 20-45 ms on a slow machine (an incremental
+        parse from the tree kept for the text before, ``_keep_texts``, and the location of
+        its definitions; the first time a whole parse); done in a thread it overlaps the
+        model's next turn, and it waits for a tool call staging or committing meanwhile
+        (``_Reindexer``). Nothing is served stale meanwhile: the re-index holds the index's
+        lock, and every read brings itself up to date anyway (the file's stamp changed, and
+        a watched tree saw the write).
         """
         if self._symbols is not None:
             _REINDEXER.submit(functools.partial(self._symbols.refresh, list(paths)))
@@ -851,23 +863,65 @@ def _describe(tool: str, exc: ValidationError) -> str:
     return f"invalid arguments for {tool}: " + "; ".join(problems)
 
 
+def _keep_texts(changes: Iterable[FileChange]) -> None:
+    """Name each written text to the tree cache of symbol edits (``code.edits``), so that
+    the index's re-read of a file a commit wrote, and the next symbol edit of it, parse
+    it incrementally from the last parse. Only a file whose bytes are its text in UTF-8:
+    that cache is keyed by those bytes, and another encoding would only miss it."""
+    from grinta_jupyter.code import edits
+
+    for change in changes:
+        after, new = change.after, change.new_bytes
+        if after is None or new is None or new != after.encode("utf-8", "surrogatepass"):
+            continue
+        edits.committed(change.path, change.old_bytes, new)
+
+
 class _Reindexer:
-    """One daemon thread that does what a commit leaves for later, in order: re-indexing
-    the written files, learning the layout of a large Python file for its next edit.
+    """One daemon thread that does what a commit leaves for later: learning the layout of
+    a large Python file for its next edit (``soon``), and re-indexing the written files.
 
     Starting a thread per commit cost the commit itself 5-8 ms: ``Thread.start`` waits
     until the new thread runs, and the new thread keeps the GIL for its first switch
     interval, re-indexing. Handing the job to a waiting thread costs microseconds.
+
+    A re-index starts only while no proposal is being staged and no write committed (the
+    ``foreground`` calls), or once one has run ``YIELD_S`` seconds: a parse holds the GIL,
+    so a re-index started beside the next tool call took that call's time (a 3,000-line
+    file's: 20-45 ms). A job already running finishes. Nothing waits on a re-index to be
+    correct: a read that needs a file's symbols re-checks the file itself. A ``soon`` job
+    (under a millisecond, and what the next edit's own speed depends on) is not held, and
+    runs before any re-index waiting.
     """
 
-    def __init__(self) -> None:
-        self._jobs: queue.Queue[Callable[[], object]] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._lock = threading.Lock()
+    YIELD_S = 0.5
 
-    def submit(self, job: Callable[[], object]) -> None:
-        self._jobs.put(job)
-        with self._lock:  # (again after a fork: the child has no thread)
+    def __init__(self) -> None:
+        self._soon: collections.deque[Callable[[], object]] = collections.deque()
+        self._later: collections.deque[Callable[[], object]] = collections.deque()
+        self._changed = threading.Condition()
+        self._unfinished = 0  # jobs submitted and not done
+        self._busy = 0  # foreground calls running
+        self._thread: threading.Thread | None = None
+
+    @contextlib.contextmanager
+    def foreground(self) -> Iterator[None]:
+        """Hold re-indexes not yet started until this block ends (or ``YIELD_S`` passes)."""
+        with self._changed:
+            self._busy += 1
+        try:
+            yield
+        finally:
+            with self._changed:
+                self._busy -= 1
+                self._changed.notify_all()
+
+    def submit(self, job: Callable[[], object], soon: bool = False) -> None:
+        with self._changed:
+            (self._soon if soon else self._later).append(job)
+            self._unfinished += 1
+            self._changed.notify_all()
+            # (again after a fork: the child has no thread)
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(
                     target=self._work, name="grinta-index-refresh", daemon=True
@@ -876,17 +930,36 @@ class _Reindexer:
 
     def wait(self) -> None:
         """Return once every job submitted so far is done (tests and benchmarks)."""
-        self._jobs.join()
+        with self._changed:
+            self._changed.wait_for(lambda: not self._unfinished)
+
+    def _next(self) -> Callable[[], object]:
+        with self._changed:
+            held_since: float | None = None
+            while True:
+                if self._soon:
+                    return self._soon.popleft()
+                if self._later:
+                    now = time.monotonic()
+                    held_since = now if held_since is None else held_since
+                    if not self._busy or now - held_since >= self.YIELD_S:
+                        return self._later.popleft()
+                    self._changed.wait(held_since + self.YIELD_S - now)
+                else:
+                    held_since = None
+                    self._changed.wait()
 
     def _work(self) -> None:
         while True:
-            job = self._jobs.get()
+            job = self._next()
             # A failure leaves it to the next read (which re-checks the file anyway) or to
             # the next edit (which compiles the whole file).
             with contextlib.suppress(Exception):
                 job()
             del job  # a closed session's index is not kept alive by this thread
-            self._jobs.task_done()
+            with self._changed:
+                self._unfinished -= 1
+                self._changed.notify_all()
 
 
 _REINDEXER = _Reindexer()
