@@ -368,6 +368,14 @@ def _config_options(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _dispatch(args: argparse.Namespace, config: Config) -> int:
+    if args.command in _SESSION_COMMANDS:
+        # The token encoding's load holds the interpreter's lock for 0.6-0.8 s, before the
+        # first request (its count is logged) and beside litellm's import: a helper process
+        # loads it on the other processor meanwhile and counts for the session
+        # (runtime/counting.py; standard library only, as this module's imports).
+        from grinta_jupyter.runtime import counting
+
+        counting.start()
     if args.command == "eval":
         return _eval(args, config)
     if args.command == "metrics":
@@ -390,6 +398,10 @@ def _dispatch(args: argparse.Namespace, config: Config) -> int:
     if args.continue_log is not None:
         return _continue(args, config)
     return _run(args, config)
+
+
+# The commands that run a session in this process.
+_SESSION_COMMANDS = ("run", "demo", "resume")
 
 
 def _task_argument(task: str, config: Config) -> str:
@@ -886,5 +898,18 @@ def _one_line(text: str) -> str:
     return line if len(line) <= 500 else line[:500] + "..."
 
 
+def console() -> NoReturn:
+    """The ``grinta`` command: ``main``, then an exit that does not wait for litellm's
+    background import when nothing will use it (a short ``grinta run`` printed its summary
+    and then waited 4-11 s for it). ``main`` itself returns, for callers in a process of
+    their own making."""
+    status = main()
+    if "litellm" in sys.modules or "grinta_jupyter.agent.models.litellm_model" in sys.modules:
+        from grinta_jupyter.agent.models import litellm_model
+
+        litellm_model.end_without_import(status)
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    console()

@@ -14,9 +14,6 @@ lands in the client's log instead of corrupting a JSON-RPC message.
 from __future__ import annotations
 
 import asyncio
-import atexit
-import contextlib
-import gc
 import os
 import stat
 import sys
@@ -95,26 +92,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _end_without_litellm() -> None:
-    """End the process now, if all that keeps it is litellm's background import.
-
-    After an early first call (a local server's), litellm is imported in a thread the
-    interpreter waits for at exit (``litellm_model.importing_soon``): a client that left
-    in the first seconds of a session saw its agent linger 4-6 s more, for an import
-    nothing will use. Everything of the connection is closed by now; the exit handlers
-    (the symbol index's save, the compile helper's end, logging's flush) run as they
-    would, then leaks are collected (a ``ResourceWarning`` is still said), and the process
-    ends without finalising the interpreter under the import.
-    """
+    """End the process now if all that keeps it is litellm's background import: everything
+    of the connection is closed by now (``litellm_model.end_without_import``)."""
     from grinta_jupyter.agent.models import litellm_model
 
-    if not litellm_model.importing_soon():
-        return
-    atexit._run_exitfuncs()  # first: the index's save finds what a collection would drop
-    gc.collect()
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):  # closed or broken: nothing left to say there
-            stream.flush()
-    os._exit(0)
+    litellm_model.end_without_import(0)
 
 
 def _stdio_problem() -> str | None:

@@ -792,7 +792,14 @@ class _TreeCache:
 
 
 def _reparse(language: str, tree: tree_sitter.Tree, old: bytes, new: bytes) -> tree_sitter.Tree:
-    """The tree of ``new``, parsed incrementally from ``tree`` (that of ``old``)."""
+    """The tree of ``new``, parsed incrementally from ``tree`` (that of ``old``).
+
+    Only between texts without syntax errors: tree-sitter's recovery from an error depends
+    on the trees it reuses, and for some grammars (JavaScript, TypeScript, Ruby: their
+    external scanners) an incremental parse of a broken text found other definitions than
+    a fresh parse of it. Where either text has an error, ``new`` is parsed afresh."""
+    if tree.root_node.has_error:
+        return parser_for(language).parse(new)
     start, old_end, new_end = _changed_bytes(old, new)
     tree = tree.copy()  # the kept tree stays the tree of ``old``: another caller may use it
     tree.edit(
@@ -803,7 +810,9 @@ def _reparse(language: str, tree: tree_sitter.Tree, old: bytes, new: bytes) -> t
         _point(old, old_end),
         _point(new, new_end),
     )
-    return parser_for(language).parse(new, tree)
+    parser = parser_for(language)
+    reparsed = parser.parse(new, tree)
+    return parser.parse(new) if reparsed.root_node.has_error else reparsed
 
 
 _LAST_TREE = _TreeCache()

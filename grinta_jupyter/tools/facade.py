@@ -886,7 +886,8 @@ class _Reindexer:
     interval, re-indexing. Handing the job to a waiting thread costs microseconds.
 
     A re-index starts only while no proposal is being staged and no write committed (the
-    ``foreground`` calls), or once one has run ``YIELD_S`` seconds: a parse holds the GIL,
+    ``foreground`` calls), or once they have kept it waiting ``YIELD_S`` seconds (then every
+    job waiting runs, until a moment with none of them resets that clock): a parse holds the GIL,
     so a re-index started beside the next tool call took that call's time (a 3,000-line
     file's: 20-45 ms). A job already running finishes. Nothing waits on a re-index to be
     correct: a read that needs a file's symbols re-checks the file itself. A ``soon`` job
@@ -897,11 +898,17 @@ class _Reindexer:
     YIELD_S = 0.5
 
     def __init__(self) -> None:
+        self.forget()
+
+    def forget(self) -> None:
+        """Start empty; in a forked child too: no thread, no job, no foreground call (those
+        were the parent's; a job's count or a call's hold copied here would never end)."""
         self._soon: collections.deque[Callable[[], object]] = collections.deque()
         self._later: collections.deque[Callable[[], object]] = collections.deque()
         self._changed = threading.Condition()
         self._unfinished = 0  # jobs submitted and not done
         self._busy = 0  # foreground calls running
+        self._held_since: float | None = None  # when foreground calls began holding a job
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
@@ -912,8 +919,8 @@ class _Reindexer:
         try:
             yield
         finally:
-            with self._changed:
-                self._busy -= 1
+            with self._changed:  # (not below 0: a child forked inside the block ends it)
+                self._busy = max(0, self._busy - 1)
                 self._changed.notify_all()
 
     def submit(self, job: Callable[[], object], soon: bool = False) -> None:
@@ -935,18 +942,19 @@ class _Reindexer:
 
     def _next(self) -> Callable[[], object]:
         with self._changed:
-            held_since: float | None = None
             while True:
                 if self._soon:
                     return self._soon.popleft()
+                if not self._later or not self._busy:
+                    self._held_since = None
                 if self._later:
                     now = time.monotonic()
-                    held_since = now if held_since is None else held_since
-                    if not self._busy or now - held_since >= self.YIELD_S:
+                    if self._held_since is None and self._busy:
+                        self._held_since = now
+                    if self._held_since is None or now - self._held_since >= self.YIELD_S:
                         return self._later.popleft()
-                    self._changed.wait(held_since + self.YIELD_S - now)
+                    self._changed.wait(self._held_since + self.YIELD_S - now)
                 else:
-                    held_since = None
                     self._changed.wait()
 
     def _work(self) -> None:
@@ -963,3 +971,5 @@ class _Reindexer:
 
 
 _REINDEXER = _Reindexer()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_REINDEXER.forget)

@@ -15,8 +15,11 @@ never an API key.
 from __future__ import annotations
 
 import asyncio
+import atexit
+import contextlib
 import email.utils
 import functools
+import gc
 import importlib.util
 import json
 import math
@@ -577,6 +580,27 @@ def _import_soon(*, again: bool = False) -> None:
 def importing_soon() -> bool:
     """Whether the background import ``_import_soon`` started is still under way."""
     return _import_thread is not None and _import_thread.is_alive()
+
+
+def end_without_import(status: int) -> None:
+    """End the process now with ``status``, if all that keeps it is the background import.
+
+    After an early first call (a local server's), litellm is imported in a thread the
+    interpreter waits for at exit (``importing_soon``): a command whose work is done (a
+    short ``grinta run``, an ACP client that left in the first seconds) lingered 4-11 s
+    more, for an import nothing will use. The caller has closed what it opened; the exit
+    handlers (the symbol index's save, the helpers' end, logging's flush) run as they
+    would, then leaks are collected (a ``ResourceWarning`` is still said), and the process
+    ends without finalising the interpreter under the import. Returns when no import runs.
+    """
+    if not importing_soon():
+        return
+    atexit._run_exitfuncs()  # first: the index's save finds what a collection would drop
+    gc.collect()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # closed or broken: nothing left to say there
+            stream.flush()
+    os._exit(status)
 
 
 def _import_quietly() -> None:
