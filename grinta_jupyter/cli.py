@@ -904,7 +904,7 @@ def console() -> NoReturn:
     and then waited 4-11 s for it). ``main`` itself returns, for callers in a process of
     their own making."""
     status = main()
-    if "litellm" in sys.modules or "grinta_jupyter.agent.models.litellm_model" in sys.modules:
+    if "grinta_jupyter.agent.models.litellm_model" in sys.modules:  # else no import runs
         from grinta_jupyter.agent.models import litellm_model
 
         litellm_model.end_without_import(status)

@@ -886,9 +886,9 @@ class _Reindexer:
     interval, re-indexing. Handing the job to a waiting thread costs microseconds.
 
     A re-index starts only while no proposal is being staged and no write committed (the
-    ``foreground`` calls), or once they have kept it waiting ``YIELD_S`` seconds (then every
-    job waiting runs, until a moment with none of them resets that clock): a parse holds the GIL,
-    so a re-index started beside the next tool call took that call's time (a 3,000-line
+    ``foreground`` calls), or once such calls have held it ``YIELD_S`` seconds in a row (then
+    the jobs waiting run; the clock restarts once no call is under way): a parse holds the
+    GIL, so a re-index started beside the next tool call took that call's time (a 3,000-line
     file's: 20-45 ms). A job already running finishes. Nothing waits on a re-index to be
     correct: a read that needs a file's symbols re-checks the file itself. A ``soon`` job
     (under a millisecond, and what the next edit's own speed depends on) is not held, and
