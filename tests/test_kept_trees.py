@@ -28,7 +28,7 @@ from grinta_jupyter.tools.facade import _REINDEXER
 from tests.test_edit_speed import Parses, _workspace
 
 
-def _fresh(rt: Runtime, name: str, root: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _fresh(rt: Runtime, name: str, root: Path) -> None:
     """The index's symbols of ``name`` equal a fresh parse of the bytes on disk."""
     _REINDEXER.wait()
     held = rt.symbols.symbols(name)
@@ -44,23 +44,31 @@ def _mark(rt: Runtime, name: str, root: Path, k: int) -> dict[str, str]:
     return {"path": name, "old_string": line, "new_string": f"{line}  # kept {k}"}
 
 
+def _reread_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Runtime, str, Path, Parses]:
+    """A copy of tarfile.py edited once and re-read (a whole parse, kept), and a counter of
+    the whole-file parses from then on."""
+    rt, name, size = _workspace(tmp_path, "tarfile.py")
+    root = tmp_path / "ws"
+    assert rt.call("replace_string", _mark(rt, name, root, 0)).ok
+    _REINDEXER.wait()  # the first re-read parses the committed text in full and keeps it
+    return rt, name, root, Parses(monkeypatch, size)
+
+
 def test_replace_string_commits_are_reparsed_incrementally(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """After the first re-read, no commit of the file costs a whole parse, and the index
     gives what a whole parse gives."""
-    rt, name, size = _workspace(tmp_path, "tarfile.py")
-    root = tmp_path / "ws"
-    assert rt.call("replace_string", _mark(rt, name, root, 0)).ok
-    _REINDEXER.wait()  # the first re-read parses the committed text in full and keeps it
-    parses = Parses(monkeypatch, size)
+    rt, name, root, parses = _reread_once(tmp_path, monkeypatch)
     for k in range(1, 6):
         assert rt.call("replace_string", _mark(rt, name, root, k)).ok
         _REINDEXER.wait()
     assert parses.counts["tree-sitter"] == 0, parses.counts
     assert parses.counts["tree-sitter incremental"] == 5, parses.counts
     monkeypatch.undo()
-    _fresh(rt, name, root, monkeypatch)
+    _fresh(rt, name, root)
 
 
 def test_commits_with_no_reread_between_them_chain_into_one_reparse(
@@ -68,11 +76,7 @@ def test_commits_with_no_reread_between_them_chain_into_one_reparse(
 ) -> None:
     """Three commits before any re-read: one incremental parse, from the last tree kept,
     over the range spanning the three edits, and the same symbols as a fresh parse."""
-    rt, name, size = _workspace(tmp_path, "tarfile.py")
-    root = tmp_path / "ws"
-    assert rt.call("replace_string", _mark(rt, name, root, 0)).ok
-    _REINDEXER.wait()
-    parses = Parses(monkeypatch, size)
+    rt, name, root, parses = _reread_once(tmp_path, monkeypatch)
     with _REINDEXER.foreground():  # held: the re-indexes queue up behind this block
         for k in (3, 11, 5):
             proposal = rt.propose("replace_string", _mark(rt, name, root, k))
@@ -83,7 +87,7 @@ def test_commits_with_no_reread_between_them_chain_into_one_reparse(
     assert parses.counts["tree-sitter"] == 0, parses.counts
     assert parses.counts["tree-sitter incremental"] == 1, parses.counts
     monkeypatch.undo()
-    _fresh(rt, name, root, monkeypatch)
+    _fresh(rt, name, root)
 
 
 def test_a_write_from_outside_or_an_undo_is_parsed_afresh(
@@ -94,15 +98,15 @@ def test_a_write_from_outside_or_an_undo_is_parsed_afresh(
     rt, name, _ = _workspace(tmp_path, "dataclasses.py")
     root = tmp_path / "ws"
     assert rt.call("replace_string", _mark(rt, name, root, 0)).ok
-    _fresh(rt, name, root, monkeypatch)
+    _fresh(rt, name, root)
     committed = (root / name).read_bytes()
     assert edits.kept_tree(name, "python", committed) is not None
     # Someone else changes the file between the commit and the next edit.
     (root / name).write_bytes(committed.replace(b"def ", b"def  ", 3) + b"\ndef outside(): pass\n")
     assert rt.call("replace_string", _mark(rt, name, root, 1)).ok
-    _fresh(rt, name, root, monkeypatch)
+    _fresh(rt, name, root)
     assert rt.undo().ok
-    _fresh(rt, name, root, monkeypatch)
+    _fresh(rt, name, root)
     undone = (root / name).read_bytes()
     assert edits.kept_tree(name, "python", undone) is None  # the undo's bytes were not named
 
