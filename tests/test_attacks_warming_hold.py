@@ -241,8 +241,12 @@ def test_a_server_that_never_answers_holds_litellm_for_ten_seconds_at_most(tmp_p
             _wait_request(server)
             started = time.monotonic()
             assert not _flag(kc, "'litellm' in __import__('sys').modules")  # held
-            wait_for(kc, "grinta_jupyter._warmed.is_set()", timeout=40)
-            assert time.monotonic() - started < 30
+            # litellm is in sys.modules from its import's first line: this times the hold
+            # alone, not the import after it (seconds on a loaded machine), nor the warming's
+            # later wait for a first card that never comes (MODEL_HOLD_S again).
+            wait_for(kc, "'litellm' in __import__('sys').modules", timeout=40)
+            assert time.monotonic() - started < 25  # 10 s, and the checks' own time
+            wait_for(kc, "'model' in grinta_jupyter._warming_times", timeout=120)  # it loads
             assert not _flag(kc, "grinta_jupyter.current().done")  # the call still waits
             execute(kc, "%grinta stop")
 
