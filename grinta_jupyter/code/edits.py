@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import TYPE_CHECKING, Literal
 
+from grinta_jupyter.code import giveway
 from grinta_jupyter.code.queries import SPECS, declared_names
 from grinta_jupyter.code.symbols import Symbol, locate_nodes
 from grinta_jupyter.runtime import pyast
@@ -742,6 +743,7 @@ class _TreeCache:
         tree = self.get(path, language, source)
         if tree is None:
             return None
+        giveway.pause()
         located_tree, located = locate_nodes(path, source, language, tree)
         if located_tree is None:
             return None

@@ -413,20 +413,10 @@ class SymbolIndex:
         dropped. Returns how many files were parsed. A full refresh of a watched
         tree looks only at the files that had events since the last one.
         """
-        if paths is None:
-            self._wait_built()
+        if paths is not None:
+            return self._refresh_paths(paths)
+        self._wait_built()
         with self._lock:
-            if paths is not None:
-                self._settle()
-                wanted = {_normalize_path(p) for p in paths}
-                for path in {p for p in wanted if not _has_symbols(p)}:
-                    self._drop(path)
-                    wanted.discard(path)
-                self._pending -= wanted
-                parsed = self._check(wanted, set())
-                if self._built:
-                    self._unlisted |= {p for p in wanted - self._listed if p in self._files}
-                return parsed
             if not self._built and self._persist:
                 self._load()
             self._forget_unlisted()
@@ -440,6 +430,32 @@ class SymbolIndex:
                 parsed = self._rescan(changes.files if changes is not None else set())
             if self._dirty and self._persist and time.monotonic() - self._saved_at > SAVE_EVERY_S:
                 self._save()
+            return parsed
+
+    def _refresh_paths(self, paths: Iterable[str]) -> int:
+        """``refresh(paths)``: the files are parsed outside the lock, so a re-index in the
+        background (``tools/facade.py``) can give way to a tool call between its steps
+        (``code/giveway.py``) without holding up a call that reads the index. A file whose
+        entry changed meanwhile (a read parsed it, or dropped it) keeps that newer entry."""
+        with self._lock:
+            self._settle()
+            wanted = {_normalize_path(p) for p in paths}
+            for path in {p for p in wanted if not _has_symbols(p)}:
+                self._drop(path)
+                wanted.discard(path)
+            self._pending -= wanted
+            now = time.time_ns()
+            todo, vanished = self._stale(wanted, set())
+            for path in vanished:
+                self._drop(path)
+            jobs = self._jobs(todo)
+            before = {path: self._files.get(path) for path, _ in todo}
+        results = self._run(jobs)
+        with self._lock:
+            fresh = [r for r in results if self._files.get(r[0]) is before[r[0]]]
+            parsed = self._merge(fresh, dict(todo), now)
+            if self._built:
+                self._unlisted |= {p for p in wanted - self._listed if p in self._files}
             return parsed
 
     def _forget_unlisted(self) -> None:

@@ -17,6 +17,7 @@ import subprocess
 import sys
 import threading
 
+from grinta_jupyter.code import giveway
 from grinta_jupyter.code.symbols import Symbol, extract_symbols
 from grinta_jupyter.runtime.errors import ToolFailure
 from grinta_jupyter.runtime.files import read_regular
@@ -35,6 +36,7 @@ def parse_files(root: str, jobs: list[tuple[str, bytes]]) -> list[Result]:
     results: list[Result] = []
     real = os.path.realpath(root)  # a file opened outside it (a folder swapped) is not parsed
     for path, known_digest in jobs:
+        giveway.pause()
         try:  # regular files only, never a FIFO or device swapped in since the listing
             source, _ = read_regular(os.path.join(root, path), path, MAX_FILE_BYTES, within=real)
         except ToolFailure:

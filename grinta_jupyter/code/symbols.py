@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from functools import cache
 from typing import TYPE_CHECKING
 
-from grinta_jupyter.code import queries
+from grinta_jupyter.code import giveway, queries
 from grinta_jupyter.runtime.grammars import grammar, language_for, parser_for
 from grinta_jupyter.runtime.notebook import is_notebook
 
@@ -140,7 +140,9 @@ def locate_nodes(
     spec = queries.SPECS[language]
     if tree is None:
         tree = parser_for(language).parse(source)
+        giveway.pause()
     entries = _collect(spec, source, tree.root_node)
+    giveway.pause()
     return tree, _build(path, language, spec, source, tree.root_node, entries)
 
 

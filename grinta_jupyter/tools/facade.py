@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
+from grinta_jupyter.code import giveway
 from grinta_jupyter.runtime import regions
 from grinta_jupyter.runtime.diffs import unified_diff
 from grinta_jupyter.runtime.documents import OpenDocuments
@@ -194,7 +195,7 @@ class Runtime:
                 tool, raw_args, spec.kind, ToolError(INVALID_ARGS, _describe(tool, exc))
             )
         clean = model_args.model_dump(exclude_none=True)
-        ctx = ToolContext(self.workspace, self.settings, self._symbol_index, cancel)
+        ctx = ToolContext(self.workspace, self.settings, self._settled_index, cancel)
         try:
             with _REINDEXER.foreground():
                 return self._proposal(spec, clean, spec.stage(model_args, ctx), ctx.staged)
@@ -422,6 +423,13 @@ class Runtime:
         return [record.label for record in self.journal.history()]
 
     # -- symbols (the code layer is imported only when a tool needs it) --------
+
+    def _settled_index(self) -> SymbolIndex:
+        """The symbol index, for a tool call staging: a re-index of this process under way
+        or waiting (``_Reindexer``) runs to its end first, at most ``YIELD_S``, instead of
+        giving way to this call: the call would parse again what it was parsing."""
+        _REINDEXER.settle()
+        return self._symbol_index()
 
     def _symbol_index(self) -> SymbolIndex:
         if self._symbols is None:
@@ -889,10 +897,12 @@ class _Reindexer:
     ``foreground`` calls), or once such calls have held it ``YIELD_S`` seconds in a row (then
     the jobs waiting run; the clock restarts once no call is under way): a parse holds the
     GIL, so a re-index started beside the next tool call took that call's time (a 3,000-line
-    file's: 20-45 ms). A job already running finishes. Nothing waits on a re-index to be
-    correct: a read that needs a file's symbols re-checks the file itself. A ``soon`` job
-    (under a millisecond, and what the next edit's own speed depends on) is not held, and
-    runs before any re-index waiting.
+    file's: 20-45 ms). A re-index already running gives way too, at the points between its
+    steps (``code/giveway.py``: before a file is read, after its parse, after the definitions
+    query), on the same clock; it holds no lock of the index there. Nothing waits on a
+    re-index to be correct: a read that needs a file's symbols re-checks the file itself. A
+    ``soon`` job (under a millisecond, and what the next edit's own speed depends on) is not
+    held, and runs before any re-index waiting.
     """
 
     YIELD_S = 0.5
@@ -909,6 +919,7 @@ class _Reindexer:
         self._unfinished = 0  # jobs submitted and not done
         self._busy = 0  # foreground calls running
         self._held_since: float | None = None  # when foreground calls began holding a job
+        self._mine = threading.local()  # ``depth``: this thread's foreground blocks
         self._thread: threading.Thread | None = None
 
     @contextlib.contextmanager
@@ -916,12 +927,30 @@ class _Reindexer:
         """Hold re-indexes not yet started until this block ends (or ``YIELD_S`` passes)."""
         with self._changed:
             self._busy += 1
+        self._mine.depth = getattr(self._mine, "depth", 0) + 1
         try:
             yield
         finally:
+            self._mine.depth -= 1
             with self._changed:  # (not below 0: a child forked inside the block ends it)
                 self._busy = max(0, self._busy - 1)
                 self._changed.notify_all()
+
+    def settle(self) -> None:
+        """Let the jobs submitted so far finish, at most ``YIELD_S``: this thread's
+        ``foreground`` blocks stop holding them meanwhile (other threads' still do)."""
+        if threading.current_thread() is self._thread:
+            return  # a job's own call: it would wait for itself
+        mine = min(getattr(self._mine, "depth", 0), self._busy)
+        with self._changed:
+            if not self._unfinished:
+                return
+            self._busy -= mine
+            self._changed.notify_all()
+            try:
+                self._changed.wait_for(lambda: not self._unfinished, timeout=self.YIELD_S)
+            finally:
+                self._busy += mine
 
     def submit(self, job: Callable[[], object], soon: bool = False) -> None:
         with self._changed:
@@ -940,11 +969,12 @@ class _Reindexer:
         with self._changed:
             self._changed.wait_for(lambda: not self._unfinished)
 
-    def _next(self) -> Callable[[], object]:
+    def _next(self) -> tuple[Callable[[], object], bool]:
+        """The next job, and whether it is a ``soon`` one."""
         with self._changed:
             while True:
                 if self._soon:
-                    return self._soon.popleft()
+                    return self._soon.popleft(), True
                 if not self._later or not self._busy:
                     self._held_since = None
                 if self._later:
@@ -952,17 +982,34 @@ class _Reindexer:
                     if self._held_since is None and self._busy:
                         self._held_since = now
                     if self._held_since is None or now - self._held_since >= self.YIELD_S:
-                        return self._later.popleft()
+                        return self._later.popleft(), False
                     self._changed.wait(self._held_since + self.YIELD_S - now)
                 else:
                     self._changed.wait()
 
+    def pause(self) -> None:
+        """Where a running re-index may give way (``giveway.pause``): wait while a
+        ``foreground`` call is under way, at most until the hold's ``YIELD_S`` is up."""
+        with self._changed:
+            while self._busy:
+                now = time.monotonic()
+                if self._held_since is None:
+                    self._held_since = now
+                left = self._held_since + self.YIELD_S - now
+                if left <= 0:
+                    return
+                self._changed.wait(left)
+            self._held_since = None
+
     def _work(self) -> None:
         while True:
-            job = self._next()
+            job, soon = self._next()
             # A failure leaves it to the next read (which re-checks the file anyway) or to
             # the next edit (which compiles the whole file).
-            with contextlib.suppress(Exception):
+            with (
+                contextlib.suppress(Exception),
+                contextlib.nullcontext() if soon else giveway.pausing(self.pause),
+            ):
                 job()
             del job  # a closed session's index is not kept alive by this thread
             with self._changed:
