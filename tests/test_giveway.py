@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -204,3 +205,25 @@ def test_pause_does_nothing_outside_a_pausing_block() -> None:
         other.join()
     giveway.pause()
     assert calls == [1]
+
+
+def test_a_child_forked_inside_a_call_leaves_it_and_runs_its_own_jobs() -> None:
+    pid = None
+    try:
+        with _REINDEXER.foreground():
+            pid = os.fork()
+    except BaseException:
+        if pid == 0:
+            os._exit(2)  # leaving the call failed in the child
+        raise
+    if pid == 0:
+        try:
+            ran: list[int] = []
+            _REINDEXER.submit(lambda: ran.append(1))
+            _REINDEXER.settle()
+            _REINDEXER.wait()
+            os._exit(0 if ran == [1] else 3)
+        except BaseException:
+            os._exit(4)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0

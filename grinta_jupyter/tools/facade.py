@@ -931,7 +931,8 @@ class _Reindexer:
         try:
             yield
         finally:
-            self._mine.depth -= 1
+            # (a child forked inside the block has a fresh ``_mine``: ``forget``)
+            self._mine.depth = max(0, getattr(self._mine, "depth", 0) - 1)
             with self._changed:  # (not below 0: a child forked inside the block ends it)
                 self._busy = max(0, self._busy - 1)
                 self._changed.notify_all()
@@ -941,10 +942,10 @@ class _Reindexer:
         ``foreground`` blocks stop holding them meanwhile (other threads' still do)."""
         if threading.current_thread() is self._thread:
             return  # a job's own call: it would wait for itself
-        mine = min(getattr(self._mine, "depth", 0), self._busy)
         with self._changed:
             if not self._unfinished:
                 return
+            mine = min(getattr(self._mine, "depth", 0), self._busy)
             self._busy -= mine
             self._changed.notify_all()
             try:
