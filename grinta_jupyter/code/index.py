@@ -223,6 +223,19 @@ class _File:
         return self.built
 
 
+def _seen(known: _File | None) -> tuple[_File | None, Stamp | None, bool]:
+    """What tells an entry apart from the same one later: a new entry is another object
+    (compared with ``is``, and held here so its identity cannot be reused); the same entry
+    stamped again (its bytes found unchanged) has another stamp or racy mark."""
+    return (known, known.stamp, known.racy) if known is not None else (None, None, False)
+
+
+def _same(
+    one: tuple[_File | None, Stamp | None, bool], other: tuple[_File | None, Stamp | None, bool]
+) -> bool:
+    return one[0] is other[0] and one[1:] == other[1:]
+
+
 class _NameTable:
     """name -> path -> positions of the symbols with that name in that file's rows.
 
@@ -436,7 +449,8 @@ class SymbolIndex:
         """``refresh(paths)``: the files are parsed outside the lock, so a re-index in the
         background (``tools/facade.py``) can give way to a tool call between its steps
         (``code/giveway.py``) without holding up a call that reads the index. A file whose
-        entry changed meanwhile (a read parsed it, or dropped it) keeps that newer entry."""
+        entry changed meanwhile keeps that newer entry: a read parsed it, dropped it, or
+        found its bytes the entry's again and stamped it anew (a write put them back)."""
         with self._lock:
             self._settle()
             wanted = {_normalize_path(p) for p in paths}
@@ -449,10 +463,10 @@ class SymbolIndex:
             for path in vanished:
                 self._drop(path)
             jobs = self._jobs(todo)
-            before = {path: self._files.get(path) for path, _ in todo}
+            before = {path: _seen(self._files.get(path)) for path, _ in todo}
         results = self._run(jobs)
         with self._lock:
-            fresh = [r for r in results if self._files.get(r[0]) is before[r[0]]]
+            fresh = [r for r in results if _same(_seen(self._files.get(r[0])), before[r[0]])]
             parsed = self._merge(fresh, dict(todo), now)
             if self._built:
                 self._unlisted |= {p for p in wanted - self._listed if p in self._files}
