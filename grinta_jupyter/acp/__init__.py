@@ -59,6 +59,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    # The first prompt's token counts go to the counting helper, which loads the encoding on
+    # the other processor while the agent imports (runtime/counting.py): as `grinta run`.
+    from grinta_jupyter.runtime import counting
+
+    counting.start()
     from grinta_jupyter.config import Config, ConfigError
 
     try:
