@@ -10,7 +10,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,8 +20,14 @@ from grinta_jupyter.code import edits, giveway, symbols
 from grinta_jupyter.code.index import SymbolIndex
 from grinta_jupyter.tools import facade
 from grinta_jupyter.tools.facade import _REINDEXER
+from tests.test_giveway import (
+    ONE,
+    _in_thread,
+    _rename,
+    built_workspace,
+    paused_after_a_rename,
+)
 
-ONE = "def first():\n    return 1\n\n\ndef second():\n    return 2\n"
 REINDEX_THREAD = "grinta-index-refresh"
 
 
@@ -44,35 +50,9 @@ class BeforeMerge:
         monkeypatch.setattr(SymbolIndex, "_run", run)
 
 
-class Gate:
-    """Stops the re-index at its ``nth`` pause point (as in tests/test_giveway.py)."""
-
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, nth: int = 1) -> None:
-        self.reached = threading.Event()
-        self.go = threading.Event()
-        self.calls = 0
-        original = facade._Reindexer.pause
-
-        def pause(reindexer: facade._Reindexer) -> None:
-            self.calls += 1
-            if self.calls == nth:
-                self.reached.set()
-                assert self.go.wait(30), "never let go"
-            original(reindexer)
-
-        monkeypatch.setattr(facade._Reindexer, "pause", pause)
-
-
 @pytest.fixture
 def workspace(tmp_path: Path) -> Iterator[tuple[Runtime, Path]]:
-    root = tmp_path / "ws"
-    root.mkdir()
-    (root / "mod.py").write_text(ONE)
-    rt = Runtime(root)
-    assert rt.call("read", {"path": "mod.py", "outline": True}).ok
-    _REINDEXER.wait()
-    yield rt, root
-    _REINDEXER.wait()
+    yield from built_workspace(tmp_path)
 
 
 def _whole(rt: Runtime, path: str) -> list[str]:
@@ -89,11 +69,6 @@ def _assert_index_equals_disk(rt: Runtime, root: Path) -> None:
     assert sorted(on_disk) == listed
     for p, expected in on_disk.items():
         assert [s for s in index.symbols() if s.path == p] == expected, p
-
-
-def _rename(rt: Runtime, old: str, new: str, path: str = "mod.py") -> None:
-    call = {"path": path, "old_string": f"def {old}(", "new_string": f"def {new}("}
-    assert rt.call("replace_string", call).ok
 
 
 # --- stale entries -------------------------------------------------------------------
@@ -124,9 +99,7 @@ def test_a_revert_seen_by_a_search_while_the_reindex_waits(
 ) -> None:
     """Same as above, at the pause point after the definitions query, seen via search."""
     rt, root = workspace
-    gate = Gate(monkeypatch, nth=3)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=3)
     (root / "mod.py").write_text(ONE)
     assert [s.qualname for s in rt.symbols.search("first")] == ["first"]
     gate.go.set()
@@ -156,9 +129,7 @@ def test_a_file_deleted_before_its_read_while_paused(
     workspace: tuple[Runtime, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rt, root = workspace
-    gate = Gate(monkeypatch, nth=1)  # before the file is read
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=1)  # before the file is read
     (root / "mod.py").unlink()
     gate.go.set()
     _REINDEXER.wait()
@@ -170,9 +141,7 @@ def test_an_outside_write_between_stat_and_read_ends_equal_to_disk(
     workspace: tuple[Runtime, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rt, root = workspace
-    gate = Gate(monkeypatch, nth=1)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=1)
     (root / "mod.py").write_text(ONE.replace("first", "outside"))
     gate.go.set()
     _REINDEXER.wait()
@@ -224,8 +193,7 @@ def test_a_notebook_written_while_its_reindex_waits(
     gate = BeforeMerge(monkeypatch)
     call = {"path": "nb.ipynb", "old_string": "def cellfn(", "new_string": "def renamed("}
     observation = rt.call("replace_string", call)
-    if not observation.ok:
-        pytest.skip(f"no plain text edit of a notebook here: {observation.error}")
+    assert observation.ok, observation.error  # a notebook takes a plain text edit
     assert gate.reached.wait(30)
     (root / "nb.ipynb").write_text(notebook("cellfn"))  # reverted
     assert [s.qualname for s in rt.symbols.symbols() if s.path == "nb.ipynb"] == ["cellfn", "K"]
@@ -290,9 +258,7 @@ def test_nested_foreground_and_settle_leave_no_hold(
     workspace: tuple[Runtime, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rt, root = workspace
-    gate = Gate(monkeypatch, nth=1)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=1)
     with _REINDEXER.foreground(), _REINDEXER.foreground():
         gate.go.set()
         started = time.monotonic()
@@ -309,9 +275,7 @@ def test_settle_in_a_thread_without_foreground_is_bounded(
 ) -> None:
     rt, root = workspace
     monkeypatch.setattr(facade._Reindexer, "YIELD_S", 0.3)
-    gate = Gate(monkeypatch, nth=1)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=1)
     with _REINDEXER.foreground():  # another thread's call holds the job
         gate.go.set()
         done: list[float] = []
@@ -380,9 +344,7 @@ def test_a_fork_while_a_job_is_paused_leaves_the_child_able_to_reindex(
     workspace: tuple[Runtime, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rt, root = workspace
-    gate = Gate(monkeypatch, nth=1)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=1)
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
@@ -450,21 +412,12 @@ def test_two_runtimes_in_two_threads_end_equal_to_disk(tmp_path: Path) -> None:
     assert _REINDEXER._busy == 0
 
 
-def _in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
-    done: list[object] = []
-    thread = threading.Thread(target=lambda: done.append(work()), daemon=True)
-    thread.start()
-    return thread, done
-
-
 def test_a_reader_is_not_held_by_a_paused_reindex_of_another_file(
     workspace: tuple[Runtime, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rt, root = workspace
     monkeypatch.setattr(facade._Reindexer, "YIELD_S", 5.0)
-    gate = Gate(monkeypatch, nth=2)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=2)
     with _REINDEXER.foreground():
         gate.go.set()
         time.sleep(0.05)

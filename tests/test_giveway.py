@@ -51,8 +51,8 @@ class Gate:
         monkeypatch.setattr(facade._Reindexer, "pause", pause)
 
 
-@pytest.fixture
-def workspace(tmp_path: Path) -> Iterator[tuple[Runtime, Path]]:
+def built_workspace(tmp_path: Path) -> Iterator[tuple[Runtime, Path]]:
+    """A Runtime on a folder holding mod.py (``ONE``), its index built, no job left."""
     root = tmp_path / "ws"
     root.mkdir()
     (root / "mod.py").write_text(ONE)
@@ -63,13 +63,27 @@ def workspace(tmp_path: Path) -> Iterator[tuple[Runtime, Path]]:
     _REINDEXER.wait()
 
 
+@pytest.fixture
+def workspace(tmp_path: Path) -> Iterator[tuple[Runtime, Path]]:
+    yield from built_workspace(tmp_path)
+
+
 def _names(rt: Runtime) -> list[str]:
     return [s.qualname for s in rt.symbols.symbols("mod.py")]
 
 
-def _rename(rt: Runtime, old: str, new: str) -> None:
-    call = {"path": "mod.py", "old_string": f"def {old}(", "new_string": f"def {new}("}
+def _rename(rt: Runtime, old: str, new: str, path: str = "mod.py") -> None:
+    call = {"path": path, "old_string": f"def {old}(", "new_string": f"def {new}("}
     assert rt.call("replace_string", call).ok
+
+
+def paused_after_a_rename(rt: Runtime, monkeypatch: pytest.MonkeyPatch, nth: int = 1) -> Gate:
+    """Commit ``first`` -> ``renamed`` in mod.py; its re-index is stopped at its ``nth`` pause
+    point (the gate's ``go`` lets it on)."""
+    gate = Gate(monkeypatch, nth)
+    _rename(rt, "first", "renamed")
+    assert gate.reached.wait(30), "the re-index reached no pause point"
+    return gate
 
 
 def _in_thread(work: Callable[[], object]) -> tuple[threading.Thread, list[object]]:
@@ -83,9 +97,7 @@ def test_a_running_reindex_waits_at_its_pause_point_while_a_call_is_under_way(
     workspace: tuple[Runtime, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     rt, root = workspace
-    gate = Gate(monkeypatch)
-    _rename(rt, "first", "renamed")  # the commit leaves the re-index of mod.py
-    assert gate.reached.wait(30), "the re-index reached no pause point"
+    gate = paused_after_a_rename(rt, monkeypatch)
     with _REINDEXER.foreground():
         gate.go.set()
         time.sleep(0.2)
@@ -107,9 +119,7 @@ def test_a_call_that_lasts_holds_a_running_reindex_only_yield_s(
 ) -> None:
     rt, root = workspace
     monkeypatch.setattr(facade._Reindexer, "YIELD_S", 0.3)
-    gate = Gate(monkeypatch)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch)
     with _REINDEXER.foreground():
         entered = time.monotonic()
         gate.go.set()
@@ -126,9 +136,7 @@ def test_an_entry_parsed_while_the_reindex_waited_is_not_overwritten_by_its_olde
     rt, root = workspace
     # The third pause point: after the definitions query of the committed text. The re-index
     # has read and parsed it (with "renamed") and not yet merged what it found.
-    gate = Gate(monkeypatch, nth=3)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch, nth=3)
     # A write from outside, then a read of the whole workspace that parses it and merges
     # its entry (and takes the tree watch's events of it).
     (root / "mod.py").write_text(ONE.replace("first", "outside"))
@@ -149,9 +157,7 @@ def test_a_call_about_to_read_the_index_lets_a_paused_reindex_finish_first(
 ) -> None:
     rt, root = workspace
     monkeypatch.setattr(facade._Reindexer, "YIELD_S", 5.0)
-    gate = Gate(monkeypatch)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch)
     with _REINDEXER.foreground():
         gate.go.set()
         time.sleep(0.1)
@@ -177,9 +183,7 @@ def test_an_edit_of_symbols_right_after_a_commit_takes_the_reindexs_location(
 
     monkeypatch.setattr(symbols, "locate_nodes", counted)
     monkeypatch.setattr(edits, "locate_nodes", counted)
-    gate = Gate(monkeypatch)
-    _rename(rt, "first", "renamed")
-    assert gate.reached.wait(30)
+    gate = paused_after_a_rename(rt, monkeypatch)
     located.clear()
     edit = {
         "symbol": "mod.py::second",
