@@ -29,7 +29,9 @@ Definitions, per step ``k`` (one model turn and the one call it asks for):
   core when other processes share them).
 
 Figures are printed per hundred steps (1-100, 101-200, ...): median and p95 of each,
-then the process RSS after the last step (``VmRSS``; ``VmHWM`` is the peak). The
+then the medians per tool, then where the median of all steps falls: half the steps
+commit a write, so it lies where the other steps' slowest meet the writes' fastest (their
+p90 and p10 are printed; docs/speed.md, stop 43), then the process RSS after the last step (``VmRSS``; ``VmHWM`` is the peak). The
 scripted model keeps a deep copy of every request it is sent (``requests``), which grows
 with the square of the step count; the benchmark clears it after each turn so the
 RSS is the session's, not the test double's.
@@ -60,6 +62,8 @@ from grinta_jupyter.agent.models.base import ModelReply  # noqa: E402
 from grinta_jupyter.agent.models.scripted import ScriptedModel, call, reply  # noqa: E402
 
 GOAL_MEDIAN_MS = 5.0
+# Tools whose step commits a write (the journal's fsyncs): in this script, replace_string.
+WRITES = frozenset({"create", "replace_string", "multiedit", "edit_symbols"})
 GOAL_RSS_MB = 300.0
 BUCKET = 100
 
@@ -188,6 +192,14 @@ async def measure(steps: int, lines: int) -> None:
                                       ("runtime", work), ("CPU", cpu))
             )  # fmt: skip
             print(f"  {tool:<15} ({len(mine)} steps) median ms: {cells}")
+        writes = [overhead[k] for k in range(steps) if session.steps[k].call.name in WRITES]
+        others = [overhead[k] for k in range(steps) if session.steps[k].call.name not in WRITES]
+        if writes and others:
+            print(
+                f"  the median of all steps lies where the other steps' slowest meet the "
+                f"writes' fastest: other steps p90 {ms(others, 0.9):.2f} ms, writes p10 "
+                f"{ms(writes, 0.1):.2f} ms ({len(writes)} of {steps} steps write)"
+            )
         print(
             f"RSS after {steps} steps: {rss:.0f} MB (peak {peak:.0f} MB; goal <= {GOAL_RSS_MB:.0f})"
         )
