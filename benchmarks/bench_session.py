@@ -30,11 +30,12 @@ Definitions, per step ``k`` (one model turn and the one call it asks for):
 
 Figures are printed per hundred steps (1-100, 101-200, ...): median and p95 of each,
 then the medians per tool, then where the median of all steps falls: half the steps
-commit a write, so it lies where the other steps' slowest meet the writes' fastest (their
-p90 and p10 are printed; docs/speed.md, stop 43), then the process RSS after the last step (``VmRSS``; ``VmHWM`` is the peak). The
-scripted model keeps a deep copy of every request it is sent (``requests``), which grows
-with the square of the step count; the benchmark clears it after each turn so the
-RSS is the session's, not the test double's.
+commit a write, so it lies where the other steps' slowest meet the writes' fastest
+(their p90 and p10 are printed; docs/speed.md, stop 43), then the process RSS after the
+last step (``VmRSS``; ``VmHWM`` is the peak). The scripted model keeps a deep copy of
+every request it is sent (``requests``), which grows with the square of the step count;
+the benchmark clears it after each turn so the RSS is the session's, not the test
+double's.
 
 Goals (issue 13): overhead at most 5 ms median per step, flat from step 1 to step
 1,000; RSS at most 300 MB after 1,000 steps. Report ``uptime`` with the figures: the
