@@ -32,8 +32,10 @@ Limits threads cannot lift:
   backtracks catastrophically, ``str()`` of a huge int, sorting a huge list)
   lets no other thread run until it returns: neither the time limit nor Stop
   can end it or even report it before then, and the kernel's event loop (its
-  widgets, the Stop button) waits too. Afterwards the code goes on and the
-  step reports what it did, past its time limit.
+  widgets, the Stop button) waits too. Afterwards either the code goes on and
+  the step reports what it did, past its time limit, or, when the waiting
+  thread takes the GIL first, the time limit stops it right after that call
+  (COMMAND_TIMEOUT).
 - ``os._exit``, a crash in C code (a segfault) or a fatal interpreter error
   end the kernel, and the session with it; nothing here can contain them.
   ``sys.exit()`` and ``raise SystemExit`` end only the code (EXECUTE_FAILED),
